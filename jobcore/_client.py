@@ -1,0 +1,321 @@
+"""An asyncio Kubernetes client over plain JSON objects, with retries of transient failures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Literal
+from urllib.parse import urlencode, urlsplit
+
+import aiohttp
+import structlog
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from jobcore import _metrics
+from jobcore._errors import ApiError, api_error
+from jobcore._resources import Object, Resource
+
+PatchType = Literal["merge", "strategic", "json"]
+WatchEvent = tuple[str, Object]
+"""`(type, object)` with type ADDED, MODIFIED, DELETED or BOOKMARK."""
+
+_PATCH_CONTENT_TYPES: Mapping[str, str] = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "json": "application/json-patch+json",
+}
+_APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+_log = structlog.get_logger("jobcore.client")
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    return isinstance(exc, ApiError) and exc.retryable
+
+
+class Client:
+    """Reads and writes any resource as plain dicts; one per process, closed on exit.
+
+    Transient failures (connection errors, 429, 5xx) are retried with jittered exponential
+    backoff; every other failure is raised as the matching `ApiError` subclass, so a conflict
+    reaches the caller, who re-reads and decides.
+    """
+
+    def __init__(
+        self,
+        api_client: k8s_client.ApiClient,
+        *,
+        field_manager: str = "jobcore",
+        retry_attempts: int = 5,
+        retry_max_wait: float = 5.0,
+        request_timeout: float = 60.0,
+    ) -> None:
+        self._api_client = api_client
+        self._config = api_client.configuration
+        self._session: aiohttp.ClientSession = api_client.rest_client.pool_manager
+        self._server_hostname = api_client.rest_client.server_hostname
+        self._host = str(self._config.host).rstrip("/")
+        self._metrics_host = urlsplit(self._host).netloc
+        self.field_manager = field_manager
+        self._retry_attempts = retry_attempts
+        self._retry_max_wait = retry_max_wait
+        self._request_timeout = aiohttp.ClientTimeout(total=request_timeout)
+
+    @classmethod
+    async def from_kubeconfig(
+        cls, path: str | None = None, *, context: str | None = None, **options: Any
+    ) -> Client:
+        """A client for the kubeconfig at `path` (default: `$KUBECONFIG` or ~/.kube/config)."""
+        api_client = await k8s_config.new_client_from_config(config_file=path, context=context)
+        return cls(api_client, **options)
+
+    @classmethod
+    async def from_environment(cls, **options: Any) -> Client:
+        """The in-cluster service account when running in a Pod, else the kubeconfig."""
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            configuration = k8s_client.Configuration()
+            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            return cls(k8s_client.ApiClient(configuration), **options)
+        return await cls.from_kubeconfig(**options)
+
+    async def close(self) -> None:
+        await self._api_client.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _headers(self, content_type: str) -> dict[str, str]:
+        headers = {"Content-Type": content_type, "Accept": "application/json"}
+        for setting in (await self._config.auth_settings()).values():
+            headers[setting["key"]] = setting["value"]
+        return headers
+
+    def _request_args(self, method: str, path: str, query: Mapping[str, Any] | None) -> Any:
+        url = self._host + path
+        if query:
+            url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
+        args: dict[str, Any] = {"method": method, "url": url}
+        if self._server_hostname:
+            args["server_hostname"] = self._server_hostname
+        return args
+
+    async def _request_once(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str,
+    ) -> Any:
+        args = self._request_args(method, path, query)
+        args["headers"] = await self._headers(content_type)
+        if body is not None:
+            args["data"] = json.dumps(body, separators=(",", ":"))
+        try:
+            async with self._session.request(**args, timeout=self._request_timeout) as resp:
+                data = await resp.read()
+                status = resp.status
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            _metrics.rest_client_requests_total.labels("<error>", method, self._metrics_host).inc()
+            raise ApiError(0, "ConnectionError", f"{method} {path}: {exc!r}") from exc
+        _metrics.rest_client_requests_total.labels(str(status), method, self._metrics_host).inc()
+        decoded = json.loads(data) if data else None
+        if status >= 400:
+            raise api_error(
+                status, decoded if decoded is not None else data.decode(errors="replace")
+            )
+        return decoded
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        """Send one request, retrying transient failures; return the decoded JSON body."""
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(_is_retryable),
+            stop=stop_after_attempt(self._retry_attempts),
+            wait=wait_exponential_jitter(initial=0.05, max=self._retry_max_wait),
+            reraise=True,
+            before_sleep=lambda state: _log.debug(
+                "retrying request",
+                method=method,
+                path=path,
+                attempt=state.attempt_number,
+                error=str(state.outcome.exception()) if state.outcome else None,
+            ),
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self._request_once(method, path, query, body, content_type)
+        raise AssertionError("unreachable: tenacity reraises the last error")
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+        result: Object = await self.request("GET", resource.path(namespace, name))
+        return result
+
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> Object:
+        """One page of a list: `items`, and `metadata.resourceVersion` / `continue`."""
+        query = {
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "limit": limit,
+            "continue": continue_token,
+            "resourceVersion": resource_version,
+        }
+        result: Object = await self.request("GET", resource.path(namespace), query=query)
+        return result
+
+    async def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+        namespace = namespace or obj.get("metadata", {}).get("namespace")
+        result: Object = await self.request("POST", resource.path(namespace), body=obj)
+        return result
+
+    async def update(self, resource: Resource, obj: Object) -> Object:
+        """Replace the object; raises ConflictError if its resourceVersion is stale."""
+        meta = obj["metadata"]
+        path = resource.path(meta.get("namespace"), meta["name"])
+        result: Object = await self.request("PUT", path, body=obj)
+        return result
+
+    async def update_status(self, resource: Resource, obj: Object) -> Object:
+        """Replace the status subresource; raises ConflictError if the object changed."""
+        meta = obj["metadata"]
+        path = resource.path(meta.get("namespace"), meta["name"], "status")
+        result: Object = await self.request("PUT", path, body=obj)
+        return result
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+    ) -> Object:
+        result: Object = await self.request(
+            "PATCH",
+            resource.path(namespace, name, subresource),
+            body=patch,
+            content_type=_PATCH_CONTENT_TYPES[patch_type],
+        )
+        return result
+
+    async def apply(
+        self,
+        resource: Resource,
+        obj: Object,
+        *,
+        force: bool = False,
+        subresource: str | None = None,
+    ) -> Object:
+        """Server-side apply `obj` as this client's field manager."""
+        meta = obj["metadata"]
+        query = {"fieldManager": self.field_manager, "force": "true" if force else None}
+        result: Object = await self.request(
+            "PATCH",
+            resource.path(meta.get("namespace"), meta["name"], subresource),
+            query=query,
+            body=obj,
+            content_type=_APPLY_CONTENT_TYPE,
+        )
+        return result
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = "Background",
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+    ) -> Object:
+        """Delete the object (only the one with `uid`, when given); raises NotFoundError."""
+        body: Object = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            body["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        result: Object = await self.request("DELETE", resource.path(namespace, name), body=body)
+        return result
+
+    async def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+        inactivity_timeout: float = 90.0,
+        allow_bookmarks: bool = True,
+    ) -> AsyncIterator[WatchEvent]:
+        """Stream changes after `resource_version` until the server ends the watch.
+
+        The stream also ends, without error, when nothing (not even a bookmark) arrives for
+        `inactivity_timeout` seconds, so a silently dead connection is noticed; the caller
+        watches again from the last resourceVersion it saw. An expired resourceVersion raises
+        `GoneError`; the caller must list again.
+        """
+        query = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "timeoutSeconds": timeout_seconds,
+            "allowWatchBookmarks": "true" if allow_bookmarks else None,
+        }
+        args = self._request_args("GET", resource.path(namespace), query)
+        args["headers"] = await self._headers("application/json")
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=inactivity_timeout)
+        try:
+            async with self._session.request(**args, timeout=timeout) as resp:
+                _metrics.rest_client_requests_total.labels(
+                    str(resp.status), "WATCH", self._metrics_host
+                ).inc()
+                if resp.status >= 400:
+                    data = await resp.read()
+                    raise api_error(resp.status, json.loads(data) if data else None)
+                async for line in resp.content:
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    kind, obj = event["type"], event["object"]
+                    if kind == "ERROR":
+                        raise api_error(int(obj.get("code") or 500), obj)
+                    yield kind, obj
+        except (TimeoutError, aiohttp.ServerTimeoutError):
+            _log.debug("watch inactive, ending it", resource=resource.plural)
+        except (aiohttp.ClientError, OSError) as exc:
+            raise ApiError(0, "ConnectionError", f"watch {resource.plural}: {exc!r}") from exc

@@ -1,0 +1,84 @@
+"""The exception hierarchy of jobcore.
+
+JobcoreError
+├── ApiError                 the API server answered with a failure Status
+│   ├── NotFoundError        404
+│   ├── ConflictError        409 on update: re-read and try again
+│   ├── AlreadyExistsError   409 on create
+│   ├── GoneError            410: the resourceVersion is too old, re-list
+│   └── InvalidError         422: the object was rejected by validation
+├── TerminalError            a reconcile failure that retrying cannot fix
+└── LeaderElectionLost       this process no longer holds the lease
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class JobcoreError(Exception):
+    """Base class of every error jobcore raises."""
+
+
+class ApiError(JobcoreError):
+    """A failure `Status` from the API server, or a transport failure (status 0)."""
+
+    def __init__(self, status: int, reason: str = "", message: str = "", body: Any = None) -> None:
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+        super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same request may succeed later unchanged: throttling, server errors."""
+        return self.status in {0, 429} or self.status >= 500
+
+
+class NotFoundError(ApiError):
+    """The object does not exist."""
+
+
+class ConflictError(ApiError):
+    """The object changed since it was read (stale resourceVersion)."""
+
+
+class AlreadyExistsError(ApiError):
+    """An object with that name already exists."""
+
+
+class GoneError(ApiError):
+    """The requested resourceVersion is older than the server keeps."""
+
+
+class InvalidError(ApiError):
+    """The server's validation rejected the object; the body names the fields."""
+
+
+class TerminalError(JobcoreError):
+    """A reconcile failure that retrying will not fix: it is logged, not retried."""
+
+
+class LeaderElectionLost(JobcoreError):
+    """The lease was lost or could not be renewed; the process should stop reconciling."""
+
+
+def api_error(status: int, body: Any) -> ApiError:
+    """Build the most specific ApiError for a failed response and its decoded body."""
+    reason = message = ""
+    if isinstance(body, dict):
+        reason = str(body.get("reason", ""))
+        message = str(body.get("message", ""))
+    elif body:
+        message = str(body)
+    cls: type[ApiError] = ApiError
+    if status == 404:
+        cls = NotFoundError
+    elif status == 409:
+        cls = AlreadyExistsError if reason == "AlreadyExists" else ConflictError
+    elif status == 410 or reason in ("Expired", "Gone"):
+        cls = GoneError
+    elif status == 422:
+        cls = InvalidError
+    return cls(status, reason, message, body)

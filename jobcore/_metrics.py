@@ -1,0 +1,148 @@
+"""Prometheus metrics, named and labelled as controller-runtime names them for dashboards."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+"""The registry `/metrics` serves; job kinds register their own metrics here too."""
+
+_LATENCY_BUCKETS = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.15,
+    0.2,
+    0.25,
+    0.3,
+    0.35,
+    0.4,
+    0.45,
+    0.5,
+    0.6,
+    0.7,
+    0.8,
+    0.9,
+    1.0,
+    1.25,
+    1.5,
+    1.75,
+    2.0,
+    2.5,
+    3.0,
+    3.5,
+    4.0,
+    4.5,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    15,
+    20,
+    25,
+    30,
+    40,
+    50,
+    60,
+)
+_QUEUE_BUCKETS = tuple(10.0**exponent for exponent in range(-8, 2))
+
+reconcile_total = Counter(
+    "controller_runtime_reconcile_total",
+    "Total number of reconciliations per controller.",
+    ["controller", "result"],
+    registry=REGISTRY,
+)
+reconcile_errors_total = Counter(
+    "controller_runtime_reconcile_errors_total",
+    "Total number of reconciliation errors per controller.",
+    ["controller"],
+    registry=REGISTRY,
+)
+terminal_reconcile_errors_total = Counter(
+    "controller_runtime_terminal_reconcile_errors_total",
+    "Total number of terminal reconciliation errors per controller.",
+    ["controller"],
+    registry=REGISTRY,
+)
+reconcile_time_seconds = Histogram(
+    "controller_runtime_reconcile_time_seconds",
+    "Length of time per reconciliation per controller.",
+    ["controller"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+max_concurrent_reconciles = Gauge(
+    "controller_runtime_max_concurrent_reconciles",
+    "Maximum number of concurrent reconciles per controller.",
+    ["controller"],
+    registry=REGISTRY,
+)
+active_workers = Gauge(
+    "controller_runtime_active_workers",
+    "Number of currently used workers per controller.",
+    ["controller"],
+    registry=REGISTRY,
+)
+
+workqueue_depth = Gauge(
+    "workqueue_depth", "Current depth of workqueue.", ["name"], registry=REGISTRY
+)
+workqueue_adds_total = Counter(
+    "workqueue_adds_total",
+    "Total number of adds handled by workqueue.",
+    ["name"],
+    registry=REGISTRY,
+)
+workqueue_queue_duration_seconds = Histogram(
+    "workqueue_queue_duration_seconds",
+    "How long in seconds an item stays in workqueue before being requested.",
+    ["name"],
+    buckets=_QUEUE_BUCKETS,
+    registry=REGISTRY,
+)
+workqueue_work_duration_seconds = Histogram(
+    "workqueue_work_duration_seconds",
+    "How long in seconds processing an item from workqueue takes.",
+    ["name"],
+    buckets=_QUEUE_BUCKETS,
+    registry=REGISTRY,
+)
+workqueue_retries_total = Counter(
+    "workqueue_retries_total",
+    "Total number of retries handled by workqueue.",
+    ["name"],
+    registry=REGISTRY,
+)
+workqueue_unfinished_work_seconds = Gauge(
+    "workqueue_unfinished_work_seconds",
+    "How many seconds of work has been done that is in progress and hasn't been observed by "
+    "work_duration.",
+    ["name"],
+    registry=REGISTRY,
+)
+workqueue_longest_running_processor_seconds = Gauge(
+    "workqueue_longest_running_processor_seconds",
+    "How many seconds has the longest running processor for workqueue been running.",
+    ["name"],
+    registry=REGISTRY,
+)
+
+leader_election_master_status = Gauge(
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+    "1 indicates master. 'name' is the string used to identify the lease.",
+    ["name"],
+    registry=REGISTRY,
+)
+
+rest_client_requests_total = Counter(
+    "rest_client_requests_total",
+    "Number of HTTP requests, partitioned by status code, method, and host.",
+    ["code", "method", "host"],
+    registry=REGISTRY,
+)
