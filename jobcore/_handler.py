@@ -1,0 +1,69 @@
+"""Event handlers: turn cache events into reconcile requests on a controller's queue."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from jobcore._predicate import Predicate
+from jobcore._resources import Object, ObjectKey, Resource, controller_of
+
+if TYPE_CHECKING:
+    from jobcore._queue import WorkQueue
+
+Request = ObjectKey
+"""What a reconciler is asked to reconcile: the namespace and name of one primary object."""
+
+Mapper = Callable[[Object], Iterable[Request]]
+"""Maps a changed object to the requests it should trigger."""
+
+
+def request_for_object(obj: Object) -> Iterable[Request]:
+    """The object itself: the mapping used when watching the primary kind."""
+    return (ObjectKey.of(obj),)
+
+
+def requests_for_owner(owner: Resource) -> Mapper:
+    """Map an owned object to its controller owner when that owner is of `owner`'s kind."""
+
+    def mapper(obj: Object) -> Iterable[Request]:
+        ref = controller_of(obj)
+        if ref is None or ref.get("kind") != owner.kind:
+            return ()
+        group = ref.get("apiVersion", "").rpartition("/")[0]
+        if group != owner.group:
+            return ()
+        namespace = (obj["metadata"].get("namespace") or "") if owner.namespaced else ""
+        return (ObjectKey(namespace, ref["name"]),)
+
+    return mapper
+
+
+class EnqueueRequests:
+    """An informer event handler that enqueues the mapped requests events that pass predicates.
+
+    An update enqueues the requests of both the old and the new object, so an object that
+    moved to another owner wakes both.
+    """
+
+    def __init__(
+        self, queue: WorkQueue[Request], mapper: Mapper, predicates: Sequence[Predicate] = ()
+    ) -> None:
+        self._queue = queue
+        self._mapper = mapper
+        self._predicates = tuple(predicates)
+
+    def on_add(self, obj: Object) -> None:
+        if all(p.create(obj) for p in self._predicates):
+            for request in self._mapper(obj):
+                self._queue.add(request)
+
+    def on_update(self, old: Object, new: Object) -> None:
+        if all(p.update(old, new) for p in self._predicates):
+            for request in {*self._mapper(old), *self._mapper(new)}:
+                self._queue.add(request)
+
+    def on_delete(self, obj: Object) -> None:
+        if all(p.delete(obj) for p in self._predicates):
+            for request in self._mapper(obj):
+                self._queue.add(request)

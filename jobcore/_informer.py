@@ -1,0 +1,291 @@
+"""A list+watch cache of one resource that tells handlers about every change exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import random
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+import structlog
+
+from jobcore._client import Client
+from jobcore._errors import ApiError, GoneError
+from jobcore._resources import Object, ObjectKey, Resource, controller_of
+
+IndexFunc = Callable[[Object], Iterable[str]]
+"""Maps an object to the index values it is filed under."""
+Transform = Callable[[Object], Object]
+"""Rewrites an object before it is cached, e.g. to drop fields nobody reads."""
+
+NAMESPACE_INDEX = "namespace"
+CONTROLLER_UID_INDEX = "controller-uid"
+_BULK_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+_INTERN_MAX_LEN = 64
+_log = structlog.get_logger("jobcore.informer")
+
+
+class EventHandler(Protocol):
+    """Receives cache changes; called synchronously, so it must only enqueue, never block."""
+
+    def on_add(self, obj: Object) -> None: ...
+
+    def on_update(self, old: Object, new: Object) -> None: ...
+
+    def on_delete(self, obj: Object) -> None: ...
+
+
+def index_by_namespace(obj: Object) -> Iterable[str]:
+    return (obj["metadata"].get("namespace") or "",)
+
+
+def index_by_controller_uid(obj: Object) -> Iterable[str]:
+    ref = controller_of(obj)
+    return (ref["uid"],) if ref else ()
+
+
+def _compact(value: Any) -> Any:
+    """Share equal keys and short strings between cached objects (most of a Pod repeats)."""
+    if isinstance(value, dict):
+        return {sys.intern(k): _compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_compact(v) for v in value]
+    if isinstance(value, str) and len(value) <= _INTERN_MAX_LEN:
+        return sys.intern(value)
+    return value
+
+
+def strip_bulk(obj: Object) -> Object:
+    """The default transform: drop managedFields and last-applied annotations, share strings."""
+    meta = obj.get("metadata")
+    if meta:
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if annotations:
+            for name in _BULK_ANNOTATIONS:
+                annotations.pop(name, None)
+    compacted: Object = _compact(obj)
+    return compacted
+
+
+class Informer:
+    """Lists then watches `resource`, keeps the objects in memory and fans changes out.
+
+    After a watch ends it resumes from the last resourceVersion seen (bookmarks keep that
+    fresh). When the server answers 410 Gone the informer lists again and diffs the list
+    against its cache, so objects deleted while it was not watching are still reported as
+    deletions and nothing is reported twice. Objects in the cache are shared: read, never
+    modify them.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        transform: Transform | None = strip_bulk,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        page_size: int = 500,
+        watch_timeout: int = 300,
+        inactivity_timeout: float = 90.0,
+        max_backoff: float = 30.0,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self._transform = transform
+        self._indexers: dict[str, IndexFunc] = {
+            NAMESPACE_INDEX: index_by_namespace,
+            CONTROLLER_UID_INDEX: index_by_controller_uid,
+            **(indexers or {}),
+        }
+        self._indices: dict[str, dict[str, set[ObjectKey]]] = {n: {} for n in self._indexers}
+        self._store: dict[ObjectKey, Object] = {}
+        self._handlers: list[EventHandler] = []
+        self._resource_version: str | None = None
+        self._synced = asyncio.Event()
+        self._page_size = page_size
+        self._watch_timeout = watch_timeout
+        self._inactivity_timeout = inactivity_timeout
+        self._max_backoff = max_backoff
+        self._log = _log.bind(resource=resource.plural, namespace=namespace)
+
+    # Reading -----------------------------------------------------------------------------
+
+    def get(self, name: str, namespace: str | None = None) -> Object | None:
+        return self._store.get(ObjectKey(namespace or "", name))
+
+    def list(self, namespace: str | None = None) -> builtins.list[Object]:
+        if namespace is None:
+            return list(self._store.values())
+        return self.by_index(NAMESPACE_INDEX, namespace)
+
+    def by_index(self, index: str, value: str) -> builtins.list[Object]:
+        """The cached objects filed under `value` in the index named `index`."""
+        keys = self._indices[index].get(value, ())
+        return [self._store[key] for key in keys]
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def has_synced(self) -> bool:
+        """True once the first list has been loaded into the cache."""
+        return self._synced.is_set()
+
+    async def wait_for_sync(self) -> None:
+        await self._synced.wait()
+
+    @property
+    def resource_version(self) -> str | None:
+        """The last resourceVersion seen, from a list, a watch event or a bookmark."""
+        return self._resource_version
+
+    # Configuring -------------------------------------------------------------------------
+
+    def add_handler(self, handler: EventHandler) -> None:
+        """Register a handler; one added after the sync is first told of every cached object."""
+        self._handlers.append(handler)
+        if self.has_synced():
+            for obj in list(self._store.values()):
+                self._call(handler.on_add, obj)
+
+    def add_indexer(self, name: str, func: IndexFunc) -> None:
+        self._indexers[name] = func
+        index: dict[str, set[ObjectKey]] = {}
+        self._indices[name] = index
+        for key, obj in self._store.items():
+            for value in func(obj):
+                index.setdefault(value, set()).add(key)
+
+    # Running -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List, then watch until cancelled; failures are retried with backoff, never raised."""
+        failures = 0
+        while True:
+            try:
+                if self._resource_version is None:
+                    await self._list_and_replace()
+                await self._watch()
+                failures = 0
+            except GoneError:
+                self._log.info("resource version expired, listing again")
+                self._resource_version = None
+            except ApiError as exc:
+                failures += 1
+                delay = min(self._max_backoff, 0.2 * 2 ** min(failures, 10))
+                delay *= random.uniform(0.8, 1.2)
+                self._log.warning("list/watch failed", error=str(exc), retry_in=round(delay, 2))
+                await asyncio.sleep(delay)
+
+    async def _list_and_replace(self) -> None:
+        items: dict[ObjectKey, Object] = {}
+        continue_token: str | None = None
+        while True:
+            page = await self.client.list(
+                self.resource,
+                self.namespace,
+                label_selector=self.label_selector,
+                field_selector=self.field_selector,
+                limit=self._page_size,
+                continue_token=continue_token,
+            )
+            for raw in page["items"]:
+                # List items carry no kind; give cached objects the same shape as watched ones.
+                raw.setdefault("kind", self.resource.kind)
+                raw.setdefault("apiVersion", self.resource.api_version)
+                obj = self._transform(raw) if self._transform else raw
+                items[ObjectKey.of(obj)] = obj
+            continue_token = page["metadata"].get("continue")
+            if not continue_token:
+                break
+        self._replace(items)
+        self._resource_version = page["metadata"]["resourceVersion"]
+        if not self._synced.is_set():
+            self._log.debug("synced", objects=len(items))
+            self._synced.set()
+
+    def _replace(self, items: dict[ObjectKey, Object]) -> None:
+        """Make the cache equal `items`, reporting only what differs from what was known."""
+        for key in [key for key in self._store if key not in items]:
+            self._remove(key)
+        for obj in items.values():
+            self._upsert(obj)
+
+    async def _watch(self) -> None:
+        timeout = int(self._watch_timeout * random.uniform(1.0, 2.0))
+        async for event_type, raw in self.client.watch(
+            self.resource,
+            self.namespace,
+            resource_version=self._resource_version,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            timeout_seconds=timeout,
+            inactivity_timeout=self._inactivity_timeout,
+        ):
+            if event_type != "BOOKMARK":
+                obj = self._transform(raw) if self._transform else raw
+                if event_type == "DELETED":
+                    self._remove(ObjectKey.of(obj), obj)
+                else:
+                    self._upsert(obj)
+            self._resource_version = raw["metadata"]["resourceVersion"]
+
+    # Store -------------------------------------------------------------------------------
+
+    def _upsert(self, obj: Object) -> None:
+        key = ObjectKey.of(obj)
+        old = self._store.get(key)
+        if old is not None:
+            if old["metadata"].get("resourceVersion") == obj["metadata"].get("resourceVersion"):
+                return
+            if old["metadata"].get("uid") != obj["metadata"].get("uid"):
+                # Deleted and recreated while we were not watching: two events, not one.
+                self._remove(key)
+                old = None
+            else:
+                self._unindex(key, old)
+        self._store[key] = obj
+        self._index(key, obj)
+        for handler in self._handlers:
+            if old is None:
+                self._call(handler.on_add, obj)
+            else:
+                self._call(handler.on_update, old, obj)
+
+    def _remove(self, key: ObjectKey, final: Object | None = None) -> None:
+        old = self._store.pop(key, None)
+        if old is None:
+            return
+        self._unindex(key, old)
+        for handler in self._handlers:
+            self._call(handler.on_delete, final or old)
+
+    def _index(self, key: ObjectKey, obj: Object) -> None:
+        for name, func in self._indexers.items():
+            index = self._indices[name]
+            for value in func(obj):
+                index.setdefault(value, set()).add(key)
+
+    def _unindex(self, key: ObjectKey, obj: Object) -> None:
+        for name, func in self._indexers.items():
+            index = self._indices[name]
+            for value in func(obj):
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
+
+    def _call(self, callback: Callable[..., None], *args: Object) -> None:
+        try:
+            callback(*args)
+        except Exception:
+            self._log.exception("event handler failed")
