@@ -16,7 +16,7 @@ from tenacity import (
     AsyncRetrying,
     retry_if_exception,
     stop_after_attempt,
-    wait_exponential_jitter,
+    wait_random_exponential,
 )
 
 from jobcore import _metrics
@@ -149,7 +149,7 @@ class Client:
         retrying = AsyncRetrying(
             retry=retry_if_exception(_is_retryable),
             stop=stop_after_attempt(self._retry_attempts),
-            wait=wait_exponential_jitter(initial=0.05, max=self._retry_max_wait),
+            wait=wait_random_exponential(multiplier=0.05, max=self._retry_max_wait),
             reraise=True,
             before_sleep=lambda state: _log.debug(
                 "retrying request",

@@ -1,0 +1,311 @@
+"""Lease-based leader election between candidates, against a real API server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from jobcore._client import Client
+from jobcore._errors import LeaderElectionLost
+from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
+from jobcore._metrics import REGISTRY
+from jobcore._resources import LEASES, NAMESPACES
+
+pytestmark = pytest.mark.integration
+
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 2.0, 1.5, 0.2
+MakeElector = Callable[..., LeaderElector]
+"""`make(identity, *, on=client, release_on_cancel=True)`: a candidate for the test's lease."""
+
+
+@pytest.fixture
+async def client(kubeconfig_path: str) -> AsyncIterator[Client]:
+    client = await Client.from_kubeconfig(kubeconfig_path)
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+async def namespace(client: Client) -> AsyncIterator[str]:
+    name = f"le-{uuid.uuid4().hex[:10]}"
+    await client.create(
+        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    yield name
+    await client.delete(NAMESPACES, name)
+
+
+@pytest.fixture
+def lease_name() -> str:
+    return f"lease-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def elector(client: Client, namespace: str, lease_name: str) -> MakeElector:
+    def make(
+        identity: str, *, on: Client | None = None, release_on_cancel: bool = True
+    ) -> LeaderElector:
+        config = LeaderElectionConfig(
+            name=lease_name,
+            namespace=namespace,
+            identity=identity,
+            lease_duration=LEASE_DURATION,
+            renew_deadline=RENEW_DEADLINE,
+            retry_period=RETRY_PERIOD,
+            release_on_cancel=release_on_cancel,
+        )
+        return LeaderElector(on or client, config)
+
+    return make
+
+
+@contextlib.asynccontextmanager
+async def running(work: Coroutine[Any, Any, None]) -> AsyncIterator[asyncio.Task[None]]:
+    """Run `work` as a task for the block, then cancel it."""
+    task = asyncio.create_task(work)
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, LeaderElectionLost):
+            await task
+
+
+@pytest.mark.parametrize(
+    ("lease_duration", "renew_deadline", "retry_period"),
+    [(10.0, 10.0, 2.0), (15.0, 2.0, 2.0), (15.0, 10.0, 0.0)],
+)
+def test_config_rejects_unsafe_timings(
+    lease_duration: float, renew_deadline: float, retry_period: float
+) -> None:
+    with pytest.raises(ValueError):
+        LeaderElectionConfig(
+            name="n",
+            namespace="ns",
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            retry_period=retry_period,
+        )
+
+
+def test_default_identities_are_unique() -> None:
+    first, second = LeaderElectionConfig("n", "ns"), LeaderElectionConfig("n", "ns")
+    assert first.identity != second.identity
+    assert first.identity.startswith(socket.gethostname() + "_")
+
+
+def gauge(lease_name: str) -> float | None:
+    return REGISTRY.get_sample_value("leader_election_master_status", {"name": lease_name})
+
+
+async def finished_within(task: asyncio.Task[None], timeout: float) -> float:
+    """Seconds until `task` finished; fails the test if it takes longer than `timeout`."""
+    started = time.monotonic()
+    async with asyncio.timeout(timeout):
+        await asyncio.shield(task)
+    return time.monotonic() - started
+
+
+async def test_only_one_candidate_leads(
+    client: Client, namespace: str, lease_name: str, elector: MakeElector
+) -> None:
+    a, b = elector("a"), elector("b")
+    assert gauge(lease_name) == 0
+    async with running(a.acquire()) as acquire_a, running(b.acquire()) as acquire_b:
+        done, _ = await asyncio.wait(
+            [acquire_a, acquire_b], timeout=10, return_when=asyncio.FIRST_COMPLETED
+        )
+        (winner_task,) = done
+        leader, standby, identity, standby_task = (
+            (a, b, "a", acquire_b) if winner_task is acquire_a else (b, a, "b", acquire_a)
+        )
+        async with running(leader.hold()) as hold:
+            await asyncio.sleep(LEASE_DURATION + 0.5)  # longer than a lease: renewals work
+            assert not standby_task.done()
+            assert not hold.done()
+            assert leader.is_leader and not standby.is_leader
+            assert gauge(lease_name) == 1
+            lease = await client.get(LEASES, lease_name, namespace)
+            assert lease["spec"]["holderIdentity"] == identity
+
+
+async def test_acquire_creates_the_lease_and_sets_the_gauge(
+    client: Client, namespace: str, lease_name: str, elector: MakeElector
+) -> None:
+    a = elector("a")
+    await asyncio.wait_for(a.acquire(), 5)
+    assert a.is_leader
+    assert gauge(lease_name) == 1
+    spec = (await client.get(LEASES, lease_name, namespace))["spec"]
+    assert spec["holderIdentity"] == "a"
+    assert spec["leaseDurationSeconds"] == 2
+    assert spec["leaseTransitions"] == 0
+    assert spec["renewTime"].endswith("Z")
+
+    await a.release()
+    assert not a.is_leader
+    assert gauge(lease_name) == 0
+    spec = (await client.get(LEASES, lease_name, namespace))["spec"]
+    assert spec.get("holderIdentity", "") == ""
+    assert spec["leaseDurationSeconds"] == 1
+    await a.release()  # releasing twice is harmless
+
+
+@pytest.mark.parametrize("how", ["release", "cancel"])
+async def test_standby_takes_over_at_once_when_the_leader_releases(
+    client: Client, namespace: str, lease_name: str, elector: MakeElector, how: str
+) -> None:
+    a, b = elector("a"), elector("b")
+    await asyncio.wait_for(a.acquire(), 5)
+    async with running(a.hold()) as hold, running(b.acquire()) as acquire_b:
+        await asyncio.sleep(0.5)
+        assert not acquire_b.done()
+        if how == "release":
+            await a.release()
+            await finished_within(hold, 1.0)  # hold() returns once released
+        else:
+            hold.cancel()
+        took = await finished_within(acquire_b, LEASE_DURATION)
+    assert took < 1.0
+    assert b.is_leader and not a.is_leader
+    assert gauge(lease_name) == 1
+    spec = (await client.get(LEASES, lease_name, namespace))["spec"]
+    assert spec["holderIdentity"] == "b"
+    assert spec["leaseTransitions"] == 1  # a's release kept the count; b's takeover added one
+
+
+async def test_standby_waits_out_the_lease_when_the_leader_stops_renewing(
+    namespace: str, lease_name: str, elector: MakeElector
+) -> None:
+    a, b = elector("a", release_on_cancel=False), elector("b")
+    await asyncio.wait_for(a.acquire(), 5)
+    async with running(a.hold()) as hold, running(b.acquire()) as acquire_b:
+        await asyncio.sleep(1.0)
+        hold.cancel()  # a crashes: nobody renews, nobody releases
+        await asyncio.sleep(0.05)
+        assert not a.is_leader
+        took = await finished_within(acquire_b, 2 * LEASE_DURATION)
+    assert LEASE_DURATION - 2 * RETRY_PERIOD <= took <= LEASE_DURATION + 1.5
+    assert b.is_leader
+
+
+async def test_hold_raises_when_another_identity_takes_the_lease(
+    client: Client, namespace: str, lease_name: str, elector: MakeElector
+) -> None:
+    a = elector("a")
+    await asyncio.wait_for(a.acquire(), 5)
+    async with running(a.hold()) as hold:
+        await asyncio.sleep(0.3)
+        lease = await client.get(LEASES, lease_name, namespace)
+        lease["spec"]["holderIdentity"] = "intruder"
+        await client.update(LEASES, lease)
+        with pytest.raises(LeaderElectionLost, match="intruder"):
+            await asyncio.wait_for(asyncio.shield(hold), 1.0)
+    assert not a.is_leader
+    assert gauge(lease_name) == 0
+    await a.release()  # the intruder's lease is left alone
+    spec = (await client.get(LEASES, lease_name, namespace))["spec"]
+    assert spec["holderIdentity"] == "intruder"
+
+
+class Partition:
+    """A TCP relay to the API server whose link can be cut: then bytes stop flowing."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self._target = (host, port)
+        self._linked = asyncio.Event()
+        self._linked.set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    def cut(self) -> None:
+        self._linked.clear()
+
+    async def stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        up_reader, up_writer = await asyncio.open_connection(*self._target)
+        try:
+            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        finally:
+            writer.close()
+            up_writer.close()
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(65536):
+            await self._linked.wait()
+            writer.write(data)
+            await writer.drain()
+
+
+def api_server(kubeconfig_path: str) -> tuple[str, int]:
+    config = yaml.safe_load(Path(kubeconfig_path).read_text())
+    server = urlsplit(config["clusters"][0]["cluster"]["server"])
+    assert server.hostname is not None and server.port is not None
+    return server.hostname, server.port
+
+
+def redirect(kubeconfig_path: str, port: int, to: Path) -> str:
+    """Copy the kubeconfig to `to`, pointing at `port` on the same host instead."""
+    config = yaml.safe_load(Path(kubeconfig_path).read_text())
+    for cluster in config["clusters"]:
+        server = urlsplit(cluster["cluster"]["server"])
+        cluster["cluster"]["server"] = f"{server.scheme}://{server.hostname}:{port}"
+    to.write_text(yaml.safe_dump(config))
+    return str(to)
+
+
+@pytest.fixture
+async def partitioned_client(
+    kubeconfig_path: str, tmp_path: Path
+) -> AsyncIterator[tuple[Client, Partition]]:
+    """A client whose connection to the API server runs through a `Partition`."""
+    partition = Partition(*api_server(kubeconfig_path))
+    port = await partition.start()
+    client = await Client.from_kubeconfig(redirect(kubeconfig_path, port, tmp_path / "config"))
+    yield client, partition
+    await partition.stop()
+    await client.close()
+
+
+async def test_a_partitioned_leader_steps_down_before_the_standby_takes_over(
+    partitioned_client: tuple[Client, Partition], lease_name: str, elector: MakeElector
+) -> None:
+    partitioned, partition = partitioned_client
+    a, b = elector("a", on=partitioned), elector("b")
+    await asyncio.wait_for(a.acquire(), 5)
+    async with running(a.hold()) as hold, running(b.acquire()) as acquire_b:
+        await asyncio.sleep(0.5)
+        partition.cut()
+        cut_at = time.monotonic()
+        with pytest.raises(LeaderElectionLost, match="not renewed"):
+            await asyncio.wait_for(asyncio.shield(hold), 2 * RENEW_DEADLINE)
+        lost_at = time.monotonic()
+        await finished_within(acquire_b, 2 * LEASE_DURATION)
+        taken_at = time.monotonic()
+    assert RENEW_DEADLINE - RETRY_PERIOD - 0.1 <= lost_at - cut_at <= RENEW_DEADLINE + 0.5
+    assert lost_at < taken_at  # never two leaders
+    assert not a.is_leader and b.is_leader
