@@ -1,0 +1,24 @@
+"""The public testing kit: a real control plane, a simulated node, and a pytest plugin.
+
+Plugin authors use it as the project's own tests do: `ControlPlane` runs etcd and
+kube-apiserver from `KUBEBUILDER_ASSETS`; `SimulatedNode` plays scheduler and kubelet for
+Pods; `background` keeps a runnable going for the length of a block; `eventually` waits
+for a condition. The pytest plugin
+(`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides the
+`control_plane`, `kubeconfig_path`, `client`, `namespace` and `simulated_node` fixtures.
+"""
+
+from jobcore.testing._background import background
+from jobcore.testing._controlplane import ControlPlane, ControlPlaneError
+from jobcore.testing._eventually import eventually
+from jobcore.testing._node import PodMatcher, PodOutcome, SimulatedNode
+
+__all__ = [
+    "ControlPlane",
+    "ControlPlaneError",
+    "PodMatcher",
+    "PodOutcome",
+    "SimulatedNode",
+    "background",
+    "eventually",
+]

@@ -1,0 +1,73 @@
+# Sourced by the other scripts: puts the project's virtualenv first on PATH (creating it, and
+# reinstalling the project whenever pyproject.toml changed) and exports KUBEBUILDER_ASSETS, the
+# folder of control-plane binaries the integration tests run. Fails with `return 1`, so a shell
+# that sources it by hand survives; the scripts run under `set -e` and stop there.
+# shellcheck shell=bash
+
+jobcore_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+_jobcore_new_enough() {  # python >= 3.11?
+  "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
+}
+
+if ! _jobcore_new_enough "$jobcore_root/.venv/bin/python"; then
+  _jobcore_python=""
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null && _jobcore_new_enough "$candidate"; then
+      _jobcore_python=$candidate
+      break
+    fi
+  done
+  if [[ -z $_jobcore_python ]]; then
+    echo "env.sh: jobcore needs Python >= 3.11 (as python3.11 or python3) to make .venv" >&2
+    return 1
+  fi
+  echo "env.sh: creating .venv with $($_jobcore_python --version)" >&2
+  "$_jobcore_python" -m venv "$jobcore_root/.venv" || return 1
+fi
+export VIRTUAL_ENV="$jobcore_root/.venv"
+export PATH="$VIRTUAL_ENV/bin:$PATH"
+
+_jobcore_stamp="$VIRTUAL_ENV/.jobcore-pyproject.sha256"
+_jobcore_hash=$(python -c 'import hashlib, pathlib, sys
+print(hashlib.sha256(pathlib.Path(sys.argv[1]).read_bytes()).hexdigest())' \
+  "$jobcore_root/pyproject.toml") || return 1
+if [[ "$(cat "$_jobcore_stamp" 2>/dev/null)" != "$_jobcore_hash" ]]; then
+  echo "env.sh: pyproject.toml is new or changed: pip install -e '.[test]' into .venv" >&2
+  if ! python -m pip install --disable-pip-version-check -e "$jobcore_root[test]" \
+      >"$VIRTUAL_ENV/pip.log" 2>&1; then
+    cat "$VIRTUAL_ENV/pip.log" >&2
+    echo "env.sh: pip install failed; its log is above and in .venv/pip.log" >&2
+    return 1
+  fi
+  echo "$_jobcore_hash" >"$_jobcore_stamp"
+fi
+
+_jobcore_assets_ok() {
+  [[ -n $1 && -x $1/etcd && -x $1/kube-apiserver && -x $1/kubectl ]]
+}
+
+if ! _jobcore_assets_ok "${KUBEBUILDER_ASSETS:-}"; then
+  _jobcore_installer="$jobcore_root/../shared/envtest/install.sh"
+  if [[ -n ${KUBEBUILDER_ASSETS:-} ]]; then
+    echo "env.sh: no etcd, kube-apiserver, kubectl in KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS" >&2
+  fi
+  if [[ -f $_jobcore_installer ]] \
+      && KUBEBUILDER_ASSETS=$(bash "$_jobcore_installer") \
+      && _jobcore_assets_ok "$KUBEBUILDER_ASSETS"; then
+    export KUBEBUILDER_ASSETS
+  else
+    cat >&2 <<MESSAGE
+env.sh: the integration tests need real control-plane binaries, and neither KUBEBUILDER_ASSETS
+nor $_jobcore_installer gave them.
+Set KUBEBUILDER_ASSETS to a folder holding etcd, kube-apiserver and kubectl (plus
+kube-controller-manager for the garbage-collection tests), e.g. from controller-runtime's
+setup-envtest:
+    go install sigs.k8s.io/controller-runtime/tools/setup-envtest@latest
+    export KUBEBUILDER_ASSETS="\$(setup-envtest use -p path)"
+MESSAGE
+    return 1
+  fi
+fi
+unset -f _jobcore_new_enough _jobcore_assets_ok
+unset _jobcore_python _jobcore_stamp _jobcore_hash _jobcore_installer candidate
