@@ -1,0 +1,149 @@
+"""jobcore: a controller-runtime-style reconciler core for Kubernetes on asyncio.
+
+Modules, from the bottom up:
+
+- `_resources`, `_errors`: resource names and paths, object keys, the exception hierarchy.
+- `_client`: the API client over plain JSON objects, with retries of transient failures.
+- `_informer`: list+watch caches with indexers; `_labels`: label selectors.
+- `_queue`, `_ratelimit`: the deduplicating, rate-limited work queue.
+- `_handler`, `_predicate`: from cache events to reconcile requests.
+- `_controller`: workers that drain a queue into a `Reconciler`.
+- `_leaderelection`, `_server`, `_metrics`, `_events`, `_expectations`, `_logging`:
+  what a production controller process needs around its reconcilers.
+- `_manager`: runs all of the above as one process.
+- `testing`: a real control plane, a simulated node and a pytest plugin (public).
+
+Everything a plugin may use is imported here; the underscored modules are private.
+"""
+
+from jobcore._client import Client, PatchType, WatchEvent
+from jobcore._controller import Controller, Reconciler, Result, reconciler_from
+from jobcore._errors import (
+    AlreadyExistsError,
+    ApiError,
+    ConflictError,
+    GoneError,
+    InvalidError,
+    JobcoreError,
+    LeaderElectionLost,
+    NotFoundError,
+    TerminalError,
+)
+from jobcore._events import EventRecorder
+from jobcore._expectations import Expectations
+from jobcore._handler import (
+    EnqueueRequests,
+    Mapper,
+    Request,
+    request_for_object,
+    requests_for_owner,
+)
+from jobcore._informer import (
+    CONTROLLER_UID_INDEX,
+    NAMESPACE_INDEX,
+    EventHandler,
+    IndexFunc,
+    Informer,
+    Transform,
+    strip_bulk,
+)
+from jobcore._labels import parse_selector, selector_to_string
+from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
+from jobcore._logging import configure_logging, reconcile_context
+from jobcore._manager import Manager, Runnable
+from jobcore._metrics import REGISTRY
+from jobcore._predicate import FuncPredicate, GenerationChanged, LabelSelectorPredicate, Predicate
+from jobcore._queue import QueueShutDown, WorkQueue
+from jobcore._ratelimit import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    RateLimiter,
+    default_controller_rate_limiter,
+)
+from jobcore._resources import (
+    CONFIGMAPS,
+    CUSTOM_RESOURCE_DEFINITIONS,
+    EVENTS,
+    LEASES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    SECRETS,
+    SERVICES,
+    Object,
+    ObjectKey,
+    Resource,
+    controller_of,
+    owner_reference,
+)
+from jobcore._server import HealthChecks, ProbeServer
+
+__all__ = [
+    "CONFIGMAPS",
+    "CONTROLLER_UID_INDEX",
+    "CUSTOM_RESOURCE_DEFINITIONS",
+    "EVENTS",
+    "LEASES",
+    "NAMESPACES",
+    "NAMESPACE_INDEX",
+    "NODES",
+    "PODS",
+    "REGISTRY",
+    "SECRETS",
+    "SERVICES",
+    "AlreadyExistsError",
+    "ApiError",
+    "BucketRateLimiter",
+    "Client",
+    "ConflictError",
+    "Controller",
+    "EnqueueRequests",
+    "EventHandler",
+    "EventRecorder",
+    "Expectations",
+    "FuncPredicate",
+    "GenerationChanged",
+    "GoneError",
+    "HealthChecks",
+    "IndexFunc",
+    "Informer",
+    "InvalidError",
+    "ItemExponentialFailureRateLimiter",
+    "JobcoreError",
+    "LabelSelectorPredicate",
+    "LeaderElectionConfig",
+    "LeaderElectionLost",
+    "LeaderElector",
+    "Manager",
+    "Mapper",
+    "MaxOfRateLimiter",
+    "NotFoundError",
+    "Object",
+    "ObjectKey",
+    "PatchType",
+    "Predicate",
+    "ProbeServer",
+    "QueueShutDown",
+    "RateLimiter",
+    "Reconciler",
+    "Request",
+    "Resource",
+    "Result",
+    "Runnable",
+    "TerminalError",
+    "Transform",
+    "WatchEvent",
+    "WorkQueue",
+    "configure_logging",
+    "controller_of",
+    "default_controller_rate_limiter",
+    "owner_reference",
+    "parse_selector",
+    "reconcile_context",
+    "reconciler_from",
+    "request_for_object",
+    "requests_for_owner",
+    "selector_to_string",
+    "strip_bulk",
+]

@@ -1,0 +1,190 @@
+"""The manager: runs caches, controllers, probes and leader election as one process lifetime."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import structlog
+
+from jobcore._client import Client
+from jobcore._controller import Controller
+from jobcore._errors import LeaderElectionLost
+from jobcore._informer import Informer
+from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
+from jobcore._resources import Resource
+from jobcore._server import HealthChecks, ProbeServer
+
+_log = structlog.get_logger("jobcore.manager")
+
+Address = tuple[str, int]
+
+
+class Runnable(Protocol):
+    """Anything the manager runs: `run()` blocks until the task is cancelled."""
+
+    async def run(self) -> None: ...
+
+
+async def _cancel(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    pending = [task for task in tasks if not task.done()]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+
+
+class Manager:
+    """Starts shared informers first, then (as leader, when elected) controllers and runnables.
+
+    Controllers reconcile only once every informer has synced and, with leader election,
+    only while this process holds the lease: losing it cancels reconciles at once and `run`
+    raises `LeaderElectionLost`, so the process exits and restarts as a standby. `stop()`
+    shuts down gracefully: in-flight reconciles may finish within the shutdown timeout, then
+    the lease is released so a standby takes over without waiting for it to expire.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        leader_election: LeaderElectionConfig | None = None,
+        metrics_address: Address | None = ("0.0.0.0", 8080),
+        health_address: Address | None = ("0.0.0.0", 8081),
+        graceful_shutdown_timeout: float = 30.0,
+    ) -> None:
+        self.client = client
+        self.healthz = HealthChecks()
+        self.readyz = HealthChecks()
+        self.healthz.add("ping", lambda: True)
+        self.readyz.add("informers-synced", self._informers_synced)
+        self.elected = asyncio.Event()
+        self.graceful_shutdown_timeout = graceful_shutdown_timeout
+        self._elector = LeaderElector(client, leader_election) if leader_election else None
+        self._informers: dict[tuple[Any, ...], Informer] = {}
+        self._controllers: list[Controller] = []
+        self._runnables: list[tuple[Runnable, bool]] = []
+        self._servers: list[ProbeServer] = []
+        if metrics_address is not None:
+            host, port = metrics_address
+            self._servers.append(ProbeServer(host=host, port=port, metrics=True))
+        if health_address is not None:
+            host, port = health_address
+            self._servers.append(
+                ProbeServer(
+                    host=host, port=port, healthz=self.healthz, readyz=self.readyz, metrics=False
+                )
+            )
+        self._stop = asyncio.Event()
+
+    @property
+    def servers(self) -> list[ProbeServer]:
+        """The metrics server (when enabled) then the probe server (when enabled)."""
+        return list(self._servers)
+
+    def informer(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        **options: Any,
+    ) -> Informer:
+        """The shared informer for this resource and scope, created on first use."""
+        key = (resource, namespace, label_selector, field_selector)
+        informer = self._informers.get(key)
+        if informer is None:
+            informer = Informer(
+                self.client,
+                resource,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                **options,
+            )
+            self._informers[key] = informer
+        return informer
+
+    def add_controller(self, controller: Controller) -> None:
+        self._controllers.append(controller)
+        for informer in controller.informers:
+            self._informers.setdefault(("external", id(informer)), informer)
+
+    def add(self, runnable: Runnable, *, needs_leader: bool = True) -> None:
+        """Run `runnable` with the manager: only while leader unless `needs_leader` is False."""
+        self._runnables.append((runnable, needs_leader))
+
+    def stop(self) -> None:
+        """Ask `run` to shut down gracefully; safe to call from a signal handler."""
+        self._stop.set()
+
+    def _informers_synced(self) -> bool:
+        return all(informer.has_synced() for informer in self._informers.values())
+
+    async def run(self) -> None:
+        """Run until `stop()`; raises LeaderElectionLost if the lease is lost."""
+        for server in self._servers:
+            await server.start()
+        background = [asyncio.create_task(i.run()) for i in self._informers.values()]
+        background += [asyncio.create_task(r.run()) for r, leader in self._runnables if not leader]
+        leading: list[asyncio.Task[Any]] = []
+        holding: asyncio.Task[None] | None = None
+        stop_task = asyncio.create_task(self._stop.wait())
+        try:
+            if not await self._until_stopped(self._become_leader(), stop_task):
+                return
+            leading = [asyncio.create_task(c.run()) for c in self._controllers]
+            leading += [asyncio.create_task(r.run()) for r, leader in self._runnables if leader]
+            watched = [stop_task, *leading, *background]
+            if self._elector is not None:
+                holding = asyncio.create_task(self._elector.hold())
+                watched.append(holding)
+            done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+            failed = [t for t in done if t is not stop_task and not t.cancelled()]
+            for task in failed:
+                if isinstance(task.exception(), LeaderElectionLost):
+                    _log.error("leader election lost, stopping reconciles now")
+                    await _cancel(leading)
+                    raise LeaderElectionLost(str(task.exception()))
+                _log.error("runnable stopped unexpectedly", error=repr(task.exception()))
+            await self._shutdown_gracefully(leading)
+        finally:
+            await _cancel([stop_task, *leading, *background])
+            if holding is not None:
+                # Cancelling hold() releases the lease when the config asks for it.
+                await _cancel([holding])
+            for server in self._servers:
+                await server.stop()
+            self.elected.clear()
+
+    async def _become_leader(self) -> None:
+        await asyncio.gather(*(i.wait_for_sync() for i in self._informers.values()))
+        if self._elector is not None:
+            await self._elector.acquire()
+        _log.info("starting controllers", controllers=[c.name for c in self._controllers])
+        self.elected.set()
+
+    async def _until_stopped(self, work: Any, stop_task: asyncio.Task[Any]) -> bool:
+        """Await `work` unless a stop comes first; True when the work finished."""
+        task = asyncio.create_task(work)
+        await asyncio.wait([task, stop_task], return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            task.result()
+            return True
+        await _cancel([task])
+        return False
+
+    async def _shutdown_gracefully(self, leading: list[asyncio.Task[Any]]) -> None:
+        deadline = time.monotonic() + self.graceful_shutdown_timeout
+        _log.info("shutting down", timeout=self.graceful_shutdown_timeout)
+        await asyncio.gather(
+            *(c.shutdown(timeout=max(0.0, deadline - time.monotonic())) for c in self._controllers)
+        )
+        remaining = max(0.0, deadline - time.monotonic())
+        pending = [task for task in leading if not task.done()]
+        if pending:
+            _, still_running = await asyncio.wait(pending, timeout=remaining)
+            if still_running:
+                _log.warning("graceful shutdown timed out", unfinished=len(still_running))

@@ -1,0 +1,232 @@
+"""The manager against a real API server: probes, metrics, leader election, graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import aiohttp
+import pytest
+
+from jobcore import (
+    CONFIGMAPS,
+    LEASES,
+    Client,
+    Controller,
+    LeaderElectionConfig,
+    LeaderElectionLost,
+    Manager,
+    Object,
+    ProbeServer,
+    Request,
+    Resource,
+    Result,
+)
+from jobcore.testing import background, eventually
+
+pytestmark = pytest.mark.integration
+
+
+def configmap(namespace: str, name: str) -> Object:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"value": "0"},
+    }
+
+
+class Reconciler:
+    """Counts reconciles; each takes `delay` seconds."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.started: list[Request] = []
+        self.finished: list[Request] = []
+        self.cancelled: list[Request] = []
+
+    async def reconcile(self, request: Request) -> Result:
+        self.started.append(request)
+        try:
+            await asyncio.sleep(self.delay)
+        except asyncio.CancelledError:
+            self.cancelled.append(request)
+            raise
+        self.finished.append(request)
+        return Result()
+
+
+def build(
+    client: Client,
+    namespace: str,
+    reconciler: Reconciler,
+    *,
+    name: str,
+    election: LeaderElectionConfig | None = None,
+    shutdown_timeout: float = 30.0,
+) -> Manager:
+    manager = Manager(
+        client,
+        leader_election=election,
+        metrics_address=("127.0.0.1", 0),
+        health_address=("127.0.0.1", 0),
+        graceful_shutdown_timeout=shutdown_timeout,
+    )
+    controller = Controller(name, reconciler, max_concurrent_reconciles=2)
+    controller.watch(manager.informer(CONFIGMAPS, namespace=namespace))
+    manager.add_controller(controller)
+    return manager
+
+
+def election(namespace: str, identity: str, *, release: bool = True) -> LeaderElectionConfig:
+    return LeaderElectionConfig(
+        name="test-lease",
+        namespace=namespace,
+        identity=identity,
+        lease_duration=2.0,
+        renew_deadline=1.5,
+        retry_period=0.2,
+        release_on_cancel=release,
+    )
+
+
+def serving(server: ProbeServer) -> bool:
+    try:
+        return server.port > 0
+    except RuntimeError:
+        return False
+
+
+async def get_text(url: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status, await response.text()
+
+
+async def test_serves_health_readiness_and_controller_runtime_metrics(
+    client: Client, namespace: str
+) -> None:
+    await client.create(CONFIGMAPS, configmap(namespace, "one"))
+    reconciler = Reconciler()
+    manager = build(client, namespace, reconciler, name="metrics-test")
+    async with background(manager.run()):
+        await eventually(lambda: reconciler.finished)
+        metrics_port, health_port = (server.port for server in manager.servers)
+        assert await get_text(f"http://127.0.0.1:{health_port}/healthz") == (200, "ok")
+        assert await get_text(f"http://127.0.0.1:{health_port}/readyz") == (200, "ok")
+        status, body = await get_text(f"http://127.0.0.1:{metrics_port}/metrics")
+        assert status == 200
+        for line in (
+            'controller_runtime_reconcile_total{controller="metrics-test",result="success"} 1.0',
+            'workqueue_adds_total{name="metrics-test"}',
+            'workqueue_depth{name="metrics-test"} 0.0',
+            'controller_runtime_reconcile_time_seconds_count{controller="metrics-test"} 1.0',
+            'workqueue_queue_duration_seconds_count{name="metrics-test"}',
+            'workqueue_work_duration_seconds_count{name="metrics-test"}',
+            'controller_runtime_reconcile_errors_total{controller="metrics-test"} 0.0',
+        ):
+            assert line in body, line
+
+
+async def test_readyz_fails_until_caches_sync(client: Client, namespace: str) -> None:
+    manager = build(client, namespace, Reconciler(), name="readiness-test")
+    # An informer whose resource does not exist never syncs: readiness must say so.
+    manager.informer(Resource("missing.example.com", "v1", "Missing", "missings"))
+    async with background(manager.run()):
+        await eventually(lambda: all(serving(server) for server in manager.servers))
+        health_port = manager.servers[1].port
+        status, body = await get_text(f"http://127.0.0.1:{health_port}/readyz")
+        assert status == 500
+        assert "informers-synced" in body
+        assert not manager.elected.is_set()
+
+
+async def test_leader_election_hands_over_between_two_managers(
+    client: Client, namespace: str
+) -> None:
+    first, second = Reconciler(), Reconciler()
+    leader = build(client, namespace, first, name="le-a", election=election(namespace, "a"))
+    standby = build(client, namespace, second, name="le-b", election=election(namespace, "b"))
+    await client.create(CONFIGMAPS, configmap(namespace, "work"))
+    async with background(leader.run()) as leader_task:
+        await eventually(lambda: first.finished)
+        async with background(standby.run()):
+            await asyncio.sleep(3 * 2.0)  # longer than the lease: the leader keeps renewing
+            assert not standby.elected.is_set()
+            assert second.started == []
+            leader.stop()
+            await asyncio.wait_for(leader_task, 10)
+            handed_over = time.monotonic()
+            await eventually(lambda: second.finished, timeout=10)
+            assert time.monotonic() - handed_over < 2.0, "a released lease is taken at once"
+            lease = await client.get(LEASES, "test-lease", namespace)
+            assert lease["spec"]["holderIdentity"] == "b"
+
+
+async def test_standby_takes_over_after_lease_expires_when_leader_dies(
+    client: Client, namespace: str
+) -> None:
+    leader = build(
+        client,
+        namespace,
+        Reconciler(),
+        name="crash-a",
+        election=election(namespace, "a", release=False),
+    )
+    second = Reconciler()
+    standby = build(client, namespace, second, name="crash-b", election=election(namespace, "b"))
+    await client.create(CONFIGMAPS, configmap(namespace, "work"))
+    async with background(leader.run()):
+        await eventually(leader.elected.is_set)
+    died = time.monotonic()  # cancelled without releasing: as if the process was killed
+    async with background(standby.run()):
+        await eventually(lambda: second.finished, timeout=15)
+    waited = time.monotonic() - died
+    assert 1.0 < waited < 8.0, f"standby should wait about one lease duration, waited {waited}"
+
+
+async def test_losing_the_lease_stops_reconciling_at_once(client: Client, namespace: str) -> None:
+    reconciler = Reconciler(delay=30)
+    manager = build(
+        client, namespace, reconciler, name="lose-lease", election=election(namespace, "a")
+    )
+    await client.create(CONFIGMAPS, configmap(namespace, "slow"))
+    with pytest.raises(LeaderElectionLost):
+        async with background(manager.run()) as task:
+            await eventually(lambda: reconciler.started)
+            lease = await client.get(LEASES, "test-lease", namespace)
+            lease["spec"]["holderIdentity"] = "usurper"
+            await client.update(LEASES, lease)
+            await asyncio.wait_for(task, 10)
+    assert reconciler.cancelled == [Request(namespace, "slow")]
+    assert reconciler.finished == []
+
+
+async def test_graceful_shutdown_lets_in_flight_reconciles_finish(
+    client: Client, namespace: str
+) -> None:
+    reconciler = Reconciler(delay=1.0)
+    manager = build(client, namespace, reconciler, name="graceful", shutdown_timeout=10)
+    await client.create(CONFIGMAPS, configmap(namespace, "slow"))
+    async with background(manager.run()) as task:
+        await eventually(lambda: reconciler.started)
+        manager.stop()
+        started = time.monotonic()
+        await asyncio.wait_for(task, 10)
+        assert time.monotonic() - started < 5
+    assert reconciler.finished == [Request(namespace, "slow")]
+    assert reconciler.cancelled == []
+
+
+async def test_graceful_shutdown_is_bounded_by_its_timeout(client: Client, namespace: str) -> None:
+    reconciler = Reconciler(delay=60)
+    manager = build(client, namespace, reconciler, name="bounded", shutdown_timeout=1.0)
+    await client.create(CONFIGMAPS, configmap(namespace, "stuck"))
+    async with background(manager.run()) as task:
+        await eventually(lambda: reconciler.started)
+        manager.stop()
+        started = time.monotonic()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+        assert time.monotonic() - started < 3
+    assert reconciler.cancelled == [Request(namespace, "stuck")]

@@ -1,0 +1,98 @@
+"""The public API: what `jobcore` (and `jobcore.testing`) export, and module docstrings."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import types
+from pathlib import Path
+
+import pytest
+
+import jobcore
+
+PACKAGE_DIR = Path(jobcore.__file__).parent
+MODULE_FILES = sorted(PACKAGE_DIR.rglob("*.py"))
+
+
+def isort_style_key(name: str) -> tuple[int, list[str | int]]:
+    """Ruff's RUF022 order: SCREAMING_SNAKE_CASE, then CamelCase, then the rest; natural sort."""
+    if len(name) > 1 and name.isupper():
+        category = 0
+    elif name[:1].isupper():
+        category = 1
+    else:
+        category = 2
+    natural: list[str | int] = [
+        int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name) if part
+    ]
+    return category, natural
+
+
+def public_names(module: types.ModuleType) -> set[str]:
+    """Names bound in the module's namespace that are neither private nor submodules."""
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+
+
+def check_all(module: types.ModuleType) -> None:
+    exported = list(module.__all__)
+    assert len(exported) == len(set(exported)), "duplicates in __all__"
+    assert exported == sorted(exported, key=isort_style_key), "__all__ is not sorted"
+    missing = [name for name in exported if not hasattr(module, name)]
+    assert missing == [], f"in __all__ but not importable: {missing}"
+    namespace = public_names(module)
+    assert set(exported) - namespace == set()
+    assert namespace - set(exported) == set(), "public names missing from __all__"
+
+
+def test_isort_style_key_orders_like_ruff() -> None:
+    expected = [
+        "NAMESPACES",
+        "NAMESPACE_INDEX",
+        "PODS",
+        "B",
+        "Client",
+        "Mapper",
+        "MaxOf",
+        "a2",
+        "a10",
+        "aB",
+        "ab",
+        "reconcile_context",
+        "reconciler_from",
+        "strip_bulk",
+    ]
+    assert sorted(reversed(expected), key=isort_style_key) == expected
+
+
+def test_jobcore_all_is_sorted_unique_importable_and_complete() -> None:
+    check_all(jobcore)
+
+
+def test_every_name_in_all_imports_with_from_import() -> None:
+    namespace: dict[str, object] = {}
+    exec("from jobcore import *", namespace)
+    assert set(jobcore.__all__) <= set(namespace)
+
+
+def test_jobcore_testing_all() -> None:
+    testing = importlib.import_module("jobcore.testing")
+    if not hasattr(testing, "__all__"):
+        pytest.skip("jobcore.testing has no __all__ yet")
+    check_all(testing)
+
+
+@pytest.mark.parametrize(
+    "path", MODULE_FILES, ids=[str(path.relative_to(PACKAGE_DIR)) for path in MODULE_FILES]
+)
+def test_module_has_a_docstring_whose_first_line_ends_with_a_period(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    docstring = ast.get_docstring(tree)
+    assert docstring, f"{path} has no module docstring"
+    first_line = docstring.strip().splitlines()[0].rstrip()
+    assert first_line.endswith("."), f"{path}: {first_line!r}"
