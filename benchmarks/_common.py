@@ -1,0 +1,38 @@
+"""Shared set-up for benchmarks: the machine description and a running control plane."""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+from collections.abc import AsyncIterator
+
+from jobcore import NAMESPACES, Client
+from jobcore.testing import ControlPlane
+
+
+def machine() -> str:
+    """One line naming the CPU, core count and Python, for the record next to each figure."""
+    model = platform.processor() or "unknown cpu"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    import os  # noqa: PLC0415
+
+    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+@contextlib.asynccontextmanager
+async def cluster(namespace: str = "bench") -> AsyncIterator[Client]:
+    """A fresh control plane with one namespace, and a client for it."""
+    async with ControlPlane() as plane:
+        client = await Client.from_kubeconfig(plane.kubeconfig_path)
+        try:
+            await client.create(
+                NAMESPACES,
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            )
+            yield client
+        finally:
+            await client.close()

@@ -1,0 +1,78 @@
+"""The `jobcore` command as users run it: a real process against a real API server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from controllers.demo import CRD, DEMOJOBS
+from controllers.sandbox import install_crd
+from jobcore import PODS, Client
+from jobcore.testing import SimulatedNode, background, eventually
+
+pytestmark = pytest.mark.integration
+
+
+async def test_run_reconciles_and_stops_gracefully_on_sigterm(
+    client: Client, namespace: str, kubeconfig_path: str
+) -> None:
+    await install_crd(client, CRD)
+    node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace)
+    node.when("demo.jobcore.dev/job", exit_code=0, after=0.2)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "controllers.cli",
+        "--log-format",
+        "json",
+        "--log-level",
+        "debug",
+        "run",
+        "--kubeconfig",
+        kubeconfig_path,
+        "--namespace",
+        namespace,
+        "--metrics-bind-address",
+        "127.0.0.1:0",
+        "--health-probe-bind-address",
+        "127.0.0.1:0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        async with background(node.run()):
+            job = {
+                "apiVersion": DEMOJOBS.api_version,
+                "kind": DEMOJOBS.kind,
+                "metadata": {"name": "cli", "namespace": namespace},
+                "spec": {"replicas": 2, "image": "busybox"},
+            }
+            await client.create(DEMOJOBS, job)
+
+            async def succeeded() -> bool:
+                job = await client.get(DEMOJOBS, "cli", namespace)
+                return bool(job.get("status", {}).get("phase") == "Succeeded")
+
+            await eventually(succeeded, timeout=30)
+            pods = (await client.list(PODS, namespace))["items"]
+            assert sorted(p["metadata"]["name"] for p in pods) == ["cli-0", "cli-1"]
+        process.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        output, _ = await asyncio.wait_for(process.communicate(), 30)
+        assert process.returncode == 0, output.decode()
+        assert time.monotonic() - started < 30
+        assert b'"event": "shutting down"' in output or b'"event":"shutting down"' in output
+        reconciled = [line for line in output.splitlines() if b'"reconciled"' in line]
+        assert (
+            reconciled and b'"reconcile_id"' in reconciled[0] and b'"controller"' in reconciled[0]
+        )
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
