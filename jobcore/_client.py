@@ -36,6 +36,14 @@ _APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 _log = structlog.get_logger("jobcore.client")
 
 
+def _decode_error(data: bytes) -> Any:
+    """A failure's body: the Status object, or the text a proxy or a 404 page sent instead."""
+    try:
+        return json.loads(data) if data else None
+    except ValueError:
+        return data.decode(errors="replace")
+
+
 def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, ApiError) and exc.retryable
 
@@ -53,7 +61,7 @@ class Client:
         api_client: k8s_client.ApiClient,
         *,
         field_manager: str = "jobcore",
-        retry_attempts: int = 5,
+        retry_attempts: int = 6,
         retry_max_wait: float = 5.0,
         request_timeout: float = 60.0,
     ) -> None:
@@ -129,12 +137,9 @@ class Client:
             _metrics.rest_client_requests_total.labels("<error>", method, self._metrics_host).inc()
             raise ApiError(0, "ConnectionError", f"{method} {path}: {exc!r}") from exc
         _metrics.rest_client_requests_total.labels(str(status), method, self._metrics_host).inc()
-        decoded = json.loads(data) if data else None
         if status >= 400:
-            raise api_error(
-                status, decoded if decoded is not None else data.decode(errors="replace")
-            )
-        return decoded
+            raise api_error(status, _decode_error(data))
+        return json.loads(data) if data else None
 
     async def request(
         self,
@@ -149,7 +154,7 @@ class Client:
         retrying = AsyncRetrying(
             retry=retry_if_exception(_is_retryable),
             stop=stop_after_attempt(self._retry_attempts),
-            wait=wait_random_exponential(multiplier=0.05, max=self._retry_max_wait),
+            wait=wait_random_exponential(multiplier=0.1, max=self._retry_max_wait),
             reraise=True,
             before_sleep=lambda state: _log.debug(
                 "retrying request",
@@ -304,8 +309,7 @@ class Client:
                     str(resp.status), "WATCH", self._metrics_host
                 ).inc()
                 if resp.status >= 400:
-                    data = await resp.read()
-                    raise api_error(resp.status, json.loads(data) if data else None)
+                    raise api_error(resp.status, _decode_error(await resp.read()))
                 async for line in resp.content:
                     if not line.strip():
                         continue

@@ -6,13 +6,14 @@ import asyncio
 import builtins
 import random
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import structlog
 
 from jobcore._client import Client
-from jobcore._errors import ApiError, GoneError
+from jobcore._errors import GoneError
 from jobcore._resources import Object, ObjectKey, Resource, controller_of
 
 IndexFunc = Callable[[Object], Iterable[str]]
@@ -167,23 +168,35 @@ class Informer:
     # Running -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """List, then watch until cancelled; failures are retried with backoff, never raised."""
+        """List, then watch until cancelled; failures are retried with backoff, never raised.
+
+        A resource that is not served yet (a CRD installed later) is retried the same way, so
+        the cache syncs as soon as it exists.
+        """
         failures = 0
         while True:
             try:
                 if self._resource_version is None:
                     await self._list_and_replace()
+                started = time.monotonic()
                 await self._watch()
-                failures = 0
+                if time.monotonic() - started > 1.0:
+                    failures = 0
+                    continue
+                failures += 1  # a watch that ends at once must not become a busy loop
+                self._log.debug("watch ended at once", failures=failures)
             except GoneError:
                 self._log.info("resource version expired, listing again")
                 self._resource_version = None
-            except ApiError as exc:
+                continue
+            except Exception as exc:  # an informer must outlive any failure
                 failures += 1
-                delay = min(self._max_backoff, 0.2 * 2 ** min(failures, 10))
-                delay *= random.uniform(0.8, 1.2)
-                self._log.warning("list/watch failed", error=str(exc), retry_in=round(delay, 2))
-                await asyncio.sleep(delay)
+                self._log.warning("list/watch failed", error=str(exc), failures=failures)
+            await asyncio.sleep(self._backoff(failures))
+
+    def _backoff(self, failures: int) -> float:
+        delay: float = min(self._max_backoff, 0.1 * 2.0 ** min(failures, 10))
+        return delay * random.uniform(0.8, 1.2)
 
     async def _list_and_replace(self) -> None:
         items: dict[ObjectKey, Object] = {}

@@ -109,8 +109,10 @@ class Manager:
 
     def add_controller(self, controller: Controller) -> None:
         self._controllers.append(controller)
+        known = set(map(id, self._informers.values()))
         for informer in controller.informers:
-            self._informers.setdefault(("external", id(informer)), informer)
+            if id(informer) not in known:
+                self._informers[("external", id(informer))] = informer
 
     def add(self, runnable: Runnable, *, needs_leader: bool = True) -> None:
         """Run `runnable` with the manager: only while leader unless `needs_leader` is False."""
@@ -142,14 +144,17 @@ class Manager:
                 holding = asyncio.create_task(self._elector.hold())
                 watched.append(holding)
             done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
-            failed = [t for t in done if t is not stop_task and not t.cancelled()]
-            for task in failed:
-                if isinstance(task.exception(), LeaderElectionLost):
+            stopped = [t for t in done if t is not stop_task]
+            for task in stopped:
+                if not task.cancelled() and isinstance(task.exception(), LeaderElectionLost):
                     _log.error("leader election lost, stopping reconciles now")
                     await _cancel(leading)
                     raise LeaderElectionLost(str(task.exception()))
-                _log.error("runnable stopped unexpectedly", error=repr(task.exception()))
             await self._shutdown_gracefully(leading)
+            if stopped:
+                error = next((t.exception() for t in stopped if not t.cancelled()), None)
+                _log.error("a runnable stopped on its own, manager stopped", error=repr(error))
+                raise RuntimeError("a runnable stopped on its own") from error
         finally:
             await _cancel([stop_task, *leading, *background])
             if holding is not None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from jobcore import CONFIGMAPS, REGISTRY, Client, Informer, Object, owner_reference
-from jobcore.testing import ControlPlane, background
+from jobcore import CONFIGMAPS, Client, Informer, Object, owner_reference
+from jobcore.testing import ControlPlane, api_requests, background
 
 pytestmark = pytest.mark.integration
 
@@ -126,24 +126,15 @@ async def test_indexes_by_namespace_owner_and_custom_function(
         assert informer.by_index("namespace", "elsewhere") == []
 
 
-def _watch_requests() -> float:
-    total = 0.0
-    for metric in REGISTRY.collect():
-        for sample in metric.samples:
-            if sample.name == "rest_client_requests_total" and sample.labels["method"] == "WATCH":
-                total += sample.value
-    return total
-
-
 async def test_silent_watch_is_restarted_after_inactivity_timeout(
     client: Client, namespace: str, recorder: Recorder
 ) -> None:
     informer = Informer(client, CONFIGMAPS, namespace=namespace, inactivity_timeout=1.0)
     informer.add_handler(recorder)
-    before = _watch_requests()
+    before = api_requests("WATCH")
     async with running(informer):
         await asyncio.sleep(3.5)
-        assert _watch_requests() - before >= 3, "a silent watch should be re-opened"
+        assert api_requests("WATCH") - before >= 3, "a silent watch should be re-opened"
         await client.create(CONFIGMAPS, configmap(namespace, "after-silence"))
         await recorder.wait_for(lambda: ("add", "after-silence") in recorder.events)
 

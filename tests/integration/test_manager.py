@@ -9,8 +9,10 @@ import time
 import aiohttp
 import pytest
 
+from controllers.sandbox import install_crd
 from jobcore import (
     CONFIGMAPS,
+    CUSTOM_RESOURCE_DEFINITIONS,
     LEASES,
     Client,
     Controller,
@@ -23,7 +25,7 @@ from jobcore import (
     Resource,
     Result,
 )
-from jobcore.testing import background, eventually
+from jobcore.testing import api_requests, background, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -128,17 +130,86 @@ async def test_serves_health_readiness_and_controller_runtime_metrics(
             assert line in body, line
 
 
-async def test_readyz_fails_until_caches_sync(client: Client, namespace: str) -> None:
-    manager = build(client, namespace, Reconciler(), name="readiness-test")
-    # An informer whose resource does not exist never syncs: readiness must say so.
-    manager.informer(Resource("missing.example.com", "v1", "Missing", "missings"))
+def late_crd(group: str) -> Object:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+async def test_not_ready_until_a_late_crd_is_installed_then_reconciles(
+    client: Client, namespace: str
+) -> None:
+    group = f"{namespace}.example.com"
+    widgets = Resource(group, "v1", "Widget", "widgets")
+    reconciler = Reconciler()
+    manager = Manager(client, metrics_address=None, health_address=("127.0.0.1", 0))
+    controller = Controller("late-crd", reconciler)
+    controller.watch(manager.informer(widgets, namespace=namespace, max_backoff=0.5))
+    manager.add_controller(controller)
     async with background(manager.run()):
         await eventually(lambda: all(serving(server) for server in manager.servers))
-        health_port = manager.servers[1].port
-        status, body = await get_text(f"http://127.0.0.1:{health_port}/readyz")
+        url = f"http://127.0.0.1:{manager.servers[0].port}/readyz"
+        await asyncio.sleep(1.0)
+        status, body = await get_text(url)
         assert status == 500
         assert "informers-synced" in body
         assert not manager.elected.is_set()
+        await install_crd(client, late_crd(group))
+        await eventually(manager.elected.is_set, timeout=15)
+        assert await get_text(url) == (200, "ok")
+        widget = {
+            "apiVersion": f"{group}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": namespace},
+        }
+        await client.create(widgets, widget)
+        await eventually(lambda: reconciler.finished == [Request(namespace, "w")])
+    await client.delete(CUSTOM_RESOURCE_DEFINITIONS, f"widgets.{group}")
+
+
+async def test_each_informer_is_started_once(client: Client, namespace: str) -> None:
+    reconciler = Reconciler()
+    manager = build(client, namespace, reconciler, name="informers-once")
+    await client.create(CONFIGMAPS, configmap(namespace, "one"))
+    before = api_requests("WATCH")
+    async with background(manager.run()):
+        await eventually(lambda: reconciler.finished)
+        await asyncio.sleep(0.5)
+        assert api_requests("WATCH") - before == 1
+
+
+class StopsAtOnce:
+    async def run(self) -> None:
+        return None
+
+
+async def test_a_runnable_that_stops_on_its_own_fails_the_manager(
+    client: Client, namespace: str
+) -> None:
+    manager = build(client, namespace, Reconciler(), name="stops-at-once")
+    manager.add(StopsAtOnce(), needs_leader=False)
+    with pytest.raises(RuntimeError, match="stopped on its own"):
+        await asyncio.wait_for(manager.run(), 20)
 
 
 async def test_leader_election_hands_over_between_two_managers(
