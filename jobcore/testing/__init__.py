@@ -12,6 +12,7 @@ from jobcore.testing._background import background
 from jobcore.testing._controlplane import ControlPlane, ControlPlaneError
 from jobcore.testing._eventually import eventually
 from jobcore.testing._node import PodMatcher, PodOutcome, SimulatedNode
+from jobcore.testing._requests import api_requests
 
 __all__ = [
     "ControlPlane",
@@ -19,6 +20,7 @@ __all__ = [
     "PodMatcher",
     "PodOutcome",
     "SimulatedNode",
+    "api_requests",
     "background",
     "eventually",
 ]

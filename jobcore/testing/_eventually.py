@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 
 async def eventually(
-    check: Callable[[], bool | Awaitable[bool]], *, timeout: float = 20.0, interval: float = 0.02
+    check: Callable[[], object], *, timeout: float = 20.0, interval: float = 0.02
 ) -> None:
-    """Poll `check` (plain or async) until it is true; TimeoutError after `timeout` seconds.
+    """Poll `check` (plain or async) until it returns something true; TimeoutError after `timeout`.
 
     Controllers converge asynchronously, so tests assert on the state they reach, not on
     when; polling keeps a test independent of how the controller gets there.

@@ -164,13 +164,21 @@ class SimulatedNode:
         if pod is None:
             return
         spec, status = pod["spec"], pod.get("status") or {}
+        node_name = spec.get("nodeName")
+        if node_name and node_name != self.name:
+            return  # another node's pod
         if pod["metadata"].get("deletionTimestamp"):
-            await self.client.delete(
-                PODS, key.name, key.namespace, grace_period_seconds=0, uid=pod["metadata"]["uid"]
-            )
-        elif not spec.get("nodeName"):
+            if node_name:  # the API server waits for the kubelet to confirm a bound pod is gone
+                await self.client.delete(
+                    PODS,
+                    key.name,
+                    key.namespace,
+                    grace_period_seconds=0,
+                    uid=pod["metadata"]["uid"],
+                )
+        elif not node_name:
             await self._bind(pod)
-        elif spec["nodeName"] != self.name or status.get("phase") in _FINAL_PHASES:
+        elif status.get("phase") in _FINAL_PHASES:
             return
         elif key not in self._started:
             self._started.add(key)
@@ -269,11 +277,15 @@ class SimulatedNode:
         ]
         return await self._write_status(pod, status)
 
-    async def terminate(self, namespace: str, name: str, outcome: PodOutcome) -> Object:
+    async def terminate(
+        self, namespace: str, name: str, outcome: PodOutcome, *, may_restart: bool = True
+    ) -> Object:
         """End every container with `outcome`; restartPolicy decides whether it runs again."""
         pod = await self._current(namespace, name)
         restart = pod["spec"].get("restartPolicy", "Always")
-        if restart == "Always" or (restart == "OnFailure" and outcome.exit_code != 0):
+        if may_restart and (
+            restart == "Always" or (restart == "OnFailure" and outcome.exit_code != 0)
+        ):
             return await self._restart(pod, outcome)
         status = pod.get("status") or {}
         finished = _now()
@@ -321,8 +333,8 @@ class SimulatedNode:
         return await self.terminate(namespace, name, PodOutcome(exit_code, reason))
 
     async def evict(self, namespace: str, name: str) -> Object:
-        """Fail the Pod as the kubelet does under memory pressure."""
-        pod = await self.terminate(namespace, name, PodOutcome(137, "Error"))
+        """Fail the Pod as the kubelet does under memory pressure: never restarted in place."""
+        pod = await self.terminate(namespace, name, PodOutcome(137, "Error"), may_restart=False)
         pod["status"]["reason"] = "Evicted"
         pod["status"]["message"] = "The node was low on resource: memory."
         return await self._write_status(pod, pod["status"])

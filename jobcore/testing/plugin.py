@@ -10,20 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
-import uuid
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
-import pytest_asyncio
 
-from jobcore import NAMESPACES, ApiError, Client
-from jobcore.testing._background import background
 from jobcore.testing._controlplane import ControlPlane
 from jobcore.testing._k3s import K3sCluster, docker_available, start_k3s
-from jobcore.testing._node import SimulatedNode
 
 BACKENDS = ("envtest", "k3s")
 _T = TypeVar("_T")
@@ -58,9 +52,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Check the backend option; offer the async fixtures only where pytest-asyncio runs them.
+
+    The plugin loads wherever jobcore is installed, so it must never break a pytest run that
+    lacks pytest-asyncio.
+    """
     backend = config.getoption("k8s_backend")
     if backend not in BACKENDS:  # argparse checks `choices` on the command line, not defaults
         raise pytest.UsageError(f"JOBCORE_K8S_BACKEND={backend}: expected one of {BACKENDS}")
+    if config.pluginmanager.hasplugin("asyncio"):
+        from jobcore.testing import _fixtures  # noqa: PLC0415
+
+        config.pluginmanager.register(_fixtures, "jobcore-async-fixtures")
 
 
 def _run(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, _T]) -> _T:
@@ -108,37 +111,3 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[Cluster]:
 def kubeconfig_path(control_plane: Cluster) -> str:
     """An admin kubeconfig for the session's cluster."""
     return control_plane.kubeconfig_path
-
-
-@pytest_asyncio.fixture
-async def client(kubeconfig_path: str) -> AsyncIterator[Client]:
-    """A jobcore `Client` for the session's cluster, closed after the test."""
-    client = await Client.from_kubeconfig(kubeconfig_path)
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@pytest_asyncio.fixture
-async def namespace(client: Client, request: pytest.FixtureRequest) -> AsyncIterator[str]:
-    """A fresh namespace for one test, deleted (with what it holds) after it."""
-    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].rstrip("-")
-    name = f"{base}-{uuid.uuid4().hex[:6]}"
-    await client.create(
-        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    try:
-        yield name
-    finally:
-        with contextlib.suppress(ApiError):
-            await client.delete(NAMESPACES, name)
-
-
-@pytest_asyncio.fixture
-async def simulated_node(client: Client, namespace: str) -> AsyncIterator[SimulatedNode]:
-    """A running `SimulatedNode` that schedules and runs the Pods of the test's namespace."""
-    node = SimulatedNode(client, name=f"node-{namespace}"[:63], namespace=namespace)
-    async with background(node.run()):
-        await node.pods.wait_for_sync()
-        yield node

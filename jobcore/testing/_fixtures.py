@@ -1,0 +1,56 @@
+"""The async fixtures of the pytest plugin: a client, a namespace and a simulated node per test.
+
+Registered by `jobcore.testing.plugin` only when pytest-asyncio is installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from jobcore import NAMESPACES, ApiError, Client
+from jobcore.testing._background import background
+from jobcore.testing._node import SimulatedNode
+
+
+@pytest_asyncio.fixture
+async def client(kubeconfig_path: str) -> AsyncIterator[Client]:
+    """A jobcore `Client` for the session's cluster, closed after the test."""
+    client = await Client.from_kubeconfig(kubeconfig_path)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest_asyncio.fixture
+async def namespace(client: Client, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """A fresh namespace for one test, deleted after it.
+
+    Without a controller manager (`control_plane.start_controller_manager()`) the deleted
+    namespace stays Terminating with its objects; names are unique, so tests never collide.
+    """
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].rstrip("-")
+    name = f"{base}-{uuid.uuid4().hex[:6]}"
+    await client.create(
+        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(ApiError):
+            await client.delete(NAMESPACES, name)
+
+
+@pytest_asyncio.fixture
+async def simulated_node(client: Client, namespace: str) -> AsyncIterator[SimulatedNode]:
+    """A running `SimulatedNode` that schedules and runs the Pods of the test's namespace."""
+    node = SimulatedNode(client, name=f"node-{namespace}"[:63], namespace=namespace)
+    async with background(node.run()):
+        await node.pods.wait_for_sync()
+        yield node
