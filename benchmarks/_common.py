@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 from collections.abc import AsyncIterator
 
@@ -18,8 +19,6 @@ def machine() -> str:
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
-    import os  # noqa: PLC0415
-
     return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 

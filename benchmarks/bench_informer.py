@@ -1,6 +1,6 @@
 """Informer cache: Python memory per cached worker Pod and initial sync time, on a real API server.
 
-    python benchmarks/bench_informer.py [--pods 5000]
+    python -m benchmarks.bench_informer [--pods 5000]
 
 Targets (issue 2): <= 10 KB per cached Pod; initial sync of 5,000 Pods in <= 5 s.
 """
@@ -14,8 +14,7 @@ import time
 import tracemalloc
 from typing import Any
 
-from _common import cluster, machine
-
+from benchmarks._common import cluster, machine
 from jobcore import PODS, Client, Informer, Object
 
 NAMESPACE = "bench"

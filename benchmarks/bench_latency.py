@@ -1,6 +1,6 @@
 """Reconcile latency: from a change written to the API server to the start of its reconcile.
 
-    python benchmarks/bench_latency.py [--rate 100] [--seconds 10] [--objects 200]
+    python -m benchmarks.bench_latency [--rate 100] [--seconds 10] [--objects 200]
 
 Target (issue 2): p50 <= 20 ms and p99 <= 100 ms under 100 changes per second.
 """
@@ -12,8 +12,7 @@ import asyncio
 import statistics
 import time
 
-from _common import cluster, machine
-
+from benchmarks._common import cluster, machine
 from jobcore import CONFIGMAPS, Client, Controller, Informer, Request, Result
 from jobcore.testing import background
 

@@ -1,6 +1,6 @@
 """Measure WorkQueue add+get+done cycles per second on one core, with metrics on and off.
 
-Run: python benchmarks/bench_queue.py [--keys N] [--cycles N] [--repeats N]
+Run: python -m benchmarks.bench_queue [--keys N] [--cycles N] [--repeats N]
 """
 
 from __future__ import annotations
@@ -8,15 +8,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
-import sys
 import time
 import uuid
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from jobcore._queue import QueueShutDown, WorkQueue
+from benchmarks._common import machine
+from jobcore import QueueShutDown, WorkQueue
 
 _WORKERS = 10
 
@@ -75,16 +71,6 @@ async def _workers(queue: WorkQueue[str], keys: list[str], cycles: int) -> float
     return elapsed
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def _pin_to_one_core() -> str:
     if not hasattr(os, "sched_setaffinity"):
         return "not pinned"
@@ -102,8 +88,7 @@ def main() -> None:
     cycles = args.cycles - args.cycles % args.keys
     keys = [f"namespace/job-{i}" for i in range(args.keys)]
 
-    print(f"machine: {platform.platform()}; CPU: {_cpu_model()}; {_pin_to_one_core()}")
-    print(f"python:  {platform.python_implementation()} {platform.python_version()}")
+    print(f"machine: {machine()}; {_pin_to_one_core()}")
     print(f"{cycles:,} add+get+done cycles over {args.keys:,} keys, best of {args.repeats}")
     for pattern in (_interleaved, _batched, _workers):
         for metrics in (True, False):

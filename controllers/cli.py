@@ -66,6 +66,8 @@ async def _run(args: argparse.Namespace) -> int:
         await manager.run()
     except LeaderElectionLost:
         return 1
+    except RuntimeError:
+        return 2
     finally:
         await client.close()
     return 0
@@ -74,7 +76,16 @@ async def _run(args: argparse.Namespace) -> int:
 async def _sandbox(args: argparse.Namespace) -> int:
     from controllers.sandbox import run_sandbox  # noqa: PLC0415 - needs the testing kit
 
-    phase = await run_sandbox(keep=args.keep)
+    # SIGTERM and SIGHUP unwind like Ctrl-C, so the control plane is always stopped.
+    sandbox = asyncio.current_task()
+    assert sandbox is not None
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        asyncio.get_running_loop().add_signal_handler(sig, sandbox.cancel)
+    try:
+        phase = await run_sandbox(keep=args.keep)
+    except asyncio.CancelledError:
+        print("sandbox stopped")
+        return 143
     print(f"sample job finished: {phase}")
     return 0 if phase == "Succeeded" else 1
 

@@ -112,7 +112,8 @@ class DemoJobReconciler:
             self.expectations.forget(request)
             return Result()
         if not self.expectations.satisfied(request):
-            return Result()  # the pending pods' events will bring us back
+            # The pending pods' events bring us back; the requeue covers pods never observed.
+            return Result(requeue_after=5.0)
         spec = job["spec"]
         pods = self.pods.by_index(CONTROLLER_UID_INDEX, job["metadata"]["uid"])
         existing = {pod["metadata"]["name"] for pod in pods}

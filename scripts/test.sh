@@ -8,7 +8,7 @@ source scripts/env.sh
 ruff check .
 ruff format --check .
 mypy
-lint-imports
+lint-imports --no-logo
 status=0
 pytest -q "$@" || status=$?
 if [[ $status -eq 5 ]]; then

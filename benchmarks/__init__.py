@@ -1,0 +1,1 @@
+"""Benchmarks: each module prints its figures, the targets and the machine."""
