@@ -168,8 +168,12 @@ class DemoJobReconciler:
         old = job.get("status") or {}
         if status == old:
             return
-        updated = {**job, "status": status}
-        await self.client.update_status(DEMOJOBS, updated)
+        meta = job["metadata"]
+        # A merge patch of the status subresource: no resourceVersion, so a cache that lags
+        # behind our own last write cannot make it conflict.
+        await self.client.patch(
+            DEMOJOBS, meta["name"], {"status": status}, meta["namespace"], subresource="status"
+        )
         if status["phase"] != old.get("phase"):
             phase = str(status["phase"])
             await self.events.record(

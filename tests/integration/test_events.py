@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 from structlog.testing import capture_logs
@@ -17,25 +16,13 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-async def client(kubeconfig_path: str) -> AsyncIterator[Client]:
-    client = await Client.from_kubeconfig(kubeconfig_path)
-    yield client
-    await client.close()
+async def namespace_object(client: Client, namespace: str) -> Object:
+    return await client.get(NAMESPACES, namespace)
 
 
 @pytest.fixture
-async def namespace(client: Client) -> AsyncIterator[Object]:
-    name = f"ev-{uuid.uuid4().hex[:10]}"
-    namespace = await client.create(
-        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    yield namespace
-    await client.delete(NAMESPACES, name)
-
-
-@pytest.fixture
-async def configmap(client: Client, namespace: Object) -> Object:
-    meta = {"name": "subject", "namespace": namespace["metadata"]["name"]}
+async def configmap(client: Client, namespace: str) -> Object:
+    meta = {"name": "subject", "namespace": namespace}
     return await client.create(
         CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
     )
@@ -103,10 +90,10 @@ async def test_an_expired_event_is_created_anew(
 
 
 async def test_events_about_cluster_scoped_objects_go_to_default(
-    client: Client, recorder: EventRecorder, namespace: Object
+    client: Client, recorder: EventRecorder, namespace_object: Object
 ) -> None:
-    await recorder.record(namespace, type="Normal", reason="Seen", message="m")
-    (event,) = await events_about(client, namespace, "default")
+    await recorder.record(namespace_object, type="Normal", reason="Seen", message="m")
+    (event,) = await events_about(client, namespace_object, "default")
     try:
         assert event["involvedObject"]["kind"] == "Namespace"
         assert "namespace" not in event["involvedObject"]

@@ -19,30 +19,13 @@ from jobcore._client import Client
 from jobcore._errors import LeaderElectionLost
 from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
 from jobcore._metrics import REGISTRY
-from jobcore._resources import LEASES, NAMESPACES
+from jobcore._resources import LEASES
 
 pytestmark = pytest.mark.integration
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 2.0, 1.5, 0.2
 MakeElector = Callable[..., LeaderElector]
 """`make(identity, *, on=client, release_on_cancel=True)`: a candidate for the test's lease."""
-
-
-@pytest.fixture
-async def client(kubeconfig_path: str) -> AsyncIterator[Client]:
-    client = await Client.from_kubeconfig(kubeconfig_path)
-    yield client
-    await client.close()
-
-
-@pytest.fixture
-async def namespace(client: Client) -> AsyncIterator[str]:
-    name = f"le-{uuid.uuid4().hex[:10]}"
-    await client.create(
-        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    yield name
-    await client.delete(NAMESPACES, name)
 
 
 @pytest.fixture
