@@ -11,6 +11,9 @@ Modules, from the bottom up:
 - `_leaderelection`, `_server`, `_metrics`, `_events`, `_expectations`, `_logging`:
   what a production controller process needs around its reconcilers.
 - `_manager`: runs all of the above as one process.
+- `_jobmodels`, `_jobkind`, `_jobstatus`, `_jobreconciler`, `_crd`: the job layer — the T9k
+  job API models, the `JobKind` plugin interface, status derivation, the generic reconciler
+  that drives any kind, and CRD generation from the models.
 - `testing`: a real control plane, a simulated node and a pytest plugin (public).
 
 Everything a plugin may use is imported here; the underscored modules are private.
@@ -47,6 +50,30 @@ from jobcore._informer import (
     Transform,
     strip_bulk,
 )
+from jobcore._jobkind import (
+    JOB_KIND_LABEL,
+    JOB_NAME_LABEL,
+    REPLICA_INDEX_LABEL,
+    REPLICA_TYPE_LABEL,
+    FieldError,
+    Job,
+    JobKind,
+    Observed,
+    Outcome,
+)
+from jobcore._jobmodels import (
+    ApiModel,
+    Container,
+    JobSpec,
+    JobStatus,
+    OpenModel,
+    PodSpec,
+    PodTemplateSpec,
+    RunMode,
+    RunPolicy,
+    SchedulerPolicy,
+)
+from jobcore._jobreconciler import JobReconciler, add_job_controller
 from jobcore._labels import parse_selector, selector_to_string
 from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
 from jobcore._logging import configure_logging, reconcile_context
@@ -84,24 +111,31 @@ __all__ = [
     "CONTROLLER_UID_INDEX",
     "CUSTOM_RESOURCE_DEFINITIONS",
     "EVENTS",
+    "JOB_KIND_LABEL",
+    "JOB_NAME_LABEL",
     "LEASES",
     "NAMESPACES",
     "NAMESPACE_INDEX",
     "NODES",
     "PODS",
     "REGISTRY",
+    "REPLICA_INDEX_LABEL",
+    "REPLICA_TYPE_LABEL",
     "SECRETS",
     "SERVICES",
     "AlreadyExistsError",
     "ApiError",
+    "ApiModel",
     "BucketRateLimiter",
     "Client",
     "ConflictError",
+    "Container",
     "Controller",
     "EnqueueRequests",
     "EventHandler",
     "EventRecorder",
     "Expectations",
+    "FieldError",
     "FuncPredicate",
     "GenerationChanged",
     "GoneError",
@@ -110,6 +144,11 @@ __all__ = [
     "Informer",
     "InvalidError",
     "ItemExponentialFailureRateLimiter",
+    "Job",
+    "JobKind",
+    "JobReconciler",
+    "JobSpec",
+    "JobStatus",
     "JobcoreError",
     "LabelSelectorPredicate",
     "LeaderElectionConfig",
@@ -121,7 +160,12 @@ __all__ = [
     "NotFoundError",
     "Object",
     "ObjectKey",
+    "Observed",
+    "OpenModel",
+    "Outcome",
     "PatchType",
+    "PodSpec",
+    "PodTemplateSpec",
     "Predicate",
     "ProbeServer",
     "QueueShutDown",
@@ -130,11 +174,15 @@ __all__ = [
     "Request",
     "Resource",
     "Result",
+    "RunMode",
+    "RunPolicy",
     "Runnable",
+    "SchedulerPolicy",
     "TerminalError",
     "Transform",
     "WatchEvent",
     "WorkQueue",
+    "add_job_controller",
     "configure_logging",
     "controller_of",
     "default_controller_rate_limiter",

@@ -1,0 +1,123 @@
+"""The JobKind plugin interface: what a job kind tells the generic job reconciler."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from jobcore._jobmodels import JobSpec, JobStatus
+from jobcore._resources import PODS, Object, Resource
+
+SpecT = TypeVar("SpecT", bound=JobSpec)
+SpecT_co = TypeVar("SpecT_co", bound=JobSpec, covariant=True)
+
+JOB_NAME_LABEL = "jobcore.dev/job-name"
+"""On every child object: the name of the job that owns it."""
+JOB_KIND_LABEL = "jobcore.dev/job-kind"
+REPLICA_TYPE_LABEL = "jobcore.dev/replica-type"
+REPLICA_INDEX_LABEL = "jobcore.dev/replica-index"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """A problem with one field of a job, e.g. `spec.worker.replicas: must be at least 1`."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Job(Generic[SpecT]):
+    """A job as a kind sees it: its identity, its validated spec, and its last status."""
+
+    kind: str
+    name: str
+    namespace: str
+    uid: str
+    spec: SpecT
+    status: JobStatus
+    obj: Object = field(repr=False)
+
+    def labels(self, replica_type: str | None = None, index: int | None = None) -> dict[str, str]:
+        """The labels jobcore selects and reads children by; kinds put them on every child."""
+        labels = {JOB_NAME_LABEL: self.name, JOB_KIND_LABEL: self.kind}
+        if replica_type is not None:
+            labels[REPLICA_TYPE_LABEL] = replica_type
+        if index is not None:
+            labels[REPLICA_INDEX_LABEL] = str(index)
+        return labels
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """The job's children as the cache sees them now, by resource and name."""
+
+    children: Mapping[Resource, Mapping[str, Object]]
+
+    @property
+    def pods(self) -> Mapping[str, Object]:
+        return self.children.get(PODS, {})
+
+    def get(self, resource: Resource, name: str) -> Object | None:
+        return self.children.get(resource, {}).get(name)
+
+    def pods_of(self, replica_type: str) -> list[Object]:
+        """The pods of one replica type, ordered by their replica index."""
+        pods = [
+            pod
+            for pod in self.pods.values()
+            if (pod["metadata"].get("labels") or {}).get(REPLICA_TYPE_LABEL) == replica_type
+        ]
+        return sorted(pods, key=lambda p: int(p["metadata"]["labels"].get(REPLICA_INDEX_LABEL, 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the kind makes of the observed pods.
+
+    `replica_failure` names a failed replica for the ReplicaFailure condition, e.g.
+    `Pod[job-launcher] exited with error code 3`; it may accompany any state.
+    """
+
+    state: Literal["pending", "running", "succeeded", "failed"]
+    reason: str = ""
+    message: str = ""
+    replica_failure: str | None = None
+
+
+class JobKind(Protocol[SpecT]):
+    """A kind of job: its API, its validation, the children it needs, and how it ends.
+
+    The generic reconciler parses the job with `spec_model` (pydantic errors become field
+    errors), asks `validate` for the rest, creates whatever `render` returns that does not
+    exist yet — in order, stopping at the first failure — deletes owned Pods that `render`
+    no longer returns, and derives the whole status from the pods plus `interpret`.
+    `render` and `interpret` must be pure functions of the job and the observed children.
+    """
+
+    resource: Resource
+    """Group, version, kind and plural of the job resource."""
+    short_names: Sequence[str]
+    spec_model: type[SpecT]
+    replica_types: Sequence[str]
+    """Replica types in status order, e.g. ("launcher", "worker")."""
+    child_resources: Sequence[Resource]
+    """Every resource `render` may return; the controller caches and watches them."""
+    kept_after_cleanup: Sequence[str]
+    """Replica types whose pods `runPolicy.cleanUpWorkers` keeps, e.g. the launcher's log."""
+    printer_columns: Sequence[Mapping[str, Any]]
+    """Extra `additionalPrinterColumns` for the CRD, e.g. the worker count."""
+
+    def validate(self, job: Job[SpecT]) -> list[FieldError]: ...
+
+    def replicas(self, job: Job[SpecT]) -> Mapping[str, int]:
+        """How many pods of each replica type the job runs at full strength."""
+        ...
+
+    def render(self, job: Job[SpecT], observed: Observed) -> list[Object]: ...
+
+    def interpret(self, job: Job[SpecT], observed: Observed) -> Outcome: ...

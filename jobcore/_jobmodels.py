@@ -1,0 +1,190 @@
+"""pydantic models of the T9k job API pieces every job kind shares: templates, policies, status."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class ApiModel(BaseModel):
+    """Base of API models: camelCase on the wire, unknown fields rejected.
+
+    The API server prunes fields a CRD schema does not name, so an unknown field only reaches
+    a model offline (`jobcore render`), where an error is what the user wants.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    def to_api(self) -> dict[str, Any]:
+        """The JSON form the API server stores: camelCase, unset fields left out."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class OpenModel(ApiModel):
+    """A Kubernetes type we read only partly: unknown fields are kept and round-trip."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# Pod templates ---------------------------------------------------------------------------
+
+
+class Container(OpenModel):
+    name: str
+    image: str | None = None
+    command: list[str] | None = None
+    args: list[str] | None = None
+    working_dir: str | None = None
+    env: list[dict[str, Any]] | None = None
+    volume_mounts: list[dict[str, Any]] | None = None
+    resources: dict[str, Any] | None = None
+    ports: list[dict[str, Any]] | None = None
+
+
+class PodSpec(OpenModel):
+    containers: list[Container] = Field(min_length=1)
+    init_containers: list[Container] | None = None
+    volumes: list[dict[str, Any]] | None = None
+    restart_policy: str | None = None
+    scheduler_name: str | None = None
+
+
+class TemplateMeta(OpenModel):
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+class PodTemplateSpec(OpenModel):
+    """A Pod template: typed where jobcore reads it, everything else passed through."""
+
+    metadata: TemplateMeta | None = None
+    spec: PodSpec
+
+    def container(self, name: str) -> Container | None:
+        return next((c for c in self.spec.containers if c.name == name), None)
+
+
+# Policies --------------------------------------------------------------------------------
+
+
+class RunPolicy(ApiModel):
+    clean_up_workers: bool = Field(
+        default=False, description="Delete the workers (never the launcher) once the job ends."
+    )
+
+
+class T9kScheduler(ApiModel):
+    queue: str
+    priority: int = Field(default=0, ge=0, le=100)
+
+
+class SchedulerPolicy(ApiModel):
+    t9k_scheduler: T9kScheduler | None = None
+
+
+class DebugReplicaSpec(ApiModel):
+    type: str
+    skip_init_container: bool = False
+    command: list[str] | None = None
+
+
+class DebugMode(ApiModel):
+    enabled: bool = False
+    replica_specs: list[DebugReplicaSpec] | None = None
+
+
+class ResumeSpec(ApiModel):
+    type: str
+    skip_init_container: bool = False
+    command: list[str] | None = None
+    args: list[str] | None = None
+
+
+class PauseMode(ApiModel):
+    enabled: bool = False
+    resume_specs: list[ResumeSpec] | None = None
+
+
+class RunMode(ApiModel):
+    debug: DebugMode | None = None
+    pause: PauseMode | None = None
+
+
+class JobSpec(ApiModel):
+    """Fields every kind's spec has; kinds subclass it and add their own."""
+
+    run_policy: RunPolicy = Field(default_factory=RunPolicy)
+    scheduler: SchedulerPolicy | None = None
+    run_mode: RunMode | None = None
+
+
+# Status ----------------------------------------------------------------------------------
+
+ConditionType = Literal["Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused"]
+JobPhase = Literal["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"]
+ReplicaPhase = Literal[
+    "Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Deleted"
+]
+
+
+class StatusModel(ApiModel):
+    """Status is read back from the API server: tolerate fields a newer jobcore wrote."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class JobCondition(StatusModel):
+    type: ConditionType
+    status: Literal["True", "False", "Unknown"]
+    last_transition_time: str | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerState(StatusModel):
+    name: str
+    state: Literal["waiting", "running", "terminated"] | None = None
+    exit_code: int | None = None
+    reason: str | None = None
+
+
+class ReplicaStatus(StatusModel):
+    phase: ReplicaPhase
+    name: str
+    uid: str | None = None
+    containers: list[ContainerState] = Field(default_factory=list)
+
+
+class TaskStatus(StatusModel):
+    type: str
+    restart_count: int = 0
+    status: list[ReplicaStatus] = Field(default_factory=list)
+
+
+class Aggregate(StatusModel):
+    creating: int = 0
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    unknown: int = 0
+    deleted: int = 0
+
+
+class JobStatus(StatusModel):
+    """The T9k job status; `ready` ("ready/total" replicas) is jobcore's, for printer columns."""
+
+    conditions: list[JobCondition] = Field(default_factory=list)
+    phase: JobPhase | None = None
+    tasks: list[TaskStatus] = Field(default_factory=list)
+    aggregate: Aggregate = Field(default_factory=Aggregate)
+    ready: str | None = None
+
+    def condition(self, kind: ConditionType) -> JobCondition | None:
+        return next((c for c in self.conditions if c.type == kind), None)
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")

@@ -1,0 +1,209 @@
+"""Derive a job's T9k status (conditions, phase, tasks, aggregate) from its pods and outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from jobcore._jobkind import REPLICA_TYPE_LABEL, Outcome
+from jobcore._jobmodels import (
+    Aggregate,
+    ConditionType,
+    ContainerState,
+    JobCondition,
+    JobPhase,
+    JobStatus,
+    ReplicaPhase,
+    ReplicaStatus,
+    TaskStatus,
+)
+from jobcore._resources import Object
+
+INITIALIZED_MESSAGE = "The job has been initialized successfully."
+RUNNING_MESSAGE = "All pods are running normally."
+SUCCEEDED_MESSAGE = "The job has finished successfully."
+FAILED_MESSAGE = "The job exited with an error code."
+
+
+_CONTAINER_STATES: tuple[Literal["waiting", "running", "terminated"], ...] = (
+    "terminated",
+    "running",
+    "waiting",
+)
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def replica_phase(pod: Object) -> ReplicaPhase:
+    """The pod's phase, plus `Creating` before it is scheduled and `Deleted` while it goes."""
+    if pod["metadata"].get("deletionTimestamp"):
+        return "Deleted"
+    phase = (pod.get("status") or {}).get("phase")
+    if phase is None or (phase == "Pending" and not pod["spec"].get("nodeName")):
+        return "Creating"
+    return phase  # type: ignore[no-any-return]
+
+
+def _containers(pod: Object) -> list[ContainerState]:
+    states = []
+    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+        state: Mapping[str, Any] = status.get("state") or {}
+        name = next((key for key in _CONTAINER_STATES if key in state), None)
+        detail = state.get(name) or {} if name else {}
+        states.append(
+            ContainerState(
+                name=status["name"],
+                state=name,
+                exit_code=detail.get("exitCode"),
+                reason=detail.get("reason"),
+            )
+        )
+    return states
+
+
+def _restarts(pod: Object) -> int:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    return sum(int(status.get("restartCount") or 0) for status in statuses)
+
+
+def tasks_and_aggregate(
+    pods: Iterable[Object], replica_types: Sequence[str], previous: JobStatus
+) -> tuple[list[TaskStatus], Aggregate]:
+    """One task per replica type, pods by name; pods the job had before and lost are Deleted."""
+    by_type: dict[str, list[Object]] = {kind: [] for kind in replica_types}
+    for pod in pods:
+        kind = (pod["metadata"].get("labels") or {}).get(REPLICA_TYPE_LABEL)
+        if kind in by_type:
+            by_type[kind].append(pod)
+    gone = {
+        (task.type, replica.name): replica for task in previous.tasks for replica in task.status
+    }
+    tasks, counts = [], Aggregate()
+    for kind, members in by_type.items():
+        replicas = [
+            ReplicaStatus(
+                phase=replica_phase(pod),
+                name=pod["metadata"]["name"],
+                uid=pod["metadata"].get("uid"),
+                containers=_containers(pod),
+            )
+            for pod in members
+        ]
+        present = {replica.name for replica in replicas}
+        for (task_type, name), replica in gone.items():
+            if task_type == kind and name not in present:
+                replicas.append(replica.model_copy(update={"phase": "Deleted"}))
+        replicas.sort(key=lambda replica: replica.name)
+        for replica in replicas:
+            field = replica.phase.lower()
+            setattr(counts, field, getattr(counts, field) + 1)
+        previous_restarts = next((t.restart_count for t in previous.tasks if t.type == kind), 0)
+        restarts = max(previous_restarts, sum(_restarts(pod) for pod in members))
+        tasks.append(TaskStatus(type=kind, restart_count=restarts, status=replicas))
+    return tasks, counts
+
+
+class ConditionSetter:
+    """Sets conditions, keeping `lastTransitionTime` while a condition's status stays the same."""
+
+    def __init__(self, previous: Iterable[JobCondition], timestamp: str) -> None:
+        self._previous = {condition.type: condition for condition in previous}
+        self._timestamp = timestamp
+        self.conditions: list[JobCondition] = []
+
+    def set(self, kind: ConditionType, status: bool, reason: str, message: str) -> None:
+        value: Literal["True", "False"] = "True" if status else "False"
+        old = self._previous.get(kind)
+        changed = old is None or old.status != value
+        self.conditions.append(
+            JobCondition(
+                type=kind,
+                status=value,
+                last_transition_time=self._timestamp
+                if changed or old is None
+                else old.last_transition_time,
+                reason=reason,
+                message=message,
+            )
+        )
+
+
+def derive_status(
+    *,
+    previous: JobStatus,
+    pods: Iterable[Object],
+    replica_types: Sequence[str],
+    desired: Mapping[str, int],
+    outcome: Outcome,
+    initialized: bool,
+    timestamp: str | None = None,
+) -> JobStatus:
+    """The whole status for this moment; equal to `previous` when nothing changed."""
+    pods = list(pods)
+    tasks, aggregate = tasks_and_aggregate(pods, replica_types, previous)
+    ready = sum(1 for pod in pods if _is_ready(pod))
+    phase: JobPhase = {
+        "pending": "Pending",
+        "running": "Running",
+        "succeeded": "Succeeded",
+        "failed": "Failed",
+    }[outcome.state]  # type: ignore[assignment]
+    conditions = ConditionSetter(previous.conditions, timestamp or now())
+    conditions.set(
+        "Initialized",
+        initialized,
+        "Initialized" if initialized else "Creating",
+        INITIALIZED_MESSAGE if initialized else "Creating the job's resources.",
+    )
+    running_reason = outcome.reason or phase
+    conditions.set(
+        "Running",
+        phase == "Running",
+        running_reason,
+        outcome.message or (RUNNING_MESSAGE if phase == "Running" else f"The job is {phase}."),
+    )
+    conditions.set(
+        "ReplicaFailure",
+        outcome.replica_failure is not None,
+        "ErrorInPod" if outcome.replica_failure else "-",
+        outcome.replica_failure or RUNNING_MESSAGE,
+    )
+    ended = phase in ("Succeeded", "Failed")
+    end_reason = outcome.reason or ("Succeeded" if phase == "Succeeded" else "Failed")
+    end_message = outcome.message or (SUCCEEDED_MESSAGE if phase == "Succeeded" else FAILED_MESSAGE)
+    conditions.set(
+        "Completed",
+        phase == "Succeeded",
+        end_reason if ended else "-",
+        end_message if ended else "The job has not finished.",
+    )
+    conditions.set(
+        "Failed",
+        phase == "Failed",
+        end_reason if ended else "-",
+        end_message if ended else "The job has not failed.",
+    )
+    return JobStatus(
+        conditions=conditions.conditions,
+        phase=phase,
+        tasks=tasks,
+        aggregate=aggregate,
+        ready=f"{ready}/{sum(desired.values())}",
+    )
+
+
+def invalid_status(previous: JobStatus, message: str, timestamp: str | None = None) -> JobStatus:
+    """The status of a job whose spec is invalid: Failed, naming the field, nothing created."""
+    conditions = ConditionSetter(previous.conditions, timestamp or now())
+    conditions.set("Failed", True, "InvalidSpec", message)
+    return previous.model_copy(update={"conditions": conditions.conditions, "phase": "Failed"})
+
+
+def _is_ready(pod: Object) -> bool:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
