@@ -21,6 +21,7 @@ Everything a plugin may use is imported here; the underscored modules are privat
 
 from jobcore._client import Client, PatchType, WatchEvent
 from jobcore._controller import Controller, Reconciler, Result, reconciler_from
+from jobcore._crd import crd_for, structural_schema, write_crds
 from jobcore._errors import (
     AlreadyExistsError,
     ApiError,
@@ -185,6 +186,7 @@ __all__ = [
     "add_job_controller",
     "configure_logging",
     "controller_of",
+    "crd_for",
     "default_controller_rate_limiter",
     "owner_reference",
     "parse_selector",
@@ -194,4 +196,6 @@ __all__ = [
     "requests_for_owner",
     "selector_to_string",
     "strip_bulk",
+    "structural_schema",
+    "write_crds",
 ]

@@ -81,7 +81,7 @@ class T9kScheduler(ApiModel):
 
 
 class SchedulerPolicy(ApiModel):
-    t9k_scheduler: T9kScheduler | None = None
+    t9k_scheduler: T9kScheduler | None = Field(default=None, alias="t9kScheduler")
 
 
 class DebugReplicaSpec(ApiModel):
