@@ -1,0 +1,703 @@
+"""The MPIJob kind on plain objects: API shape, validation, children, outcomes, launcher script."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import os
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from jobcore import (
+    CONFIGMAPS,
+    PODS,
+    SECRETS,
+    SERVICES,
+    Job,
+    JobKind,
+    JobStatus,
+    Object,
+    Observed,
+    Outcome,
+    Resource,
+)
+from jobkinds import _mpi, _ssh
+from jobkinds.mpijob import MPIJobKind, MPIJobSpec
+
+NS = "team-a"
+
+# The first example of the T9k MPIJob guide (seed 000), verbatim.
+SEED_YAML = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: MPIJob
+metadata:
+  name: mpi-example
+spec:
+  worker:
+    replicas: 5
+    extraMPIArgs:
+      - -N
+      - "3"
+      - --enable-recovery
+      - --max-restarts
+      - "100"
+      - --allow-run-as-root
+      - -bind-to
+      - none
+    cmd:
+      - ./random_walk
+      - "20"
+      - "40"
+      - "2"
+    template:
+      spec:
+        containers:
+          - name: mpi-worker
+            image: t9kpublic/mpi-tutorial:2021022-2
+            resources:
+              limits:
+                cpu: 100m
+              requests:
+                cpu: 50m
+            workingDir: /usr/local/code
+  mca:
+    btl: ^openib
+  runPolicy:
+    cleanUpWorkers: true
+  ssh:
+    sshdPath: /usr/sbin/sshd
+  mpiHome: /usr/local
+"""
+
+KIND = MPIJobKind()
+
+
+def seed_spec() -> dict[str, Any]:
+    spec: dict[str, Any] = yaml.safe_load(SEED_YAML)["spec"]
+    return spec
+
+
+def make_job(spec: Mapping[str, Any] | None = None, name: str = "mpi-example") -> Job[MPIJobSpec]:
+    raw = dict(spec if spec is not None else seed_spec())
+    obj = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": name, "namespace": NS, "uid": "uid-1"},
+        "spec": raw,
+    }
+    return Job(
+        kind="MPIJob",
+        name=name,
+        namespace=NS,
+        uid="uid-1",
+        spec=MPIJobSpec.model_validate(raw),
+        status=JobStatus(),
+        obj=obj,
+    )
+
+
+def with_spec(**changes: Any) -> dict[str, Any]:
+    """The seed spec with nested changes, e.g. `worker={"extraMPIArgs": [...]}`."""
+    spec = seed_spec()
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(spec.get(key), dict):
+            spec[key] = {**spec[key], **value}
+        else:
+            spec[key] = value
+    return spec
+
+
+def pod(
+    name: str,
+    replica_type: str,
+    index: int = 0,
+    *,
+    phase: str = "Running",
+    ready: bool = False,
+    containers: list[dict[str, Any]] | None = None,
+    **status: Any,
+) -> Object:
+    labels = make_job().labels(replica_type, index)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "labels": labels, "uid": f"uid-{name}"},
+        "spec": {"nodeName": "node-1"},
+        "status": {
+            "phase": phase,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            "containerStatuses": containers or [],
+            **status,
+        },
+    }
+
+
+def terminated(name: str, code: int, reason: str = "Error", message: str = "") -> dict[str, Any]:
+    state = {"exitCode": code, "reason": reason, **({"message": message} if message else {})}
+    return {"name": name, "state": {"terminated": state}, "restartCount": 0}
+
+
+def waiting(name: str, reason: str, message: str = "") -> dict[str, Any]:
+    return {"name": name, "state": {"waiting": {"reason": reason, "message": message}}}
+
+
+def workers(n: int = 5, *, ready: bool = True, **kwargs: Any) -> dict[str, Object]:
+    names = [f"mpi-example-worker-{i}" for i in range(n)]
+    return {name: pod(name, "worker", i, ready=ready, **kwargs) for i, name in enumerate(names)}
+
+
+def observed(pods: Mapping[str, Object] | None = None, **others: Mapping[str, Object]) -> Observed:
+    children: dict[Resource, Mapping[str, Object]] = {PODS: dict(pods or {})}
+    for resource in (SECRETS, CONFIGMAPS, SERVICES):
+        if resource.plural in others:
+            children[resource] = others[resource.plural]
+    return Observed(children)
+
+
+def launcher(**kwargs: Any) -> dict[str, Object]:
+    return {"mpi-example-launcher": pod("mpi-example-launcher", "launcher", 0, **kwargs)}
+
+
+def container(obj: Object, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(c for c in obj["spec"]["containers"] if c["name"] == name)
+    return found
+
+
+def by_name(objects: list[Object]) -> dict[str, Object]:
+    return {o["metadata"]["name"]: o for o in objects}
+
+
+def is_subset(small: Any, big: Any) -> bool:
+    if isinstance(small, dict):
+        return isinstance(big, dict) and all(
+            k in big and is_subset(v, big[k]) for k, v in small.items()
+        )
+    return bool(small == big)
+
+
+# API ------------------------------------------------------------------------------------
+
+
+def test_kind_satisfies_the_protocol() -> None:
+    kind: JobKind[MPIJobSpec] = KIND  # mypy checks the protocol here
+    assert kind.resource.api_version == "batch.tensorstack.dev/v1beta1"
+    assert (kind.resource.kind, kind.resource.plural) == ("MPIJob", "mpijobs")
+    assert tuple(kind.replica_types) == ("launcher", "worker")
+    assert tuple(kind.kept_after_cleanup) == ("launcher",)
+    assert set(kind.child_resources) == {SECRETS, CONFIGMAPS, SERVICES, PODS}
+    assert kind.replicas(make_job()) == {"launcher": 1, "worker": 5}
+
+
+def test_seed_example_round_trips_with_the_seed_field_names() -> None:
+    raw = seed_spec()
+    raw["worker"]["template"]["metadata"] = {"annotations": {"team": "a"}}
+    raw["worker"]["template"]["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+    raw["worker"]["template"]["spec"]["containers"][0]["securityContext"] = {"privileged": False}
+    spec = MPIJobSpec.model_validate(raw)
+    assert spec.worker.extra_mpi_args[:2] == ["-N", "3"]
+    assert spec.mpi_home == "/usr/local"
+    assert spec.run_policy.clean_up_workers is True
+    dumped = spec.to_api()
+    assert is_subset(raw, dumped), dumped
+    assert "extraMPIArgs" in dumped["worker"]
+    assert dumped["ssh"] == {"sshdPath": "/usr/sbin/sshd", "sshAuthMountPath": "/root/.ssh"}
+    assert MPIJobSpec.model_validate(dumped) == spec
+
+
+def test_schema_rejects_what_the_api_forbids() -> None:
+    for broken in (
+        with_spec(worker={"replicas": 0}),
+        with_spec(worker={"cmd": []}),
+        with_spec(worker={"extraMpiArgs": ["-N", "2"]}),  # the wire name is extraMPIArgs
+    ):
+        with pytest.raises(ValueError):
+            MPIJobSpec.model_validate(broken)
+
+
+# Validation -----------------------------------------------------------------------------
+
+
+def errors_of(spec: Mapping[str, Any], name: str = "mpi-example") -> dict[str, str]:
+    return {e.path: e.message for e in KIND.validate(make_job(spec, name))}
+
+
+def test_seed_example_is_valid() -> None:
+    assert KIND.validate(make_job()) == []
+
+
+def test_missing_mpi_worker_container_is_named() -> None:
+    spec = seed_spec()
+    spec["worker"]["template"]["spec"]["containers"][0]["name"] = "main"
+    errors = errors_of(spec)
+    assert list(errors) == ["spec.worker.template.spec.containers"]
+    assert '"mpi-worker"' in errors["spec.worker.template.spec.containers"]
+
+
+def test_validation_catches_what_would_fail_later() -> None:
+    spec = with_spec(
+        ssh={"sshdPath": "sshd", "sshAuthMountPath": "root/.ssh"},
+        mpiHome="usr/local",
+        mca={"btl tcp": "x"},
+    )
+    spec["worker"]["template"]["spec"]["containers"][0].pop("image")
+    spec["worker"]["template"]["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "x", "mountPath": "/etc/mpi"}
+    ]
+    errors = errors_of(spec, name="9-bad.name")
+    assert set(errors) == {
+        "metadata.name",
+        "spec.worker.template.spec.containers[0].image",
+        "spec.ssh.sshdPath",
+        "spec.ssh.sshAuthMountPath",
+        "spec.mpiHome",
+        "spec.mca.btl tcp",
+        "spec.worker.template.spec.containers[0].volumeMounts[0].mountPath",
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["-N"], "got nothing"),
+        (["-N", "three"], "'three'"),
+        (["--npernode", "0"], "'0'"),
+        (["-npernode=-1"], "'-1'"),
+        (["--hostfile", "/tmp/h"], "hostfile itself"),
+        (["--prefix", "/opt/mpi"], "spec.mpiHome"),
+    ],
+)
+def test_extra_mpi_args_a_user_would_trip_on(args: list[str], problem: str) -> None:
+    errors = errors_of(with_spec(worker={"extraMPIArgs": args}))
+    assert list(errors) == ["spec.worker.extraMPIArgs"]
+    assert problem in errors["spec.worker.extraMPIArgs"]
+
+
+def test_long_names_and_unknown_replica_types_are_rejected() -> None:
+    errors = errors_of(seed_spec(), name="j" * 55)
+    assert "exceeds 63" in errors["metadata.name"]
+    spec = with_spec(runMode={"debug": {"enabled": True, "replicaSpecs": [{"type": "master"}]}})
+    assert list(errors_of(spec)) == ["spec.runMode.debug.replicaSpecs[0].type"]
+
+
+# Rendering ------------------------------------------------------------------------------
+
+
+def test_render_before_workers_are_ready_has_no_launcher() -> None:
+    job = make_job()
+    for pods in ({}, workers(ready=False), {**workers(), "mpi-example-worker-2": pod("x", "w")}):
+        objects = KIND.render(job, observed(pods))
+        kinds = [o["kind"] for o in objects]
+        names = [o["metadata"]["name"] for o in objects]
+        assert kinds == ["Secret", "ConfigMap", "Service"] + ["Pod"] * 5
+        assert names[:3] == ["mpi-example-ssh", "mpi-example-hostfile", "mpi-example"]
+        assert names[3:] == [f"mpi-example-worker-{i}" for i in range(5)]
+
+
+def test_render_adds_the_launcher_once_every_worker_is_ready() -> None:
+    objects = KIND.render(make_job(), observed(workers()))
+    assert [o["metadata"]["name"] for o in objects][-1] == "mpi-example-launcher"
+    assert len(objects) == 9
+
+
+def test_render_keeps_an_existing_launcher() -> None:
+    pods = {**workers(), **launcher()}
+    pods["mpi-example-worker-3"] = pod("mpi-example-worker-3", "worker", 3, ready=False)
+    objects = KIND.render(make_job(), observed(pods))
+    assert objects[-1]["metadata"]["name"] == "mpi-example-launcher"
+
+
+def test_every_object_is_labelled_and_namespaced_and_unowned() -> None:
+    job = make_job()
+    for obj in KIND.render(job, observed(workers())):
+        meta = obj["metadata"]
+        assert obj["apiVersion"] == "v1"
+        assert meta["namespace"] == NS
+        assert job.labels().items() <= meta["labels"].items()
+        assert "ownerReferences" not in meta
+    pods = by_name(KIND.render(job, observed(workers())))
+    assert pods["mpi-example-worker-4"]["metadata"]["labels"] == job.labels("worker", 4)
+    assert pods["mpi-example-launcher"]["metadata"]["labels"] == job.labels("launcher", 0)
+
+
+def test_hostfile_lists_every_worker_with_its_slots() -> None:
+    configmap = by_name(KIND.render(make_job(), observed()))["mpi-example-hostfile"]
+    assert configmap["data"]["hostfile"].splitlines() == [
+        f"mpi-example-worker-{i}.mpi-example.{NS}.svc slots=3" for i in range(5)
+    ]
+    one = by_name(KIND.render(make_job(with_spec(worker={"extraMPIArgs": []})), observed()))
+    assert one["mpi-example-hostfile"]["data"]["hostfile"].endswith(".svc slots=1\n")
+
+
+def test_service_is_headless_over_the_workers() -> None:
+    job = make_job()
+    service = by_name(KIND.render(job, observed()))["mpi-example"]["spec"]
+    assert service["clusterIP"] == "None"
+    assert service["selector"] == job.labels("worker")
+    assert service["publishNotReadyAddresses"] is True
+    assert service["ports"] == [{"name": "ssh", "port": 22, "targetPort": 22}]
+
+
+def test_workers_run_sshd_in_place_of_the_template_command() -> None:
+    spec = seed_spec()
+    spec["worker"]["template"]["metadata"] = {"labels": {"app": "mpi"}}
+    main = spec["worker"]["template"]["spec"]["containers"][0]
+    main.update(command=["python"], args=["train.py"])
+    spec["worker"]["template"]["spec"]["containers"].append({"name": "sidecar", "image": "s"})
+    worker = by_name(KIND.render(make_job(spec), observed()))["mpi-example-worker-1"]
+    assert worker["metadata"]["labels"]["app"] == "mpi"
+    pod_spec = worker["spec"]
+    assert (pod_spec["hostname"], pod_spec["subdomain"]) == ("mpi-example-worker-1", "mpi-example")
+    assert pod_spec["restartPolicy"] == "Never"
+    mpi = container(worker, "mpi-worker")
+    assert mpi["command"][:3] == ["/usr/sbin/sshd", "-D", "-e"]
+    assert "args" not in mpi
+    assert mpi["readinessProbe"]["tcpSocket"] == {"port": 22}
+    assert {"name": "jobcore-ssh", "mountPath": "/root/.ssh", "readOnly": True} in mpi[
+        "volumeMounts"
+    ]
+    assert {
+        "name": "jobcore-ssh",
+        "secret": {"secretName": "mpi-example-ssh", "defaultMode": 0o600},
+    } in pod_spec["volumes"]
+    assert container(worker, "sidecar") == {"name": "sidecar", "image": "s"}
+    spec["worker"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    worker = by_name(KIND.render(make_job(spec), observed()))["mpi-example-worker-0"]
+    assert worker["spec"]["restartPolicy"] == "OnFailure"
+
+
+def launcher_of(spec: Mapping[str, Any] | None = None) -> Object:
+    return by_name(KIND.render(make_job(spec), observed(workers())))["mpi-example-launcher"]
+
+
+def test_launcher_runs_mpirun_with_the_spec_in_order() -> None:
+    command = container(launcher_of(), "mpi-launcher")["command"]
+    assert command[:2] == ["/bin/bash", "-c"]
+    args = command[4:]
+    assert args[:2] == ["--hostfile", "/etc/mpi/hostfile"]
+    assert args[2:4] == ["--prefix", "/usr/local"]
+    assert args[4:7] == ["-mca", "btl", "^openib"]
+    spec = seed_spec()
+    assert args[7:] == spec["worker"]["extraMPIArgs"] + spec["worker"]["cmd"]
+    assert 'exec mpirun "$@"' in command[2]
+
+
+def test_launcher_mca_sorted_env_forwarded_and_no_prefix_without_mpi_home() -> None:
+    spec = with_spec(mca={"pml": "ob1", "btl": "^openib"})
+    del spec["mpiHome"]
+    spec["worker"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "NCCL_DEBUG", "value": "INFO"},
+        {"name": "OMPI_MCA_plm_rsh_args", "value": "-p 2222"},
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+    ]
+    command = container(launcher_of(spec), "mpi-launcher")["command"]
+    assert "--prefix" not in command
+    assert command[6:12] == ["-mca", "btl", "^openib", "-mca", "pml", "ob1"]
+    assert command[12:16] == ["-x", "NCCL_DEBUG", "-x", "OMPI_MCA_plm_rsh_args"]
+    assert command[16:18] == ["-N", "3"]  # a pod's own fieldRef is not forwarded
+    assert "POD_IP" not in command
+    env = container(launcher_of(spec), "mpi-launcher")["env"]
+    values = {e["name"]: e.get("value") for e in env}
+    assert values["OMPI_MCA_plm_rsh_args"] == "-p 2222"  # the user's value wins
+    assert [e["name"] for e in env].count("OMPI_MCA_plm_rsh_args") == 1
+
+
+def test_launcher_copies_the_worker_container_and_mounts_keys_and_hostfile() -> None:
+    pod_ = launcher_of()
+    assert pod_["spec"]["restartPolicy"] == "Never"
+    assert [c["name"] for c in pod_["spec"]["containers"]] == ["mpi-launcher"]
+    main = container(pod_, "mpi-launcher")
+    template = seed_spec()["worker"]["template"]["spec"]["containers"][0]
+    assert main["image"] == template["image"]
+    assert main["resources"] == template["resources"]
+    assert main["workingDir"] == "/usr/local/code"
+    assert "readinessProbe" not in main
+    mounts = {m["mountPath"]: m["name"] for m in main["volumeMounts"]}
+    assert mounts == {"/root/.ssh": "jobcore-ssh", "/etc/mpi": "jobcore-hostfile"}
+    volumes = {v["name"]: v for v in pod_["spec"]["volumes"]}
+    assert volumes["jobcore-ssh"]["secret"]["defaultMode"] == 0o600
+    assert volumes["jobcore-hostfile"]["configMap"] == {"name": "mpi-example-hostfile"}
+    env = {e["name"]: e["value"] for e in main["env"]}
+    for name in ("OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile"):
+        assert env[name] == "/etc/mpi/hostfile"
+    assert env["OMPI_MCA_orte_keep_fqdn_hostnames"] == "true"
+    assert env["PRTE_MCA_prte_keep_fqdn_hostnames"] == "true"
+    assert env["OMPI_MCA_orte_set_default_slots"] == env["PRTE_MCA_prte_set_default_slots"] == "3"
+    for name in ("OMPI_MCA_plm_rsh_args", "PRTE_MCA_plm_ssh_args"):
+        assert "-o ConnectionAttempts=10" in env[name]
+        assert "-o StrictHostKeyChecking=no" in env[name]
+        assert "-i /root/.ssh/id_ed25519" in env[name]
+
+
+def test_debug_mode_starts_the_launcher_at_once_with_sleep() -> None:
+    spec = with_spec(
+        runMode={
+            "debug": {
+                "enabled": True,
+                "replicaSpecs": [
+                    {"type": "worker", "skipInitContainer": True, "command": ["sleep", "inf"]}
+                ],
+            }
+        }
+    )
+    spec["worker"]["template"]["spec"]["initContainers"] = [{"name": "init", "image": "i"}]
+    objects = by_name(KIND.render(make_job(spec), observed()))
+    assert container(objects["mpi-example-launcher"], "mpi-launcher")["command"] == [
+        "sleep",
+        "inf",
+    ]
+    assert "initContainers" in objects["mpi-example-launcher"]["spec"]
+    worker = objects["mpi-example-worker-0"]
+    assert container(worker, "mpi-worker")["command"] == ["sleep", "inf"]
+    assert "readinessProbe" not in container(worker, "mpi-worker")
+    assert "initContainers" not in worker["spec"]
+
+
+def test_paused_job_has_no_pods() -> None:
+    job = make_job(with_spec(runMode={"pause": {"enabled": True}}))
+    objects = KIND.render(job, observed({**workers(), **launcher()}))
+    assert [o["kind"] for o in objects] == ["Secret", "ConfigMap", "Service"]
+    assert KIND.interpret(job, observed()).reason == "Paused"
+
+
+# The ssh Secret -------------------------------------------------------------------------
+
+
+def decoded(secret: Object) -> dict[str, str]:
+    return {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+
+
+def test_a_new_job_gets_a_fresh_valid_keypair() -> None:
+    first = decoded(KIND.render(make_job(), observed())[0])
+    second = decoded(KIND.render(make_job(), observed())[0])
+    assert first["id_ed25519"] != second["id_ed25519"]
+    private = serialization.load_ssh_private_key(first["id_ed25519"].encode(), password=None)
+    public = serialization.load_ssh_public_key(first["id_ed25519.pub"].encode())
+    assert isinstance(private, Ed25519PrivateKey)
+    assert isinstance(public, Ed25519PublicKey)
+    assert private.public_key() == public
+    assert first["id_ed25519"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
+    assert first["id_ed25519.pub"].startswith("ssh-ed25519 AAAA")
+    assert first["id_ed25519.pub"].strip().endswith(" jobcore")
+    assert first["authorized_keys"] == first["id_ed25519.pub"]
+    assert "StrictHostKeyChecking no" in first["config"]
+    assert "UserKnownHostsFile /dev/null" in first["config"]
+
+
+def test_an_existing_secret_is_reused_unchanged() -> None:
+    existing = KIND.render(make_job(), observed())[0]
+    existing["metadata"]["resourceVersion"] = "42"
+    snapshot = copy.deepcopy(existing)
+    secrets = {"mpi-example-ssh": existing}
+    again = KIND.render(make_job(), observed(workers(), secrets=secrets))[0]
+    assert again == snapshot
+    assert decoded(again)["id_ed25519"] == decoded(snapshot)["id_ed25519"]
+
+
+def test_generate_keypair_matches() -> None:
+    private, public = _ssh.generate_keypair()
+    key = serialization.load_ssh_private_key(private.encode(), password=None)
+    line = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    assert public == f"{line.decode()} jobcore"
+
+
+# Outcomes -------------------------------------------------------------------------------
+
+
+def interpret(pods: Mapping[str, Object]) -> Outcome:
+    return KIND.interpret(make_job(), observed(pods))
+
+
+def test_launcher_exit_zero_succeeds() -> None:
+    pods = {**workers(), **launcher(phase="Succeeded", containers=[terminated("mpi-launcher", 0)])}
+    outcome = interpret(pods)
+    assert outcome.state == "succeeded"
+    assert outcome.message == "The job has finished successfully."
+    assert outcome.replica_failure is None
+
+
+def test_launcher_error_fails_naming_pod_and_code() -> None:
+    pods = {**workers(), **launcher(phase="Failed", containers=[terminated("mpi-launcher", 3)])}
+    outcome = interpret(pods)
+    assert outcome.state == "failed"
+    assert outcome.replica_failure == "Pod[mpi-example-launcher] exited with error code 3"
+
+
+def test_launcher_oom_and_eviction_are_named() -> None:
+    oom = launcher(phase="Failed", containers=[terminated("mpi-launcher", 137, "OOMKilled")])
+    outcome = interpret({**workers(), **oom})
+    assert outcome.replica_failure == (
+        "Pod[mpi-example-launcher] exited with error code 137 (OOMKilled)"
+    )
+    evicted = launcher(
+        phase="Failed", reason="Evicted", message="The node was low on resource: memory."
+    )
+    outcome = interpret({**workers(), **evicted})
+    assert outcome.state == "failed"
+    assert outcome.replica_failure == (
+        "Pod[mpi-example-launcher] failed: Evicted: The node was low on resource: memory."
+    )
+
+
+def test_a_failed_worker_fails_the_job_before_the_launcher_ends() -> None:
+    pods = {**workers(), **launcher(ready=True)}
+    pods["mpi-example-worker-2"] = pod(
+        "mpi-example-worker-2",
+        "worker",
+        2,
+        phase="Failed",
+        containers=[terminated("mpi-worker", 255, message="sshd: no hostkeys available")],
+    )
+    outcome = interpret(pods)
+    assert outcome.state == "failed"
+    assert outcome.replica_failure == (
+        "Pod[mpi-example-worker-2] exited with error code 255: sshd: no hostkeys available"
+    )
+    before_launch = {k: v for k, v in pods.items() if "launcher" not in k}
+    assert interpret(before_launch).state == "failed"
+
+
+def test_waiting_errors_are_reported_without_failing() -> None:
+    pods = workers(ready=False)
+    pods["mpi-example-worker-0"]["status"]["containerStatuses"] = [
+        waiting("mpi-worker", "ImagePullBackOff", 'Back-off pulling image "nope"')
+    ]
+    outcome = interpret(pods)
+    assert outcome.state == "pending"
+    assert outcome.replica_failure == (
+        "Pod[mpi-example-worker-0] container mpi-worker is waiting: "
+        'ImagePullBackOff: Back-off pulling image "nope"'
+    )
+    running = {**workers(), **launcher(ready=True)}
+    running["mpi-example-worker-4"]["status"]["containerStatuses"] = [
+        waiting("sidecar", "CreateContainerConfigError", 'secret "x" not found')
+    ]
+    outcome = interpret(running)
+    assert outcome.state == "running"
+    assert outcome.replica_failure is not None
+    assert "CreateContainerConfigError" in outcome.replica_failure
+
+
+def test_unschedulable_worker_is_reported() -> None:
+    pods = workers(ready=False)
+    pods["mpi-example-worker-1"]["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3"}
+    ]
+    outcome = interpret(pods)
+    assert (outcome.state, outcome.replica_failure) == (
+        "pending",
+        "Pod[mpi-example-worker-1] is unschedulable: 0/3",
+    )
+
+
+def test_running_launcher_is_running() -> None:
+    outcome = interpret({**workers(), **launcher(ready=True)})
+    assert outcome == Outcome("running")
+
+
+def test_pending_says_what_it_waits_for() -> None:
+    assert interpret({}).reason == "WorkersCreating"
+    pods = workers()
+    for name in ("mpi-example-worker-1", "mpi-example-worker-3"):
+        pods[name]["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    outcome = interpret(pods)
+    assert (outcome.state, outcome.reason) == ("pending", "WorkersNotReady")
+    assert "mpi-example-worker-1, mpi-example-worker-3" in outcome.message
+    assert outcome.replica_failure is None
+    assert interpret(workers()).reason == "LauncherCreating"
+    assert interpret({**workers(), **launcher(phase="Pending")}).reason == "LauncherPending"
+
+
+# The launcher script --------------------------------------------------------------------
+
+
+def run_script(
+    tmp_path: Path, hosts: list[str], args: list[str], wait: int = 1
+) -> subprocess.CompletedProcess[str]:
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text(_mpi.hostfile_text(hosts, 2))
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    mpirun = fake / "mpirun"
+    mpirun.write_text('#!/bin/bash\nprintf "%s\\n" "$@"\n')
+    mpirun.chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{fake}:{os.environ['PATH']}",
+        "JOBCORE_MPI_HOSTFILE": str(hostfile),
+        "JOBCORE_MPI_WAIT_SECONDS": str(wait),
+    }
+    return subprocess.run(
+        _mpi.launcher_command(args),
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_script_gives_up_on_unresolvable_workers(tmp_path: Path) -> None:
+    result = run_script(tmp_path, ["nowhere-worker-0.mpi.ns.svc.invalid"], ["./prog"])
+    assert result.returncode == _mpi.WAIT_TIMEOUT_EXIT
+    assert "waiting up to 1s for 1 worker(s)" in result.stdout
+    assert "nowhere-worker-0.mpi.ns.svc.invalid does not resolve" in result.stdout
+    assert "gave up after 1s: worker nowhere-worker-0.mpi.ns.svc.invalid" in result.stderr
+    assert f"exit {_mpi.WAIT_TIMEOUT_EXIT}" in _mpi.LAUNCHER_SCRIPT
+
+
+@pytest.fixture
+def ssh_port_listener() -> Iterator[None]:
+    server = socket.socket()
+    try:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 22))
+    except OSError:
+        server.close()
+        pytest.skip("cannot listen on 127.0.0.1:22 here")
+    server.listen(16)
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                server.accept()[0].close()
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@pytest.mark.usefixtures("ssh_port_listener")
+def test_script_execs_mpirun_with_arguments_intact(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    args = ["-N", "2", "./prog", "two words", f"$(touch {marker})", "'; exit 1; '"]
+    result = run_script(tmp_path, ["127.0.0.1"], args, wait=10)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-len(args) :] == args
+    assert not marker.exists()
+
+
+def test_script_waits_for_a_closed_ssh_port(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 22)) == 0:
+            pytest.skip("something listens on 127.0.0.1:22 here")
+    result = run_script(tmp_path, ["127.0.0.1"], ["./prog"])
+    assert result.returncode == _mpi.WAIT_TIMEOUT_EXIT
+    assert "worker 127.0.0.1 does not accept connections on port 22" in result.stderr
