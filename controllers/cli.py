@@ -1,4 +1,4 @@
-"""The `jobcore` command: run the controller, or a local sandbox with a sample job."""
+"""The `jobcore` command: run the controller, write its manifests, or try it in a sandbox."""
 
 from __future__ import annotations
 
@@ -8,9 +8,18 @@ import signal
 import socket
 import sys
 import uuid
+from typing import Any
 
-from controllers.demo import add_demo_controller
-from jobcore import Client, LeaderElectionConfig, LeaderElectionLost, Manager, configure_logging
+from controllers.kinds import KindLoadError, installed_kinds
+from jobcore import (
+    Client,
+    JobKind,
+    LeaderElectionConfig,
+    LeaderElectionLost,
+    Manager,
+    add_job_controller,
+    configure_logging,
+)
 
 
 def _address(text: str) -> tuple[str, int] | None:
@@ -18,6 +27,10 @@ def _address(text: str) -> tuple[str, int] | None:
         return None
     host, _, port = text.rpartition(":")
     return host or "0.0.0.0", int(port)
+
+
+def _kind_names(text: str | None) -> list[str] | None:
+    return [name.strip() for name in text.split(",") if name.strip()] if text else None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,19 +41,30 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run the controller against the current cluster")
     run.add_argument("--kubeconfig", help="default: in-cluster config, else $KUBECONFIG")
+    run.add_argument("--kinds", help="comma-separated kinds to run (default: all installed)")
     run.add_argument("--namespace", help="watch one namespace only (default: all)")
     run.add_argument("--metrics-bind-address", default=":8080", help='"off" to disable')
     run.add_argument("--health-probe-bind-address", default=":8081", help='"off" to disable')
     run.add_argument("--leader-elect", action="store_true", help="run as one of several replicas")
     run.add_argument("--leader-election-namespace", default="default")
     run.add_argument("--leader-election-id", default="jobcore-controller")
+    run.add_argument("--max-concurrent-reconciles", type=int, default=16, help="per kind")
+
+    manifests = commands.add_parser("manifests", help="write CRDs, RBAC and the Deployment")
+    manifests.add_argument("--output", default="manifests", help="folder (default: manifests)")
+    manifests.add_argument("--kinds", help="comma-separated kinds (default: all installed)")
 
     sandbox = commands.add_parser("sandbox", help="a local control plane running a sample job")
     sandbox.add_argument("--keep", action="store_true", help="keep running after the job ends")
     return parser
 
 
+def _kinds(text: str | None) -> list[JobKind[Any]]:
+    return [installed.kind for installed in installed_kinds(_kind_names(text))]
+
+
 async def _run(args: argparse.Namespace) -> int:
+    kinds = _kinds(args.kinds)
     if args.kubeconfig:
         client = await Client.from_kubeconfig(args.kubeconfig)
     else:
@@ -58,7 +82,13 @@ async def _run(args: argparse.Namespace) -> int:
         metrics_address=_address(args.metrics_bind_address),
         health_address=_address(args.health_probe_bind_address),
     )
-    add_demo_controller(manager, namespace=args.namespace)
+    for kind in kinds:
+        add_job_controller(
+            manager,
+            kind,
+            namespace=args.namespace,
+            max_concurrent_reconciles=args.max_concurrent_reconciles,
+        )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, manager.stop)
@@ -70,6 +100,14 @@ async def _run(args: argparse.Namespace) -> int:
         return 2
     finally:
         await client.close()
+    return 0
+
+
+async def _manifests(args: argparse.Namespace) -> int:
+    from controllers.manifests import write_manifests  # noqa: PLC0415
+
+    for path in write_manifests(_kinds(args.kinds), args.output):
+        print(path)
     return 0
 
 
@@ -90,12 +128,17 @@ async def _sandbox(args: argparse.Namespace) -> int:
     return 0 if phase == "Succeeded" else 1
 
 
+_COMMANDS = {"run": _run, "manifests": _manifests, "sandbox": _sandbox}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     configure_logging(format=args.log_format, level=args.log_level)
-    command = _run if args.command == "run" else _sandbox
     try:
-        return asyncio.run(command(args))
+        return asyncio.run(_COMMANDS[args.command](args))
+    except KindLoadError as error:
+        print(f"jobcore: {error}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

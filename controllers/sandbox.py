@@ -1,4 +1,4 @@
-"""The local sandbox: a real control plane, a simulated node, the controller and a sample job."""
+"""The local sandbox: a real control plane, a simulated node, the controller and a sample MPIJob."""
 
 from __future__ import annotations
 
@@ -8,21 +8,56 @@ import sys
 import time
 from typing import Any, TextIO
 
-from controllers.demo import CRD, DEMOJOBS, add_demo_controller
-from jobcore import CUSTOM_RESOURCE_DEFINITIONS, PODS, Client, Manager, NotFoundError, Object
+import yaml
+
+from controllers.kinds import installed_kinds
+from jobcore import (
+    CUSTOM_RESOURCE_DEFINITIONS,
+    REPLICA_TYPE_LABEL,
+    AlreadyExistsError,
+    Client,
+    Manager,
+    NotFoundError,
+    Object,
+    Resource,
+    add_job_controller,
+    crd_for,
+)
 from jobcore.testing import ControlPlane, SimulatedNode
 
-SAMPLE_JOB: Object = {
-    "apiVersion": DEMOJOBS.api_version,
-    "kind": DEMOJOBS.kind,
-    "metadata": {"name": "demo", "namespace": "default"},
-    "spec": {"replicas": 3, "image": "busybox", "command": ["sh", "-c", "echo hello"]},
-}
+SAMPLE_JOB: Object = yaml.safe_load(
+    """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: MPIJob
+metadata:
+  name: mpi-example
+  namespace: default
+spec:
+  worker:
+    replicas: 5
+    extraMPIArgs: ["-N", "3", "--allow-run-as-root", "-bind-to", "none"]
+    cmd: ["./random_walk", "20", "40", "2"]
+    template:
+      spec:
+        containers:
+          - name: mpi-worker
+            image: t9kpublic/mpi-tutorial:2021022-2
+            workingDir: /usr/local/code
+  mca:
+    btl: ^openib
+  runPolicy:
+    cleanUpWorkers: true
+  ssh:
+    sshdPath: /usr/sbin/sshd
+  mpiHome: /usr/local
+"""
+)
+SAMPLE = Resource("batch.tensorstack.dev", "v1beta1", "MPIJob", "mpijobs")
 
 
 async def install_crd(client: Client, crd: Object) -> None:
-    """Create the CRD and wait until the API server serves it."""
-    with contextlib.suppress(Exception):
+    """Create the CRD (if new) and wait until the API server serves it."""
+    with contextlib.suppress(AlreadyExistsError):
         await client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
     for _ in range(100):
         current = await client.get(CUSTOM_RESOURCE_DEFINITIONS, crd["metadata"]["name"])
@@ -33,14 +68,15 @@ async def install_crd(client: Client, crd: Object) -> None:
     raise TimeoutError(f"CRD {crd['metadata']['name']} was not established")
 
 
-def _show(job: Object, pods: list[Object], started: float, out: TextIO) -> None:
+def _show(job: Object, started: float, out: TextIO) -> None:
     status = job.get("status") or {}
-    pod_phases = " ".join(
-        f"{p['metadata']['name']}={p.get('status', {}).get('phase', 'Creating')}" for p in pods
+    tasks = " ".join(
+        f"{task['type']}=" + ",".join(replica["phase"] for replica in task.get("status") or ())
+        for task in status.get("tasks") or ()
     )
     out.write(
         f"[{time.monotonic() - started:5.1f}s] {job['metadata']['name']}: "
-        f"phase={status.get('phase', '-')} pods: {pod_phases or '-'}\n"
+        f"phase={status.get('phase', '-')} ready={status.get('ready', '-')} {tasks}\n"
     )
     out.flush()
 
@@ -49,27 +85,30 @@ async def run_sandbox(
     *, keep: bool = False, run_seconds: float = 3.0, out: TextIO = sys.stdout
 ) -> str:
     """Run the sample job to its end, showing its status live; return its final phase."""
+    kinds = [installed.kind for installed in installed_kinds()]
     async with ControlPlane() as plane:
-        out.write(f"control plane up: {plane.url}\nkubeconfig: {plane.kubeconfig_path}\n")
+        out.write(f"control plane up: {plane.url}\n")
+        out.write(f"try: kubectl --kubeconfig {plane.kubeconfig_path} get mpijobs,pods\n")
         client = await Client.from_kubeconfig(plane.kubeconfig_path)
         tasks: list[asyncio.Task[Any]] = []
         try:
-            await install_crd(client, CRD)
+            for kind in kinds:
+                await install_crd(client, crd_for(kind))
             node = SimulatedNode(client, ready_after=0.5)
-            node.when(lambda pod: True, exit_code=0, after=run_seconds)
+            node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=run_seconds)
             manager = Manager(client, metrics_address=("127.0.0.1", 0), health_address=None)
-            add_demo_controller(manager)
+            for kind in kinds:
+                add_job_controller(manager, kind)
             tasks = [asyncio.create_task(node.run()), asyncio.create_task(manager.run())]
-            await client.create(DEMOJOBS, SAMPLE_JOB)
+            await client.create(SAMPLE, SAMPLE_JOB)
             started, phase = time.monotonic(), ""
             while phase not in ("Succeeded", "Failed") or keep:
                 await asyncio.sleep(0.5)
                 try:
-                    job = await client.get(DEMOJOBS, "demo", "default")
+                    job = await client.get(SAMPLE, "mpi-example", "default")
                 except NotFoundError:
                     break
-                pods = (await client.list(PODS, "default"))["items"]
-                _show(job, pods, started, out)
+                _show(job, started, out)
                 phase = job.get("status", {}).get("phase", "")
             return phase
         finally:

@@ -103,23 +103,22 @@ class JobReconciler(Generic[SpecT]):
             return Result(requeue_after=5.0)  # our own creations' events bring us back sooner
         observed = self._observe(job.uid)
         if previous.finished and not _invalid(previous):
-            outcome, initialized = _frozen_outcome(previous), True
-            if job.spec.run_policy.clean_up_workers:
-                await self._delete_pods(request, observed, keep=self._kept(observed))
+            outcome = _frozen_outcome(previous)
         else:
             desired = self.kind.render(job, observed)
             await self._create_missing(request, job, desired, observed)
-            initialized = True
             wanted = {o["metadata"]["name"] for o in desired if o.get("kind") == PODS.kind}
             await self._delete_pods(request, observed, keep=wanted)
             outcome = self.kind.interpret(job, observed)
+        if outcome.state in ("succeeded", "failed") and job.spec.run_policy.clean_up_workers:
+            await self._delete_pods(request, observed, keep=self._kept(observed))
         status = derive_status(
             previous=previous if not _invalid(previous) else JobStatus(),
             pods=observed.pods.values(),
             replica_types=self.kind.replica_types,
             desired=self.kind.replicas(job),
             outcome=outcome,
-            initialized=initialized,
+            initialized=True,
         )
         await self._write_status(job.obj, previous, status)
         return Result()

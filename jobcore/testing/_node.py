@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -187,16 +188,19 @@ class SimulatedNode:
             for matches, outcome in self._rules:
                 if matches(pod):
                     self._scheduled_ends.add(key)
-                    self._spawn(outcome.after, self.terminate(key.namespace, key.name, outcome))
+                    self._spawn(
+                        outcome.after,
+                        functools.partial(self.terminate, key.namespace, key.name, outcome),
+                    )
                     break
 
-    def _spawn(self, delay: float, action: Coroutine[Any, Any, Object]) -> None:
-        """Run `action` after `delay` seconds without holding up a worker."""
+    def _spawn(self, delay: float, action: Callable[[], Awaitable[Object]]) -> None:
+        """Run `action()` after `delay` seconds without holding up a worker."""
 
         async def later() -> None:
             await asyncio.sleep(delay)
             try:
-                await action
+                await action()
             except ApiError as exc:
                 _log.debug("simulated kubelet action failed", error=str(exc))
 
@@ -223,7 +227,10 @@ class SimulatedNode:
         await self._write_status(pod, self._running_status(pod, ready=self.ready_after <= 0))
         if self.ready_after > 0:
             meta = pod["metadata"]
-            self._spawn(self.ready_after, self.set_ready(meta["namespace"], meta["name"], True))
+            self._spawn(
+                self.ready_after,
+                functools.partial(self.set_ready, meta["namespace"], meta["name"], True),
+            )
 
     def _running_status(self, pod: Object, *, ready: bool) -> dict[str, Any]:
         started = _now()

@@ -9,11 +9,13 @@ import sys
 import time
 
 import pytest
+from jobkinds.mpijob import MPIJobKind
 
-from controllers.demo import CRD, DEMOJOBS
 from controllers.sandbox import install_crd
-from jobcore import PODS, Client
+from jobcore import PODS, REPLICA_TYPE_LABEL, Client, crd_for
 from jobcore.testing import SimulatedNode, background, eventually
+
+MPIJOBS = MPIJobKind().resource
 
 pytestmark = pytest.mark.integration
 
@@ -21,9 +23,9 @@ pytestmark = pytest.mark.integration
 async def test_run_reconciles_and_stops_gracefully_on_sigterm(
     client: Client, namespace: str, kubeconfig_path: str
 ) -> None:
-    await install_crd(client, CRD)
+    await install_crd(client, crd_for(MPIJobKind()))
     node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace)
-    node.when("demo.jobcore.dev/job", exit_code=0, after=0.2)
+    node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -47,21 +49,32 @@ async def test_run_reconciles_and_stops_gracefully_on_sigterm(
     )
     try:
         async with background(node.run()):
+            container = {"name": "mpi-worker", "image": "mpi:latest"}
             job = {
-                "apiVersion": DEMOJOBS.api_version,
-                "kind": DEMOJOBS.kind,
+                "apiVersion": MPIJOBS.api_version,
+                "kind": MPIJOBS.kind,
                 "metadata": {"name": "cli", "namespace": namespace},
-                "spec": {"replicas": 2, "image": "busybox"},
+                "spec": {
+                    "worker": {
+                        "replicas": 2,
+                        "cmd": ["./hello"],
+                        "template": {"spec": {"containers": [container]}},
+                    }
+                },
             }
-            await client.create(DEMOJOBS, job)
+            await client.create(MPIJOBS, job)
 
             async def succeeded() -> bool:
-                job = await client.get(DEMOJOBS, "cli", namespace)
+                job = await client.get(MPIJOBS, "cli", namespace)
                 return bool(job.get("status", {}).get("phase") == "Succeeded")
 
             await eventually(succeeded, timeout=30)
             pods = (await client.list(PODS, namespace))["items"]
-            assert sorted(p["metadata"]["name"] for p in pods) == ["cli-0", "cli-1"]
+            assert sorted(p["metadata"]["name"] for p in pods) == [
+                "cli-launcher",
+                "cli-worker-0",
+                "cli-worker-1",
+            ]
         process.send_signal(signal.SIGTERM)
         started = time.monotonic()
         output, _ = await asyncio.wait_for(process.communicate(), 30)

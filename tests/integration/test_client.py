@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from jobkinds.mpijob import MPIJobKind
 
-from controllers.demo import CRD, DEMOJOBS
 from controllers.sandbox import install_crd
 from jobcore import (
     CONFIGMAPS,
@@ -14,7 +14,10 @@ from jobcore import (
     ConflictError,
     InvalidError,
     NotFoundError,
+    crd_for,
 )
+
+MPIJOBS = MPIJobKind().resource
 
 pytestmark = pytest.mark.integration
 
@@ -91,24 +94,31 @@ async def test_server_side_apply_owns_fields_per_manager(
 async def test_status_subresource_is_written_apart_from_spec(
     client: Client, namespace: str
 ) -> None:
-    await install_crd(client, CRD)
+    await install_crd(client, crd_for(MPIJobKind()))
+    container = {"name": "mpi-worker", "image": "mpi:latest"}
     job = await client.create(
-        DEMOJOBS,
+        MPIJOBS,
         {
-            "apiVersion": DEMOJOBS.api_version,
-            "kind": DEMOJOBS.kind,
+            "apiVersion": MPIJOBS.api_version,
+            "kind": MPIJOBS.kind,
             "metadata": {"name": "s", "namespace": namespace},
-            "spec": {"replicas": 1, "image": "busybox"},
+            "spec": {
+                "worker": {
+                    "replicas": 1,
+                    "cmd": ["true"],
+                    "template": {"spec": {"containers": [container]}},
+                }
+            },
         },
     )
     job["status"] = {"phase": "Running"}
-    job["spec"]["replicas"] = 5
-    written = await client.update_status(DEMOJOBS, job)
-    assert written["status"] == {"phase": "Running"}
-    assert written["spec"]["replicas"] == 1, "a status write must not change the spec"
+    job["spec"]["worker"]["replicas"] = 5
+    written = await client.update_status(MPIJOBS, job)
+    assert written["status"]["phase"] == "Running"
+    assert written["spec"]["worker"]["replicas"] == 1, "a status write must not change the spec"
     assert written["metadata"]["generation"] == 1
     patched = await client.patch(
-        DEMOJOBS, "s", {"status": {"phase": "Succeeded"}}, namespace, subresource="status"
+        MPIJOBS, "s", {"status": {"phase": "Succeeded"}}, namespace, subresource="status"
     )
     assert patched["status"]["phase"] == "Succeeded"
 

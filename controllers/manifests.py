@@ -1,0 +1,156 @@
+"""The deployable manifests: CRDs from the kinds' models, least-privilege RBAC, the Deployment."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from jobcore import EVENTS, LEASES, JobKind, Object, Resource, write_crds
+
+NAMESPACE = "jobcore-system"
+NAME = "jobcore-controller"
+IMAGE = "jobcore:latest"
+_LABELS = {"app.kubernetes.io/name": "jobcore", "app.kubernetes.io/component": "controller"}
+
+
+def _meta(name: str, namespace: str | None = NAMESPACE) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(_LABELS)}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def _rule(resources: Iterable[Resource], verbs: Sequence[str]) -> list[dict[str, Any]]:
+    by_group: dict[str, list[str]] = {}
+    for resource in resources:
+        by_group.setdefault(resource.group, []).append(resource.plural)
+    return [
+        {"apiGroups": [group], "resources": sorted(set(plurals)), "verbs": list(verbs)}
+        for group, plurals in sorted(by_group.items())
+    ]
+
+
+def rbac(kinds: Sequence[JobKind[Any]], namespace: str = NAMESPACE) -> list[Object]:
+    """What the controller may do, and nothing more: no wildcard verbs or resources."""
+    jobs = [kind.resource for kind in kinds]
+    statuses = [Resource(r.group, r.version, r.kind, f"{r.plural}/status") for r in jobs]
+    children = {c for kind in kinds for c in kind.child_resources}
+    cluster_rules = [
+        *_rule(jobs, ["get", "list", "watch"]),
+        *_rule(statuses, ["get", "patch", "update"]),
+        *_rule(
+            sorted(children, key=lambda r: r.plural), ["get", "list", "watch", "create", "delete"]
+        ),
+        *_rule([EVENTS], ["create", "patch"]),
+    ]
+    lease_rules = _rule([LEASES], ["get", "create", "update"])
+    subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, namespace)},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(NAME, None),
+            "rules": cluster_rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta(NAME, None),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": NAME,
+            },
+            "subjects": subject,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": _meta(f"{NAME}-leader-election", namespace),
+            "rules": lease_rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": _meta(f"{NAME}-leader-election", namespace),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": f"{NAME}-leader-election",
+            },
+            "subjects": subject,
+        },
+    ]
+
+
+def deployment(namespace: str = NAMESPACE, image: str = IMAGE) -> list[Object]:
+    """The controller: two replicas with leader election, probes and the metrics port."""
+    probe = {"httpGet": {"path": "/healthz", "port": "health"}, "periodSeconds": 10}
+    container = {
+        "name": "controller",
+        "image": image,
+        "args": [
+            "--log-format",
+            "json",
+            "run",
+            "--leader-elect",
+            "--leader-election-namespace",
+            namespace,
+        ],
+        "ports": [
+            {"name": "metrics", "containerPort": 8080},
+            {"name": "health", "containerPort": 8081},
+        ],
+        "livenessProbe": {**probe, "initialDelaySeconds": 10},
+        "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": "health"}},
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"memory": "512Mi"},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace, None)},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": _meta(NAME, namespace),
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": dict(_LABELS)},
+                "template": {
+                    "metadata": {"labels": dict(_LABELS)},
+                    "spec": {
+                        "serviceAccountName": NAME,
+                        "terminationGracePeriodSeconds": 45,
+                        "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
+                        "containers": [container],
+                    },
+                },
+            },
+        },
+    ]
+
+
+def _dump(path: Path, objects: Sequence[Object]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    return path
+
+
+def write_manifests(kinds: Sequence[JobKind[Any]], output: str | Path) -> list[Path]:
+    """Write `crds/`, `rbac/` and `deploy/` under `output`; samples are kept by hand."""
+    root = Path(output)
+    return [
+        *write_crds(kinds, root / "crds"),
+        _dump(root / "rbac" / "rbac.yaml", rbac(kinds)),
+        _dump(root / "deploy" / "controller.yaml", deployment()),
+    ]
