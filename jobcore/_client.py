@@ -67,7 +67,16 @@ class Client:
     ) -> None:
         self._api_client = api_client
         self._config = api_client.configuration
-        self._session: aiohttp.ClientSession = api_client.rest_client.pool_manager
+        # Our own session on kubernetes-asyncio's connector (its TLS set-up), without
+        # trust_env: that would look up ~/.netrc and proxy variables in a thread on every
+        # request. A proxy named in the kubeconfig is still used.
+        self._session = aiohttp.ClientSession(
+            connector=api_client.rest_client.pool_manager.connector,
+            connector_owner=False,
+            trust_env=False,
+            read_bufsize=2**21,
+        )
+        self._proxy = self._config.proxy
         self._server_hostname = api_client.rest_client.server_hostname
         self._host = str(self._config.host).rstrip("/")
         self._metrics_host = urlsplit(self._host).netloc
@@ -94,6 +103,7 @@ class Client:
         return await cls.from_kubeconfig(**options)
 
     async def close(self) -> None:
+        await self._session.close()
         await self._api_client.close()
 
     async def __aenter__(self) -> Client:
@@ -113,6 +123,8 @@ class Client:
         if query:
             url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
         args: dict[str, Any] = {"method": method, "url": url}
+        if self._proxy:
+            args["proxy"] = self._proxy
         if self._server_hostname:
             args["server_hostname"] = self._server_hostname
         return args
@@ -164,10 +176,7 @@ class Client:
                 error=str(state.outcome.exception()) if state.outcome else None,
             ),
         )
-        async for attempt in retrying:
-            with attempt:
-                return await self._request_once(method, path, query, body, content_type)
-        raise AssertionError("unreachable: tenacity reraises the last error")
+        return await retrying(self._request_once, method, path, query, body, content_type)
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
         result: Object = await self.request("GET", resource.path(namespace, name))

@@ -47,6 +47,10 @@ class EventRecorder:
     pass does not flood etcd. The last `max_remembered` distinct events are remembered;
     an older one recurring starts a new Event. Recording never raises an API error: a
     failure is logged and dropped, so an event never fails a reconcile.
+
+    `emit` records in the background, like client-go's recorder: a reconcile never waits for
+    its events, and at most `max_concurrent` event writes share the API server with the
+    controller's real work.
     """
 
     def __init__(
@@ -56,12 +60,45 @@ class EventRecorder:
         component: str,
         host: str | None = None,
         max_remembered: int = 4096,
+        max_concurrent: int = 4,
     ) -> None:
         self._client = client
+        self._writers = asyncio.Semaphore(max_concurrent)
+        self._pending: set[asyncio.Task[None]] = set()
         self._component = component
         self._host = host
         self._max_remembered = max_remembered
         self._recorded: OrderedDict[_EventKey, _Recorded] = OrderedDict()
+
+    def emit(self, obj: Object, *, type: EventType, reason: str, message: str) -> None:
+        """Record in the background; `flush` waits for what was emitted so far."""
+
+        async def write() -> None:
+            async with self._writers:
+                try:
+                    await self.record(obj, type=type, reason=reason, message=message)
+                except Exception as exc:  # e.g. the client closed under a late event
+                    _log.warning("recording event failed", reason=reason, error=repr(exc))
+
+        task = asyncio.create_task(write())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def flush(self) -> None:
+        """Wait until every emitted event has been written (or has failed and been logged)."""
+        while self._pending:
+            await asyncio.gather(*self._pending)
+
+    async def run(self, *, flush_timeout: float = 5.0) -> None:
+        """Run with a manager: on shutdown, give emitted events `flush_timeout` s to be written."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            try:
+                await asyncio.wait_for(self.flush(), flush_timeout)
+            except TimeoutError:
+                for task in list(self._pending):
+                    task.cancel()
 
     async def record(self, obj: Object, *, type: EventType, reason: str, message: str) -> None:
         """Record that `reason` happened to `obj`, a full object with apiVersion/kind/metadata.

@@ -61,9 +61,10 @@ class JobReconciler(Generic[SpecT]):
 
     Each run: parse and validate the spec (an invalid job is marked Failed once, with the
     field named, and not retried); create the children `render` asks for that do not exist
-    (non-Pod children first, then Pods, each group concurrently); delete owned Pods it no
-    longer asks for; derive the status and write it through the status subresource only when
-    it changed. Expectations keep a lagging cache from creating a child twice.
+    (non-Pod children first, then Pods, each group concurrently) and, if it created any, stop
+    there until the cache shows them; else delete owned Pods it no longer asks for, derive
+    the status and write it through the status subresource only when it changed.
+    Expectations keep a lagging cache from creating a child twice.
     """
 
     def __init__(
@@ -93,20 +94,23 @@ class JobReconciler(Generic[SpecT]):
             return Result()
         if obj["metadata"].get("deletionTimestamp"):
             return Result()
+        if not self.expectations.satisfied(request):
+            return Result(requeue_after=5.0)  # our own creations' events bring us back sooner
         previous = _read_status(obj)
         job, errors = self._parse(obj, previous)
         if job is None:
             await self._write_invalid(obj, previous, errors)
             return Result()
         _metrics.job_info.labels(self._kind_name, job.namespace, job.name).set(1)
-        if not self.expectations.satisfied(request):
-            return Result(requeue_after=5.0)  # our own creations' events bring us back sooner
         observed = self._observe(job.uid)
         if previous.finished and not _invalid(previous):
             outcome = _frozen_outcome(previous)
         else:
             desired = self.kind.render(job, observed)
-            await self._create_missing(request, job, desired, observed)
+            if await self._create_missing(request, job, desired, observed):
+                # The cache will show the new children and bring us back: the status written
+                # then includes them, and this pass leaves the API server to the creations.
+                return Result()
             wanted = {o["metadata"]["name"] for o in desired if o.get("kind") == PODS.kind}
             await self._delete_pods(request, observed, keep=wanted)
             outcome = self.kind.interpret(job, observed)
@@ -167,8 +171,8 @@ class JobReconciler(Generic[SpecT]):
 
     async def _create_missing(
         self, request: Request, job: Job[SpecT], desired: Sequence[Object], observed: Observed
-    ) -> None:
-        """Create what is missing, non-Pod children before Pods; raise the first failure."""
+    ) -> int:
+        """Create what is missing, non-Pod children before Pods; how many; raise on failure."""
         resources = {resource.kind: resource for resource in self.kind.child_resources}
         missing = [
             o for o in desired if observed.get(resources[o["kind"]], o["metadata"]["name"]) is None
@@ -187,6 +191,7 @@ class JobReconciler(Generic[SpecT]):
             failures = [r for r in results if isinstance(r, BaseException)]
             if failures:
                 raise failures[0]
+        return len(missing)
 
     async def _create(
         self, request: Request, job: Job[SpecT], resource: Resource, obj: Object
@@ -241,14 +246,14 @@ class JobReconciler(Generic[SpecT]):
             subresource="status",
         )
         self._written[meta["uid"]] = new
-        await self._announce(obj, previous, status)
+        self._announce(obj, previous, status)
 
-    async def _announce(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
+    def _announce(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
         """Events and job counters for each transition, judged from the stored status."""
         labels = (self._kind_name, obj["metadata"].get("namespace") or "")
         if _is_initialized(status) and not _is_initialized(previous):
             _metrics.jobs_created_total.labels(*labels).inc()
-            await self.recorder.record(
+            self.recorder.emit(
                 obj, type="Normal", reason="Initialized", message="Created the job's resources."
             )
         if status.phase == previous.phase:
@@ -260,16 +265,16 @@ class JobReconciler(Generic[SpecT]):
             replica = status.condition("ReplicaFailure")
             detail = replica.message if replica and replica.status == "True" else None
             message = "; ".join(m for m in (failed.message, detail) if m)
-            await self.recorder.record(
+            self.recorder.emit(
                 obj, type="Warning", reason=failed.reason or "Failed", message=message
             )
         elif status.phase == "Succeeded":
             _metrics.jobs_succeeded_total.labels(*labels).inc()
-            await self.recorder.record(
+            self.recorder.emit(
                 obj, type="Normal", reason="Succeeded", message="The job has finished successfully."
             )
         elif status.phase == "Running":
-            await self.recorder.record(
+            self.recorder.emit(
                 obj, type="Normal", reason="Running", message="All pods are running."
             )
 
@@ -338,12 +343,10 @@ def add_job_controller(
         resource: manager.informer(resource, namespace=namespace, label_selector=JOB_NAME_LABEL)
         for resource in kind.child_resources
     }
+    recorder = EventRecorder(manager.client, component=f"{kind.resource.plural}-controller")
+    manager.add(recorder, needs_leader=False)
     reconciler = JobReconciler(
-        kind=kind,
-        client=manager.client,
-        jobs=jobs,
-        children=children,
-        recorder=EventRecorder(manager.client, component=f"{kind.resource.plural}-controller"),
+        kind=kind, client=manager.client, jobs=jobs, children=children, recorder=recorder
     )
     controller = Controller(
         kind.resource.plural, reconciler, max_concurrent_reconciles=max_concurrent_reconciles
