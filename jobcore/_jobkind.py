@@ -96,21 +96,42 @@ class JobKind(Protocol[SpecT]):
     errors), asks `validate` for the rest, creates whatever `render` returns that does not
     exist yet — in order, stopping at the first failure — deletes owned Pods that `render`
     no longer returns, and derives the whole status from the pods plus `interpret`.
-    `render` and `interpret` must be pure functions of the job and the observed children.
+    `render` and `interpret` must be pure functions of the job and the observed children,
+    with one allowed exception: a child that is random by nature (an ssh key) may be new on
+    each call, because existing children are never updated — return the observed one when it
+    exists. The members below are read-only: plain class attributes satisfy them.
     """
 
-    resource: Resource
-    """Group, version, kind and plural of the job resource."""
-    short_names: Sequence[str]
-    spec_model: type[SpecT]
-    replica_types: Sequence[str]
-    """Replica types in status order, e.g. ("launcher", "worker")."""
-    child_resources: Sequence[Resource]
-    """Every resource `render` may return; the controller caches and watches them."""
-    kept_after_cleanup: Sequence[str]
-    """Replica types whose pods `runPolicy.cleanUpWorkers` keeps, e.g. the launcher's log."""
-    printer_columns: Sequence[Mapping[str, Any]]
-    """Extra `additionalPrinterColumns` for the CRD, e.g. the worker count."""
+    @property
+    def resource(self) -> Resource:
+        """Group, version, kind and plural of the job resource."""
+        ...
+
+    @property
+    def short_names(self) -> Sequence[str]: ...
+
+    @property
+    def spec_model(self) -> type[SpecT]: ...
+
+    @property
+    def replica_types(self) -> Sequence[str]:
+        """Replica types in status order, e.g. ("launcher", "worker")."""
+        ...
+
+    @property
+    def child_resources(self) -> Sequence[Resource]:
+        """Every resource `render` may return; the controller caches and watches them."""
+        ...
+
+    @property
+    def kept_after_cleanup(self) -> Sequence[str]:
+        """Replica types whose pods `runPolicy.cleanUpWorkers` keeps, e.g. the launcher's log."""
+        ...
+
+    @property
+    def printer_columns(self) -> Sequence[Mapping[str, Any]]:
+        """Extra `additionalPrinterColumns` for the CRD, e.g. the worker count."""
+        ...
 
     def validate(self, job: Job[SpecT]) -> list[FieldError]: ...
 
