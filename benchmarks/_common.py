@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from jobcore import NAMESPACES, Client
 from jobcore.testing import ControlPlane
@@ -20,6 +20,18 @@ def machine() -> str:
                 model = line.split(":", 1)[1].strip()
                 break
     return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+Row = tuple[str, str, str]
+"""(figure, value with its unit, target or "")."""
+
+
+def print_table(rows: Sequence[Row]) -> None:
+    """Print figures as an aligned table with their targets."""
+    width = max(len("figure"), *(len(figure) for figure, _, _ in rows))
+    print(f"{'figure':{width}} {'value':>12} {'target':>10}")
+    for figure, value, target in rows:
+        print(f"{figure:{width}} {value:>12} {target:>10}")
 
 
 @contextlib.asynccontextmanager

@@ -14,7 +14,7 @@ import time
 import tracemalloc
 from typing import Any
 
-from benchmarks._common import cluster, machine
+from benchmarks._common import cluster, machine, print_table
 from jobcore import PODS, Client, Informer, Object
 
 NAMESPACE = "bench"
@@ -123,9 +123,7 @@ async def main(pods: int) -> None:
         ("memory per cached pod (default transform)", f"{per_pod / 1024:.2f} KB", "<= 10 KB"),
         ("memory per cached pod (no transform)", f"{raw_per_pod / 1024:.2f} KB", ""),
     ]
-    print(f"{'figure':44} {'value':>10} {'target':>10}")
-    for figure, value, target in rows:
-        print(f"{figure:44} {value:>10} {target:>10}")
+    print_table(rows)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import asyncio
 import statistics
 import time
 
-from benchmarks._common import cluster, machine
+from benchmarks._common import cluster, machine, print_table
 from jobcore import CONFIGMAPS, Client, Controller, Informer, Request, Result
 from jobcore.testing import background
 
@@ -71,9 +71,12 @@ async def main(rate: float, seconds: float, objects: int) -> None:
     p99 = statistics.quantiles(samples, n=100)[98] * 1000
     print(f"machine: {machine()}")
     print(f"changes sent: {sent} at {rate:g}/s; reconciles measured: {len(samples)}")
-    print(f"{'figure':34} {'value':>10} {'target':>10}")
-    print(f"{'p50 change -> reconcile start':34} {p50:>7.1f} ms {'<= 20 ms':>10}")
-    print(f"{'p99 change -> reconcile start':34} {p99:>7.1f} ms {'<= 100 ms':>10}")
+    print_table(
+        [
+            ("p50 change -> reconcile start", f"{p50:.1f} ms", "<= 20 ms"),
+            ("p99 change -> reconcile start", f"{p99:.1f} ms", "<= 100 ms"),
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import asyncio
 import time
 import uuid
 
-from benchmarks._common import cluster, machine
+from benchmarks._common import cluster, machine, print_table
 from controllers.sandbox import install_crd
 from jobcore import (
     JOB_NAME_LABEL,
@@ -142,9 +142,7 @@ async def main(jobs: int, workers: int, rounds: int) -> None:
         ("API requests by this process during the run", f"{run['requests']:.0f}", ""),
         ("CPU seconds of this process during the run", f"{run['cpu']:.2f} s", ""),
     ]
-    print(f"{'figure':52} {'value':>10} {'target':>9}")
-    for figure, value, target in rows:
-        print(f"{figure:52} {value:>10} {target:>9}")
+    print_table(rows)
 
 
 if __name__ == "__main__":
