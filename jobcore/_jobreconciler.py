@@ -82,7 +82,8 @@ class JobReconciler(Generic[SpecT]):
         self.children = children
         self.recorder = recorder
         self.expectations = Expectations()
-        self._written: dict[str, dict[str, Any]] = {}
+        # The last status written per job (by uid): the cache may not show it yet.
+        self._written: dict[ObjectKey, tuple[str, JobStatus]] = {}
         self._kind_name = kind.resource.kind
         for informer in children.values():
             informer.add_handler(_ExpectationObserver(self.expectations, kind.resource))
@@ -96,7 +97,7 @@ class JobReconciler(Generic[SpecT]):
             return Result()
         if not self.expectations.satisfied(request):
             return Result(requeue_after=5.0)  # our own creations' events bring us back sooner
-        previous = _read_status(obj)
+        previous = self._latest_status(obj)
         job, errors = self._parse(obj, previous)
         if job is None:
             await self._write_invalid(obj, previous, errors)
@@ -236,7 +237,7 @@ class JobReconciler(Generic[SpecT]):
     async def _write_status(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
         meta = obj["metadata"]
         new, old = status.to_api(), previous.to_api()
-        if new == old or self._written.get(meta["uid"]) == new:
+        if new == old:
             return
         await self.client.patch(
             self.kind.resource,
@@ -245,7 +246,7 @@ class JobReconciler(Generic[SpecT]):
             meta["namespace"],
             subresource="status",
         )
-        self._written[meta["uid"]] = new
+        self._written[ObjectKey.of(obj)] = (meta["uid"], status)
         self._announce(obj, previous, status)
 
     def _announce(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
@@ -278,8 +279,20 @@ class JobReconciler(Generic[SpecT]):
                 obj, type="Normal", reason="Running", message="All pods are running."
             )
 
+    def _latest_status(self, obj: Object) -> JobStatus:
+        """The job's status: what we last wrote, when the cache does not show it yet.
+
+        This process is the only writer of a job's status while it leads, so its last write
+        is never older than the cache; deriving from a stale cache would restamp conditions.
+        """
+        uid, written = self._written.get(ObjectKey.of(obj), ("", None))
+        if written is not None and uid == obj["metadata"]["uid"]:
+            return written
+        return _read_status(obj)
+
     def _forget(self, request: Request) -> None:
         self.expectations.forget(request)
+        self._written.pop(request, None)
         _metrics.remove_job_info(self._kind_name, request.namespace, request.name)
 
 
