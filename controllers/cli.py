@@ -125,6 +125,7 @@ async def _sandbox(args: argparse.Namespace) -> int:
         print("sandbox stopped")
         return 143
     print(f"sample job finished: {phase}")
+    print("the sandbox's control plane is gone; `jobcore sandbox --keep` keeps it for kubectl")
     return 0 if phase == "Succeeded" else 1
 
 
