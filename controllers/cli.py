@@ -114,16 +114,22 @@ async def _manifests(args: argparse.Namespace) -> int:
 async def _sandbox(args: argparse.Namespace) -> int:
     from controllers.sandbox import run_sandbox  # noqa: PLC0415 - needs the testing kit
 
-    # SIGTERM and SIGHUP unwind like Ctrl-C, so the control plane is always stopped.
+    # Ctrl-C, SIGTERM and SIGHUP all unwind, so the control plane is always stopped.
     sandbox = asyncio.current_task()
     assert sandbox is not None
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        asyncio.get_running_loop().add_signal_handler(sig, sandbox.cancel)
+    received: list[int] = []
+
+    def stop(sig: int) -> None:
+        received.append(sig)
+        sandbox.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        asyncio.get_running_loop().add_signal_handler(sig, stop, sig)
     try:
         phase = await run_sandbox(keep=args.keep)
     except asyncio.CancelledError:
         print("sandbox stopped")
-        return 143
+        return 128 + (received[0] if received else signal.SIGTERM)
     print(f"sample job finished: {phase}")
     print("the sandbox's control plane is gone; `jobcore sandbox --keep` keeps it for kubectl")
     return 0 if phase == "Succeeded" else 1

@@ -37,10 +37,14 @@ def rbac(kinds: Sequence[JobKind[Any]], namespace: str = NAMESPACE) -> list[Obje
     """What the controller may do, and nothing more: no wildcard verbs or resources."""
     jobs = [kind.resource for kind in kinds]
     statuses = [Resource(r.group, r.version, r.kind, f"{r.plural}/status") for r in jobs]
+    # Children carry blockOwnerDeletion, which needs `update` on the owner's finalizers
+    # where the OwnerReferencesPermissionEnforcement admission plugin runs (e.g. OpenShift).
+    finalizers = [Resource(r.group, r.version, r.kind, f"{r.plural}/finalizers") for r in jobs]
     children = {c for kind in kinds for c in kind.child_resources}
     cluster_rules = [
         *_rule(jobs, ["get", "list", "watch"]),
         *_rule(statuses, ["get", "patch", "update"]),
+        *_rule(finalizers, ["update"]),
         *_rule(
             sorted(children, key=lambda r: r.plural), ["get", "list", "watch", "create", "delete"]
         ),
@@ -49,6 +53,7 @@ def rbac(kinds: Sequence[JobKind[Any]], namespace: str = NAMESPACE) -> list[Obje
     lease_rules = _rule([LEASES], ["get", "create", "update"])
     subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]
     return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace, None)},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, namespace)},
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -88,7 +93,10 @@ def rbac(kinds: Sequence[JobKind[Any]], namespace: str = NAMESPACE) -> list[Obje
 
 
 def deployment(namespace: str = NAMESPACE, image: str = IMAGE) -> list[Object]:
-    """The controller: two replicas with leader election, probes and the metrics port."""
+    """The controller: two replicas with leader election, probes and the metrics port.
+
+    Its namespace comes with the RBAC objects, which are applied first.
+    """
     probe = {"httpGet": {"path": "/healthz", "port": "health"}, "periodSeconds": 10}
     container = {
         "name": "controller",
@@ -118,7 +126,6 @@ def deployment(namespace: str = NAMESPACE, image: str = IMAGE) -> list[Object]:
         },
     }
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace, None)},
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",

@@ -94,8 +94,9 @@ class JobKind(Protocol[SpecT]):
 
     The generic reconciler parses the job with `spec_model` (pydantic errors become field
     errors), asks `validate` for the rest, creates whatever `render` returns that does not
-    exist yet — in order, stopping at the first failure — deletes owned Pods that `render`
-    no longer returns, and derives the whole status from the pods plus `interpret`.
+    exist yet — the non-Pod children, then the Pods, each group at once — updates ConfigMaps
+    whose data changed, deletes owned Pods that `render` no longer returns, and derives the
+    whole status from the pods plus `interpret`.
     `render` and `interpret` must be pure functions of the job and the observed children,
     with one allowed exception: a child that is random by nature (an ssh key) may be new on
     each call, because existing children are never updated — return the observed one when it

@@ -12,7 +12,7 @@ class ApiModel(BaseModel):
     """Base of API models: camelCase on the wire, unknown fields rejected.
 
     The API server prunes fields a CRD schema does not name, so an unknown field only reaches
-    a model offline (`jobcore render`), where an error is what the user wants.
+    a model from YAML read offline, where an error is what the user wants.
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from jobcore import _metrics
 from jobcore._client import Client
 from jobcore._controller import Controller, Result
-from jobcore._errors import AlreadyExistsError, NotFoundError
+from jobcore._errors import AlreadyExistsError, NotFoundError, TerminalError
 from jobcore._events import EventRecorder
 from jobcore._expectations import Expectations
 from jobcore._handler import Request, requests_for_owner
@@ -31,7 +31,15 @@ from jobcore._jobmodels import JobStatus
 from jobcore._jobstatus import derive_status, invalid_status
 from jobcore._manager import Manager
 from jobcore._predicate import GenerationChanged
-from jobcore._resources import PODS, Object, ObjectKey, Resource, controller_of, owner_reference
+from jobcore._resources import (
+    CONFIGMAPS,
+    PODS,
+    Object,
+    ObjectKey,
+    Resource,
+    controller_of,
+    owner_reference,
+)
 
 _log = structlog.get_logger("jobcore.jobs")
 
@@ -62,7 +70,8 @@ class JobReconciler(Generic[SpecT]):
     Each run: parse and validate the spec (an invalid job is marked Failed once, with the
     field named, and not retried); create the children `render` asks for that do not exist
     (non-Pod children first, then Pods, each group concurrently) and, if it created any, stop
-    there until the cache shows them; else delete owned Pods it no longer asks for, derive
+    there until the cache shows them; else update ConfigMaps whose data changed, delete owned
+    Pods it no longer asks for, derive
     the status and write it through the status subresource only when it changed.
     Expectations keep a lagging cache from creating a child twice.
     """
@@ -112,6 +121,7 @@ class JobReconciler(Generic[SpecT]):
                 # The cache will show the new children and bring us back: the status written
                 # then includes them, and this pass leaves the API server to the creations.
                 return Result()
+            await self._update_config(desired, observed)
             wanted = {o["metadata"]["name"] for o in desired if o.get("kind") == PODS.kind}
             await self._delete_pods(request, observed, keep=wanted)
             outcome = self.kind.interpret(job, observed)
@@ -175,6 +185,10 @@ class JobReconciler(Generic[SpecT]):
     ) -> int:
         """Create what is missing, non-Pod children before Pods; how many; raise on failure."""
         resources = {resource.kind: resource for resource in self.kind.child_resources}
+        if unknown := {o["kind"] for o in desired} - resources.keys():
+            raise TerminalError(
+                f"{self._kind_name} rendered {sorted(unknown)}, not in its child_resources"
+            )
         missing = [
             o for o in desired if observed.get(resources[o["kind"]], o["metadata"]["name"]) is None
         ]
@@ -208,6 +222,24 @@ class JobReconciler(Generic[SpecT]):
         except Exception:
             self.expectations.creation_observed(request, meta["name"])  # never coming
             raise
+
+    async def _update_config(self, desired: Sequence[Object], observed: Observed) -> None:
+        """Bring existing ConfigMaps' data up to date (e.g. a hostfile after a scale change).
+
+        Other children are only ever created: a Pod cannot change, and a Secret such as an
+        ssh key must stay what the running job was given.
+        """
+        for obj in desired:
+            if obj["kind"] != CONFIGMAPS.kind:
+                continue
+            current = observed.get(CONFIGMAPS, obj["metadata"]["name"])
+            if current is not None and current.get("data") != obj.get("data"):
+                meta = current["metadata"]
+                # A merge patch would keep keys the new data drops; replace the whole map.
+                patch = [{"op": "replace", "path": "/data", "value": obj.get("data") or {}}]
+                await self.client.patch(
+                    CONFIGMAPS, meta["name"], patch, meta["namespace"], patch_type="json"
+                )
 
     async def _delete_pods(self, request: Request, observed: Observed, keep: set[str]) -> None:
         doomed = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -96,7 +97,7 @@ def tasks_and_aggregate(
         for (task_type, name), replica in gone.items():
             if task_type == kind and name not in present:
                 replicas.append(replica.model_copy(update={"phase": "Deleted"}))
-        replicas.sort(key=lambda replica: replica.name)
+        replicas.sort(key=lambda replica: _natural(replica.name))
         for replica in replicas:
             field = replica.phase.lower()
             setattr(counts, field, getattr(counts, field) + 1)
@@ -200,6 +201,11 @@ def invalid_status(previous: JobStatus, message: str, timestamp: str | None = No
     conditions = ConditionSetter(previous.conditions, timestamp or now())
     conditions.set("Failed", True, "InvalidSpec", message)
     return previous.model_copy(update={"conditions": conditions.conditions, "phase": "Failed"})
+
+
+def _natural(name: str) -> list[Any]:
+    """Sort key that puts worker-2 before worker-10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def _is_ready(pod: Object) -> bool:

@@ -329,3 +329,25 @@ async def test_each_sample_is_accepted_and_reconciled(
     replicas = 0 if paused else job["spec"]["worker"]["replicas"]
     workers = [n for n in await pods(client, namespace) if "-worker-" in n]
     assert len(workers) == replicas
+
+
+async def test_scaling_workers_updates_the_hostfile_and_the_pods(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    await client.create(MPIJOBS, mpijob(namespace, "scale"))
+    await wait_for_phase(client, namespace, "scale", "Running")
+    await client.patch(MPIJOBS, "scale", {"spec": {"worker": {"replicas": 3}}}, namespace)
+
+    async def scaled() -> bool:
+        hostfile = (await client.get(CONFIGMAPS, "scale-hostfile", namespace))["data"]["hostfile"]
+        return "scale-worker-2" in hostfile and "scale-worker-2" in await pods(client, namespace)
+
+    await eventually(scaled)
+    await client.patch(MPIJOBS, "scale", {"spec": {"worker": {"replicas": 1}}}, namespace)
+
+    async def shrunk() -> bool:
+        hostfile = (await client.get(CONFIGMAPS, "scale-hostfile", namespace))["data"]["hostfile"]
+        workers = {n for n in await pods(client, namespace) if "-worker-" in n}
+        return hostfile.count("slots=") == 1 and workers == {"scale-worker-0"}
+
+    await eventually(shrunk)

@@ -46,6 +46,8 @@ def test_rbac_is_least_privilege() -> None:
     assert rules[(("batch.tensorstack.dev",), ("mpijobs/status",))] == ["get", "patch", "update"]
     assert "create" in rules[(("",), ("configmaps", "pods", "secrets", "services"))]
     assert rules[(("",), ("events",))] == ["create", "patch"]
+    assert rules[(("batch.tensorstack.dev",), ("mpijobs/finalizers",))] == ["update"]
+    assert objects[0]["kind"] == "Namespace", "rbac/ is applied first and brings the namespace"
     assert not any("leases" in r["resources"] for r in cluster_role["rules"])
     role = next(o for o in objects if o["kind"] == "Role")
     assert role["rules"] == [
@@ -58,7 +60,7 @@ def test_rbac_is_least_privilege() -> None:
 
 
 def test_deployment_runs_two_leader_elected_replicas_with_probes() -> None:
-    (_, deploy) = deployment()
+    (deploy,) = deployment()
     spec = deploy["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     assert deploy["spec"]["replicas"] == 2
