@@ -9,11 +9,11 @@ import sys
 import time
 
 import pytest
-from jobkinds.mpijob import MPIJobKind
 
 from controllers.sandbox import install_crd
 from jobcore import PODS, REPLICA_TYPE_LABEL, Client, crd_for
 from jobcore.testing import SimulatedNode, background, eventually
+from jobkinds.mpijob import MPIJobKind
 
 MPIJOBS = MPIJobKind().resource
 

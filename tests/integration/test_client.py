@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from jobkinds.mpijob import MPIJobKind
 
 from controllers.sandbox import install_crd
 from jobcore import (
@@ -16,6 +15,7 @@ from jobcore import (
     NotFoundError,
     crd_for,
 )
+from jobkinds.mpijob import MPIJobKind
 
 MPIJOBS = MPIJobKind().resource
 
