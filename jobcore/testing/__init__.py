@@ -12,6 +12,7 @@ from jobcore.testing._background import background
 from jobcore.testing._controlplane import ControlPlane, ControlPlaneError
 from jobcore.testing._eventually import eventually
 from jobcore.testing._node import PodMatcher, PodOutcome, SimulatedNode
+from jobcore.testing._processnode import ProcessNode, process_node_available
 from jobcore.testing._requests import api_requests
 
 __all__ = [
@@ -19,8 +20,10 @@ __all__ = [
     "ControlPlaneError",
     "PodMatcher",
     "PodOutcome",
+    "ProcessNode",
     "SimulatedNode",
     "api_requests",
     "background",
     "eventually",
+    "process_node_available",
 ]

@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
-
-import structlog
+from typing import Any, ClassVar
 
 from jobcore._client import Client
-from jobcore._errors import ApiError, NotFoundError
-from jobcore._informer import Informer
 from jobcore._labels import parse_selector
-from jobcore._queue import QueueShutDown, WorkQueue
-from jobcore._resources import NODES, PODS, Object, ObjectKey
+from jobcore._resources import PODS, Object, ObjectKey
+from jobcore.testing._kubelet import NodeBase
+from jobcore.testing._kubelet import condition as _condition
+from jobcore.testing._kubelet import now as _now
 
 PodMatcher = Callable[[Object], bool]
-_log = structlog.get_logger("jobcore.testing.node")
 _FINAL_PHASES = ("Succeeded", "Failed")
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,18 +39,7 @@ def _matcher(selector: str | PodMatcher) -> PodMatcher:
     return lambda pod: matches(pod["metadata"].get("labels") or {})
 
 
-def _condition(kind: str, status: bool, reason: str | None = None) -> dict[str, Any]:
-    condition = {
-        "type": kind,
-        "status": "True" if status else "False",
-        "lastTransitionTime": _now(),
-    }
-    if reason:
-        condition["reason"] = reason
-    return condition
-
-
-class SimulatedNode:
+class SimulatedNode(NodeBase):
     """Binds unscheduled Pods to itself and writes their status as a kubelet would.
 
     Bound Pods become Running and Ready (after `ready_after` seconds); `when` rules end
@@ -68,6 +48,8 @@ class SimulatedNode:
     for the kubelet before removing a bound Pod). Scope it to a namespace so that several
     nodes can share one API server.
     """
+
+    node_labels: ClassVar[dict[str, str]] = {"jobcore.dev/simulated": "true"}
 
     def __init__(
         self,
@@ -79,31 +61,14 @@ class SimulatedNode:
         workers: int = 16,
         register: bool = True,
     ) -> None:
-        self.client = client
-        self.name = name
-        self.namespace = namespace
+        super().__init__(client, name=name, namespace=namespace, workers=workers, register=register)
         self.ready_after = ready_after
-        self.pods = Informer(client, PODS, namespace=namespace)
         self._rules: list[tuple[PodMatcher, PodOutcome]] = []
-        self._queue: WorkQueue[ObjectKey] = WorkQueue()
-        self._workers = workers
-        self._register = register
         self._started: set[ObjectKey] = set()
         self._scheduled_ends: set[ObjectKey] = set()
         self._ips = (f"10.244.{i // 250}.{i % 250 + 2}" for i in itertools.count())
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.pods.add_handler(self)
 
-    # Informer events: everything funnels into the queue so one Pod is handled at a time.
-
-    def on_add(self, obj: Object) -> None:
-        self._queue.add(ObjectKey.of(obj))
-
-    def on_update(self, old: Object, new: Object) -> None:
-        self._queue.add(ObjectKey.of(new))
-
-    def on_delete(self, obj: Object) -> None:
-        key = ObjectKey.of(obj)
+    def _forget(self, key: ObjectKey) -> None:
         self._started.discard(key)
         self._scheduled_ends.discard(key)
 
@@ -118,70 +83,10 @@ class SimulatedNode:
         """End running Pods that match `selector` (labels or a function) after `after` seconds."""
         self._rules.append((_matcher(selector), PodOutcome(exit_code, reason, after)))
 
-    async def run(self) -> None:
-        if self._register:
-            await self._register_node()
-        informer = asyncio.create_task(self.pods.run())
-        try:
-            await self.pods.wait_for_sync()
-            async with asyncio.TaskGroup() as group:
-                for _ in range(self._workers):
-                    group.create_task(self._worker())
-        finally:
-            for task in [informer, *self._tasks]:
-                task.cancel()
-            await self._queue.shutdown(drain=False)
-
-    async def _register_node(self) -> None:
-        node = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": self.name, "labels": {"jobcore.dev/simulated": "true"}},
-        }
-        try:
-            await self.client.create(NODES, node)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self._queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self._handle(key)
-            except NotFoundError:
-                pass
-            except ApiError as exc:
-                _log.warning("simulated kubelet failed, retrying", pod=str(key), error=str(exc))
-                self._queue.add_rate_limited(key)
-            finally:
-                self._queue.done(key)
-
-    async def _handle(self, key: ObjectKey) -> None:
-        pod = self.pods.get(key.name, key.namespace)
-        if pod is None:
+    async def _on_bound(self, key: ObjectKey, pod: Object) -> None:
+        if (pod.get("status") or {}).get("phase") in _FINAL_PHASES:
             return
-        spec, status = pod["spec"], pod.get("status") or {}
-        node_name = spec.get("nodeName")
-        if node_name and node_name != self.name:
-            return  # another node's pod
-        if pod["metadata"].get("deletionTimestamp"):
-            if node_name:  # the API server waits for the kubelet to confirm a bound pod is gone
-                await self.client.delete(
-                    PODS,
-                    key.name,
-                    key.namespace,
-                    grace_period_seconds=0,
-                    uid=pod["metadata"]["uid"],
-                )
-        elif not node_name:
-            await self._bind(pod)
-        elif status.get("phase") in _FINAL_PHASES:
-            return
-        elif key not in self._started:
+        if key not in self._started:
             self._started.add(key)
             await self._start(pod)
         elif key not in self._scheduled_ends:
@@ -193,35 +98,6 @@ class SimulatedNode:
                         functools.partial(self.terminate, key.namespace, key.name, outcome),
                     )
                     break
-
-    def _spawn(self, delay: float, action: Callable[[], Awaitable[Object]]) -> None:
-        """Run `action()` after `delay` seconds without holding up a worker."""
-
-        async def later() -> None:
-            await asyncio.sleep(delay)
-            try:
-                await action()
-            except ApiError as exc:
-                _log.debug("simulated kubelet action failed", error=str(exc))
-
-        task = asyncio.create_task(later())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _bind(self, pod: Object) -> None:
-        meta = pod["metadata"]
-        binding = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": self.name},
-        }
-        path = PODS.path(meta["namespace"], meta["name"], "binding")
-        try:
-            await self.client.request("POST", path, body=binding)
-        except ApiError as exc:
-            if exc.status != 409:  # already bound, by us in an earlier try
-                raise
 
     async def _start(self, pod: Object) -> None:
         await self._write_status(pod, self._running_status(pod, ready=self.ready_after <= 0))
@@ -260,12 +136,6 @@ class SimulatedNode:
             ],
             "containerStatuses": containers,
         }
-
-    async def _write_status(self, pod: Object, status: dict[str, Any]) -> Object:
-        meta = pod["metadata"]
-        return await self.client.patch(
-            PODS, meta["name"], {"status": status}, meta["namespace"], subresource="status"
-        )
 
     async def _current(self, namespace: str, name: str) -> Object:
         return await self.client.get(PODS, name, namespace)

@@ -1,0 +1,228 @@
+"""The scheduler-and-kubelet loop the testing kit's nodes share: bind, register, report, finalise.
+
+`NodeBase` watches the Pods of a namespace, binds the unscheduled ones to itself, registers a
+Node object and hands every change of a Pod to one worker at a time; subclasses decide what
+running a bound Pod means (`SimulatedNode` writes a status, `ProcessNode` starts processes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Coroutine
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+import structlog
+
+from jobcore._client import Client
+from jobcore._errors import ApiError, ConflictError, NotFoundError
+from jobcore._informer import Informer
+from jobcore._queue import QueueShutDown, WorkQueue
+from jobcore._resources import NODES, PODS, Object, ObjectKey
+
+_log = structlog.get_logger("jobcore.testing.node")
+
+
+def now() -> str:
+    """The current time as the API writes timestamps (RFC 3339, seconds, UTC)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def condition(kind: str, status: bool, reason: str | None = None) -> dict[str, Any]:
+    """A Pod condition of type `kind` that changed just now."""
+    result = {
+        "type": kind,
+        "status": "True" if status else "False",
+        "lastTransitionTime": now(),
+    }
+    if reason:
+        result["reason"] = reason
+    return result
+
+
+class NodeBase:
+    """Binds unscheduled Pods to itself and passes each bound Pod's changes to the subclass.
+
+    `run()` serves until cancelled. Every informer event funnels into a work queue, so one Pod
+    is handled by one worker at a time; a failed API call is retried with backoff. Subclasses
+    implement `_on_bound` (a bound Pod changed) and `_on_deleting` (a bound Pod is being
+    deleted: the API server waits for the node to confirm with `_finalise`), and may hook
+    `_start_up`, `_services` and `_shut_down`.
+    """
+
+    node_labels: ClassVar[dict[str, str]] = {}
+    """Labels of the registered Node object."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        name: str,
+        namespace: str | None,
+        workers: int,
+        register: bool,
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.namespace = namespace
+        self.pods = Informer(client, PODS, namespace=namespace)
+        self._queue: WorkQueue[ObjectKey] = WorkQueue()
+        self._workers = workers
+        self._register = register
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.pods.add_handler(self)
+
+    # Informer events: everything funnels into the queue so one Pod is handled at a time.
+
+    def on_add(self, obj: Object) -> None:
+        self._queue.add(ObjectKey.of(obj))
+
+    def on_update(self, old: Object, new: Object) -> None:
+        self._queue.add(ObjectKey.of(new))
+
+    def on_delete(self, obj: Object) -> None:
+        self._forget(ObjectKey.of(obj))
+
+    # Hooks -------------------------------------------------------------------------------
+
+    def _forget(self, key: ObjectKey) -> None:
+        """The Pod is gone from the API: drop what was kept about it."""
+
+    async def _on_bound(self, key: ObjectKey, pod: Object) -> None:
+        """A Pod bound to this node was added or changed (and is not being deleted)."""
+
+    async def _on_deleting(self, key: ObjectKey, pod: Object) -> None:
+        """A Pod bound to this node is being deleted; the default finalises it at once."""
+        await self._finalise(pod)
+
+    async def _start_up(self) -> None:
+        """Runs first in `run()`, before the Node is registered."""
+
+    def _services(self) -> list[Coroutine[Any, Any, None]]:
+        """Coroutines that run beside the workers for as long as the node does."""
+        return []
+
+    async def _shut_down(self) -> None:
+        """Runs last in `run()`, after every worker and background task has stopped."""
+
+    # Running -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve the Pods until cancelled."""
+        informer: asyncio.Task[None] | None = None
+        try:
+            await self._start_up()
+            if self._register:
+                await self._register_node()
+            informer = asyncio.create_task(self.pods.run())
+            await self.pods.wait_for_sync()
+            async with asyncio.TaskGroup() as group:
+                for _ in range(self._workers):
+                    group.create_task(self._worker())
+                for service in self._services():
+                    group.create_task(service)
+        finally:
+            tasks = [t for t in (informer, *self._tasks) if t is not None]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._queue.shutdown(drain=False)
+            await self._shut_down()
+
+    async def _register_node(self) -> None:
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": self.name, "labels": dict(self.node_labels)},
+        }
+        try:
+            await self.client.create(NODES, node)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self._queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await self._handle(key)
+            except NotFoundError:
+                pass
+            except ApiError as exc:
+                _log.warning("node failed, retrying", node=self.name, pod=str(key), error=str(exc))
+                self._queue.add_rate_limited(key)
+            finally:
+                self._queue.done(key)
+
+    async def _handle(self, key: ObjectKey) -> None:
+        pod = self.pods.get(key.name, key.namespace)
+        if pod is None:
+            return
+        node_name = pod["spec"].get("nodeName")
+        if node_name and node_name != self.name:
+            return  # another node's pod
+        if pod["metadata"].get("deletionTimestamp"):
+            if node_name:  # the API server waits for the kubelet to confirm a bound pod is gone
+                await self._on_deleting(key, pod)
+        elif not node_name:
+            await self._bind(pod)
+        else:
+            await self._on_bound(key, pod)
+
+    def _background(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run `work` beside the workers; `run()` cancels it when the node stops."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _spawn(self, delay: float, action: Callable[[], Awaitable[Object]]) -> None:
+        """Run `action()` after `delay` seconds without holding up a worker."""
+
+        async def later() -> None:
+            await asyncio.sleep(delay)
+            try:
+                await action()
+            except ApiError as exc:
+                _log.debug("node action failed", node=self.name, error=str(exc))
+
+        self._background(later())
+
+    # Talking to the API ------------------------------------------------------------------
+
+    async def _bind(self, pod: Object) -> None:
+        meta = pod["metadata"]
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": self.name},
+        }
+        path = PODS.path(meta["namespace"], meta["name"], "binding")
+        try:
+            await self.client.request("POST", path, body=binding)
+        except ApiError as exc:
+            if exc.status != 409:  # already bound, by us in an earlier try
+                raise
+
+    async def _write_status(self, pod: Object, status: dict[str, Any]) -> Object:
+        """Patch the status of this very Pod: with its uid in the patch, as the kubelet does,
+        the API refuses (422) to write to a new Pod that took the name."""
+        meta = pod["metadata"]
+        patch = {"metadata": {"uid": meta["uid"]}, "status": status}
+        return await self.client.patch(
+            PODS, meta["name"], patch, meta["namespace"], subresource="status"
+        )
+
+    async def _finalise(self, pod: Object) -> None:
+        """Confirm the deletion of a bound Pod: delete it now, only if it is still this one."""
+        meta = pod["metadata"]
+        # NotFound: gone already; Conflict: replaced by a new Pod of the same name.
+        with contextlib.suppress(NotFoundError, ConflictError):
+            await self.client.delete(
+                PODS, meta["name"], meta["namespace"], grace_period_seconds=0, uid=meta["uid"]
+            )
