@@ -56,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
 
     sandbox = commands.add_parser("sandbox", help="a local control plane running a sample job")
     sandbox.add_argument("--keep", action="store_true", help="keep running after the job ends")
+    sandbox.add_argument(
+        "--real",
+        action="store_true",
+        help="run pods as host processes: a real mpirun over ssh (root, Open MPI, sshd)",
+    )
     return parser
 
 
@@ -112,7 +117,7 @@ async def _manifests(args: argparse.Namespace) -> int:
 
 
 async def _sandbox(args: argparse.Namespace) -> int:
-    from controllers.sandbox import run_sandbox  # noqa: PLC0415 - needs the testing kit
+    from controllers.sandbox import SandboxError, run_sandbox  # noqa: PLC0415 - testing kit
 
     # Ctrl-C, SIGTERM and SIGHUP all unwind, so the control plane is always stopped.
     sandbox = asyncio.current_task()
@@ -126,7 +131,10 @@ async def _sandbox(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         asyncio.get_running_loop().add_signal_handler(sig, stop, sig)
     try:
-        phase = await run_sandbox(keep=args.keep)
+        phase = await run_sandbox(keep=args.keep, real=args.real)
+    except SandboxError as error:
+        print(f"jobcore sandbox: {error}", file=sys.stderr)
+        return 2
     except asyncio.CancelledError:
         print("sandbox stopped")
         return 128 + (received[0] if received else signal.SIGTERM)
