@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from controllers.allreduce import compile_allreduce
 from controllers.sandbox import install_crd, run_sandbox
@@ -18,6 +19,9 @@ from jobcore.testing import ProcessNode, background, eventually, process_node_av
 from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()
+SEED_EXAMPLE = (
+    Path(__file__).resolve().parents[2] / "manifests" / "samples" / "mpijob-random-walk.yaml"
+)
 MPIJOBS = KIND.resource
 
 _unavailable = process_node_available() or (
@@ -121,19 +125,17 @@ async def test_a_rank_exiting_3_fails_the_job_with_the_launchers_exit_code(
 async def test_the_seeds_mpi_flags_are_valid_for_real_open_mpi(
     client: Client, namespace: str, controller: Controller, node: ProcessNode, allreduce: Path
 ) -> None:
-    job = mpijob(namespace, "seedflags", [str(allreduce)], mca={"btl": "^openib"})
-    job["spec"]["worker"]["extraMPIArgs"] = [
-        "-N",
-        "2",
-        "--allow-run-as-root",
-        "-bind-to",
-        "none",
-    ]
+    """The seed's first example's flags, word for word: mca, mpiHome, extraMPIArgs, sshdPath."""
+    seed = yaml.safe_load(SEED_EXAMPLE.read_text())["spec"]
+    job = mpijob(namespace, "seedflags", [str(allreduce)], mca=seed["mca"])
+    job["spec"]["worker"]["extraMPIArgs"] = seed["worker"]["extraMPIArgs"]
+    job["spec"]["ssh"] = seed["ssh"]
     await client.create(MPIJOBS, job)
     status = await final_status(client, namespace, "seedflags")
-    assert status["phase"] == "Succeeded", node.logs(
-        namespace, "seedflags-launcher", "mpi-launcher"
-    )
+    log = node.logs(namespace, "seedflags-launcher", "mpi-launcher")
+    assert status["phase"] == "Succeeded", log
+    ranks = [line for line in log.splitlines() if line.startswith("rank ")]
+    assert len(ranks) == 6 and all(line.endswith("sum=21") for line in ranks), log
 
 
 async def test_a_worker_killed_mid_run_fails_the_job_and_leaves_nothing_behind(
