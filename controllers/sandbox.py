@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import shutil
 import sys
 import tempfile
 import time
@@ -98,6 +99,18 @@ def _show(job: Object, started: float, out: TextIO) -> None:
     out.flush()
 
 
+def _missing_mpi() -> str | None:
+    missing = [tool for tool in ("mpicc", "mpirun", "ssh") if shutil.which(tool) is None]
+    if not Path("/usr/sbin/sshd").exists():
+        missing.append("/usr/sbin/sshd")
+    if missing:
+        return (
+            f"{', '.join(missing)} not found; install Open MPI and OpenSSH "
+            "(scripts/host-packages.sh does, as root)"
+        )
+    return None
+
+
 def real_job(program: Path) -> Object:
     """The sample job for real: 2 workers x 2 ranks of a compiled allreduce, as root."""
     job = copy.deepcopy(SAMPLE_JOB)
@@ -121,7 +134,7 @@ async def run_sandbox(
     With `real`, pods run as host processes in their own network namespaces (ProcessNode)
     and the job runs a real mpirun over ssh; the launcher's output is printed at the end.
     """
-    if real and (reason := process_node_available()):
+    if real and (reason := process_node_available() or _missing_mpi()):
         raise SandboxError(f"cannot run pods for real here: {reason}")
     kinds = [installed.kind for installed in installed_kinds()]
     with tempfile.TemporaryDirectory(prefix="jobcore-sandbox-") as scratch:
