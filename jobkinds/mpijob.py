@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from jobcore import (
     CONFIGMAPS,
@@ -30,7 +30,7 @@ from jobcore import (
     PodTemplateSpec,
     Resource,
 )
-from jobkinds import _mpi, _ssh
+from jobkinds import _mpi, _ssh, _t9kshape
 from jobkinds._mpi import (
     HOSTFILE_VOLUME,
     LAUNCHER,
@@ -74,7 +74,48 @@ class SSHSpec(ApiModel):
     )
 
 
+class MPIConfig(ApiModel):
+    """T9k's current shape of the MPI settings; rewritten into worker, mca and mpiHome."""
+
+    home: str | None = Field(default=None, description="As spec.mpiHome.")
+    mca: dict[str, str] = Field(default_factory=dict, description="As spec.mca.")
+    extra_args: list[str] = Field(default_factory=list, description="As spec.worker.extraMPIArgs.")
+    script: list[str] = Field(default_factory=list, description="As spec.worker.cmd.")
+
+
+def _from_current_shape(
+    spec: dict[str, Any], replicas: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """`replicaSpecs` + `mpiConfig` -> `worker`, `mca`, `mpiHome`; worker -> mpi-worker."""
+    launcher = replicas.get(LAUNCHER, {}).get("template")
+    if launcher:
+        raise ValueError(
+            "spec.replicaSpecs[launcher].template: the launcher is built from the worker "
+            "container; only an empty template ({}) is supported"
+        )
+    config = spec.pop("mpiConfig", None) or {}
+    worker = replicas[WORKER]
+    converted: dict[str, Any] = {
+        "worker": {
+            "replicas": worker.get("replicas", 1),
+            "extraMPIArgs": config.get("extraArgs") or [],
+            "cmd": config.get("script") or [],
+            "template": _t9kshape.worker_template(
+                worker, container="worker", renamed=WORKER_CONTAINER
+            ),
+        },
+        "mca": config.get("mca") or {},
+    }
+    if config.get("home"):
+        converted["mpiHome"] = config["home"]
+    return converted
+
+
 class MPIJobSpec(JobSpec):
+    """The seed's shape; T9k's current shape (replicaSpecs, mpiConfig) is rewritten into it."""
+
+    model_config = ConfigDict(json_schema_extra=_t9kshape.without_required("worker"))
+
     worker: MPIWorkerSpec = Field(description="The workers, and the MPI program they run.")
     mca: dict[str, str] = Field(
         default_factory=dict, description="MCA parameters, passed as `-mca key value`."
@@ -85,6 +126,26 @@ class MPIJobSpec(JobSpec):
         description="Open MPI's install prefix, passed as `mpirun --prefix`.",
     )
     ssh: SSHSpec = Field(default_factory=SSHSpec, description="sshd and key locations.")
+    replica_specs: list[_t9kshape.ReplicaSpec] | None = Field(
+        default=None,
+        description="T9k's current shape: a worker entry (container named worker) and an "
+        "optional launcher entry with an empty template; use instead of spec.worker.",
+    )
+    mpi_config: MPIConfig | None = Field(
+        default=None,
+        description="T9k's current shape of spec.mca, spec.mpiHome and the "
+        "worker's extraMPIArgs and cmd.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_shape(cls, data: Any) -> Any:
+        return _t9kshape.rewrite(
+            data,
+            current=("replicaSpecs", "mpiConfig"),
+            seed=("worker", "mca", "mpiHome"),
+            convert=_from_current_shape,
+        )
 
 
 class MPIJobKind:

@@ -325,8 +325,13 @@ async def test_each_sample_is_accepted_and_reconciled(
         )
 
     await eventually(initialized)
-    paused = job["spec"].get("runMode", {}).get("pause", {}).get("enabled", False)
-    replicas = 0 if paused else job["spec"]["worker"]["replicas"]
+    spec = KIND.spec_model.model_validate(job["spec"])  # either T9k shape
+    paused = (
+        spec.run_mode is not None
+        and spec.run_mode.pause is not None
+        and spec.run_mode.pause.enabled
+    )
+    replicas = 0 if paused else spec.worker.replicas
     workers = [n for n in await pods(client, namespace) if "-worker-" in n]
     assert len(workers) == replicas
 

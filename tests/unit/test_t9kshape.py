@@ -1,0 +1,87 @@
+"""T9k's current job shape is rewritten into the seed's: same model, same children."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from jobcore import crd_for
+from jobkinds.mpijob import MPIJobKind, MPIJobSpec
+
+SEED = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "manifests/samples/mpijob-random-walk.yaml").read_text()
+)["spec"]
+
+
+def current_shape() -> dict[str, Any]:
+    """The seed's first MPIJob written the way T9k's tutorials write it today."""
+    container = copy.deepcopy(SEED["worker"]["template"]["spec"]["containers"][0])
+    container["name"] = "worker"
+    return {
+        "replicaSpecs": [
+            {"type": "launcher", "replicas": 1, "template": {}},
+            {
+                "type": "worker",
+                "replicas": 5,
+                "restartPolicy": "Never",
+                "template": {"spec": {"containers": [container]}},
+            },
+        ],
+        "mpiConfig": {
+            "home": SEED["mpiHome"],
+            "mca": SEED["mca"],
+            "extraArgs": SEED["worker"]["extraMPIArgs"],
+            "script": SEED["worker"]["cmd"],
+        },
+        "runPolicy": SEED["runPolicy"],
+        "ssh": SEED["ssh"],
+    }
+
+
+def test_the_current_shape_normalises_to_the_seed_shape() -> None:
+    seed = MPIJobSpec.model_validate(SEED).to_api()
+    seed["worker"]["template"]["spec"]["restartPolicy"] = "Never"
+    assert MPIJobSpec.model_validate(current_shape()).to_api() == seed
+
+
+def test_the_normalised_model_round_trips() -> None:
+    spec = MPIJobSpec.model_validate(current_shape())
+    assert MPIJobSpec.model_validate(spec.to_api()) == spec
+    assert "replicaSpecs" not in spec.to_api() and "mpiConfig" not in spec.to_api()
+
+
+@pytest.mark.parametrize("seed_field", ["worker", "mca", "mpiHome"])
+def test_mixing_the_shapes_names_the_fields(seed_field: str) -> None:
+    mixed = {**current_shape(), seed_field: SEED[seed_field]}
+    with pytest.raises(ValidationError) as error:
+        MPIJobSpec.model_validate(mixed)
+    message = str(error.value)
+    assert "spec.replicaSpecs" in message and f"spec.{seed_field}" in message
+
+
+def test_a_launcher_template_with_content_is_refused() -> None:
+    spec = current_shape()
+    spec["replicaSpecs"][0]["template"] = {"spec": {"containers": [{"name": "launcher"}]}}
+    with pytest.raises(ValidationError, match=r"replicaSpecs\[launcher\]\.template"):
+        MPIJobSpec.model_validate(spec)
+
+
+def test_replica_specs_need_a_worker_entry() -> None:
+    spec = current_shape()
+    spec["replicaSpecs"] = spec["replicaSpecs"][:1]
+    with pytest.raises(ValidationError, match="type: worker"):
+        MPIJobSpec.model_validate(spec)
+
+
+def test_the_crd_accepts_both_shapes() -> None:
+    schema = crd_for(MPIJobKind())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    spec = schema["properties"]["spec"]
+    assert "worker" not in spec.get("required", [])
+    assert {"worker", "mca", "mpiHome", "replicaSpecs", "mpiConfig"} <= spec["properties"].keys()
+    replica = spec["properties"]["replicaSpecs"]["items"]
+    assert replica["properties"]["type"]["enum"] == ["worker", "launcher"]
