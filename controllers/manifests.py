@@ -48,6 +48,8 @@ def rbac(kinds: Sequence[JobKind[Any]], namespace: str = NAMESPACE) -> list[Obje
         *_rule(
             sorted(children, key=lambda r: r.plural), ["get", "list", "watch", "create", "delete"]
         ),
+        # The job reconciler keeps ConfigMaps' data current (hostfiles, discovery scripts).
+        *_rule([c for c in children if c.kind == "ConfigMap"], ["patch"]),
         *_rule([EVENTS], ["create", "patch"]),
     ]
     lease_rules = _rule([LEASES], ["get", "create", "update"])

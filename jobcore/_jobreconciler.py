@@ -117,11 +117,12 @@ class JobReconciler(Generic[SpecT]):
             outcome = _frozen_outcome(previous)
         else:
             desired = self.kind.render(job, observed)
+            # ConfigMaps first, so a Pod created in this pass mounts current data.
+            await self._update_config(desired, observed)
             if await self._create_missing(request, job, desired, observed):
                 # The cache will show the new children and bring us back: the status written
                 # then includes them, and this pass leaves the API server to the creations.
                 return Result()
-            await self._update_config(desired, observed)
             wanted = {o["metadata"]["name"] for o in desired if o.get("kind") == PODS.kind}
             await self._delete_pods(request, observed, keep=wanted)
             outcome = self.kind.interpret(job, observed)

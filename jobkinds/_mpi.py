@@ -28,67 +28,23 @@ DEBUG_LAUNCHER_COMMAND = ("sleep", "inf")
 HOSTFILE_DIR = "/etc/mpi"
 HOSTFILE_KEY = "hostfile"
 HOSTFILE = f"{HOSTFILE_DIR}/{HOSTFILE_KEY}"
-WAIT_SECONDS = 300
+WAIT_SECONDS = _ssh.WAIT_SECONDS
 """How long the launcher waits for every worker to resolve and accept ssh before giving up."""
-WAIT_TIMEOUT_EXIT = 124
+WAIT_TIMEOUT_EXIT = _ssh.WAIT_TIMEOUT_EXIT
 """The launcher's exit code when workers never became reachable (`timeout`'s convention)."""
 
 NPERNODE_FLAGS = ("-N", "-npernode", "--npernode")
 """mpirun's "processes per node" flags; their value is each worker's slot count."""
 HOSTFILE_FLAGS = ("-hostfile", "--hostfile", "-machinefile", "--machinefile", "-default-hostfile")
 
-# The script reads its hostfile and timeout from the environment, which a test can point
-# elsewhere; its exit code when giving up is WAIT_TIMEOUT_EXIT.
-LAUNCHER_SCRIPT = r"""
-hostfile=${JOBCORE_MPI_HOSTFILE:-/etc/mpi/hostfile}
-timeout=${JOBCORE_MPI_WAIT_SECONDS:-300}
-deadline=$((SECONDS + timeout))
-
-reachable() {  # $1 accepts TCP on port 22 within 5 s (bash's /dev/tcp has no timeout)
-  (exec 3<>"/dev/tcp/$1/22") 2>/dev/null &
-  local pid=$! i
-  for i in 1 2 3 4 5 6 7 8 9 10; do
-    kill -0 "$pid" 2>/dev/null || { wait "$pid"; return; }
-    sleep 0.5
-  done
-  kill "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  return 1
-}
-
-if [ ! -r "$hostfile" ]; then
-  echo "jobcore: cannot read the hostfile $hostfile" >&2
-  exit 124
-fi
-workers=()
-while read -r host _ || [ -n "$host" ]; do
-  [ -n "$host" ] && workers+=("$host")
-done <"$hostfile"
-echo "jobcore: waiting up to ${timeout}s for ${#workers[@]} worker(s) to resolve and accept ssh"
-for host in "${workers[@]}"; do
-  said=""
-  while :; do
-    if ! getent hosts "$host" >/dev/null 2>&1; then
-      problem="does not resolve"
-    elif ! reachable "$host"; then
-      problem="does not accept connections on port 22"
-    else
-      break
-    fi
-    if [ "$problem" != "$said" ]; then
-      echo "jobcore: worker $host $problem; waiting"
-      said=$problem
-    fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      echo "jobcore: gave up after ${timeout}s: worker $host $problem" >&2
-      exit 124
-    fi
-    sleep 1
-  done
-done
-echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: mpirun $*"
+# The shared wait (jobkinds/_ssh.py) reads its hostfile and timeout from the environment, which
+# a test can point elsewhere; its exit code when giving up is WAIT_TIMEOUT_EXIT.
+LAUNCHER_SCRIPT = (
+    _ssh.wait_script("JOBCORE_MPI_HOSTFILE", HOSTFILE, "JOBCORE_MPI_WAIT_SECONDS")
+    + r"""echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: mpirun $*"
 exec mpirun "$@"
 """
+)
 
 
 def slots(extra_mpi_args: Sequence[str]) -> int:

@@ -1,8 +1,9 @@
 """The per-job ssh identity of the kinds whose launcher reaches its workers over ssh.
 
-Shared by MPIJob (and later ColossalAIJob, HorovodJob): a fresh ed25519 keypair per job in a
-Secret that launcher and workers both mount, the sshd command line workers run, and the
-client options that make a launcher trust hosts it has never seen.
+Shared by MPIJob, ColossalAIJob (and later HorovodJob): a fresh ed25519 keypair per job in a
+Secret that launcher and workers both mount, the sshd command line workers run, the client
+options that make a launcher trust hosts it has never seen, and the launcher's bounded wait
+for every worker to resolve and accept ssh.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ CONFIG = "config"
 SSH_PORT = 22
 SECRET_MODE = 0o600
 """Files of the mounted Secret: ssh refuses a private key others can read."""
+WAIT_SECONDS = 300
+"""How long a launcher waits for every worker to resolve and accept ssh before giving up."""
+WAIT_TIMEOUT_EXIT = 124
+"""A launcher's exit code when workers never became reachable (`timeout`'s convention)."""
 
 CLIENT_OPTIONS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
 """Worker host keys are unknown and change with every pod: accept them, remember none."""
@@ -94,3 +99,67 @@ def sshd_command(sshd_path: str, mount_path: str) -> list[str]:
 def client_args(mount_path: str) -> str:
     """ssh client options for a launcher: the mounted identity, unknown hosts accepted."""
     return f"-i {mount_path.rstrip('/')}/{PRIVATE_KEY} {CLIENT_OPTIONS}"
+
+
+# The wait script's body: `hostfile` and `timeout` are set before it; it leaves the hosts in
+# the bash array `workers`. Its exit code when giving up is WAIT_TIMEOUT_EXIT.
+_WAIT_BODY = r"""deadline=$((SECONDS + timeout))
+
+reachable() {  # $1 accepts TCP on port 22 within 5 s (bash's /dev/tcp has no timeout)
+  (exec 3<>"/dev/tcp/$1/22") 2>/dev/null &
+  local pid=$! i
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    kill -0 "$pid" 2>/dev/null || { wait "$pid"; return; }
+    sleep 0.5
+  done
+  kill "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return 1
+}
+
+if [ ! -r "$hostfile" ]; then
+  echo "jobcore: cannot read the hostfile $hostfile" >&2
+  exit 124
+fi
+workers=()
+while read -r host _ || [ -n "$host" ]; do
+  [ -n "$host" ] && workers+=("$host")
+done <"$hostfile"
+echo "jobcore: waiting up to ${timeout}s for ${#workers[@]} worker(s) to resolve and accept ssh"
+for host in "${workers[@]}"; do
+  said=""
+  while :; do
+    if ! getent hosts "$host" >/dev/null 2>&1; then
+      problem="does not resolve"
+    elif ! reachable "$host"; then
+      problem="does not accept connections on port 22"
+    else
+      break
+    fi
+    if [ "$problem" != "$said" ]; then
+      echo "jobcore: worker $host $problem; waiting"
+      said=$problem
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "jobcore: gave up after ${timeout}s: worker $host $problem" >&2
+      exit 124
+    fi
+    sleep 1
+  done
+done
+"""
+
+
+def wait_script(hostfile_var: str, hostfile: str, seconds_var: str) -> str:
+    """bash that waits, bounded, until every hostfile host resolves and accepts ssh (port 22).
+
+    The hostfile's first word per line is the host (`host slots=N` and bare-host files both
+    work). Its path and the timeout come from the environment variables `hostfile_var` and
+    `seconds_var` (defaults `hostfile` and WAIT_SECONDS), so a test can point them elsewhere.
+    It exits WAIT_TIMEOUT_EXIT when giving up; otherwise it falls through, with the hosts in
+    the bash array `workers`, to the launch command the caller appends.
+    """
+    return (
+        f"\nhostfile=${{{hostfile_var}:-{hostfile}}}\n"
+        f"timeout=${{{seconds_var}:-{WAIT_SECONDS}}}\n" + _WAIT_BODY
+    )

@@ -25,11 +25,14 @@ from jobcore import (
     crd_for,
 )
 from jobcore.testing import background, eventually
+from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.mpijob import MPIJobKind
 
 pytestmark = pytest.mark.integration
 
 KIND = MPIJobKind()
+CAI = ColossalAIJobKind()
+SAMPLES = Path(__file__).resolve().parents[2] / "manifests/samples"
 SEED = yaml.safe_load(
     (Path(__file__).resolve().parents[2] / "manifests/samples/mpijob-random-walk.yaml").read_text()
 )
@@ -66,9 +69,10 @@ def current_shape(name: str) -> Object:
 
 @pytest.fixture
 async def controller(client: Client, namespace: str) -> AsyncIterator[None]:
-    await install_crd(client, crd_for(KIND))
     manager = Manager(client, metrics_address=None, health_address=None)
-    add_job_controller(manager, KIND, namespace=namespace)
+    for kind in (KIND, CAI):
+        await install_crd(client, crd_for(kind))
+        add_job_controller(manager, kind, namespace=namespace)
     async with background(manager.run()):
         yield
 
@@ -131,3 +135,27 @@ async def test_a_job_mixing_the_shapes_fails_naming_the_fields(
     condition = next(c for c in status["conditions"] if c["type"] == "Failed")
     assert condition["reason"] == "InvalidSpec"
     assert "spec.mpiConfig" in condition["message"] and "spec.mca" in condition["message"]
+
+
+async def test_a_current_shape_colossalai_job_gets_the_same_children_as_its_seed_twin(
+    client: Client, namespace: str, controller: None
+) -> None:
+    jobs = {}
+    for name, sample in (
+        ("alpha-job", "colossalaijob-example"),
+        ("bravo-job", "colossalaijob-current-shape"),
+    ):
+        job = yaml.safe_load((SAMPLES / f"{sample}.yaml").read_text())
+        job["metadata"] = {"name": name, "namespace": namespace}
+        jobs[name] = job
+        await client.create(CAI.resource, job)
+    assert "replicaSpecs" in jobs["bravo-job"]["spec"]
+
+    async def both_created() -> bool:
+        counts = [len(await children(client, namespace, job)) for job in jobs]
+        return counts == [5, 5]  # secret, hostfile, service and 2 workers each
+
+    await eventually(both_created)
+    assert await children(client, namespace, "alpha-job") == await children(
+        client, namespace, "bravo-job"
+    )

@@ -46,6 +46,7 @@ def test_rbac_is_least_privilege() -> None:
     assert rules[(("batch.tensorstack.dev",), ("mpijobs/status",))] == ["get", "patch", "update"]
     assert "create" in rules[(("",), ("configmaps", "pods", "secrets", "services"))]
     assert rules[(("",), ("events",))] == ["create", "patch"]
+    assert rules[(("",), ("configmaps",))] == ["patch"]
     assert rules[(("batch.tensorstack.dev",), ("mpijobs/finalizers",))] == ["update"]
     assert objects[0]["kind"] == "Namespace", "rbac/ is applied first and brings the namespace"
     assert not any("leases" in r["resources"] for r in cluster_role["rules"])

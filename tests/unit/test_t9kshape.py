@@ -1,4 +1,4 @@
-"""T9k's current job shape is rewritten into the seed's: same model, same children."""
+"""T9k's current job shape is rewritten into the seed's, for MPIJob and ColossalAIJob."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from jobcore import crd_for
+from jobkinds.colossalaijob import ColossalAIJobSpec
 from jobkinds.mpijob import MPIJobKind, MPIJobSpec
 
 SEED = yaml.safe_load(
@@ -85,3 +86,56 @@ def test_the_crd_accepts_both_shapes() -> None:
     assert {"worker", "mca", "mpiHome", "replicaSpecs", "mpiConfig"} <= spec["properties"].keys()
     replica = spec["properties"]["replicaSpecs"]["items"]
     assert replica["properties"]["type"]["enum"] == ["worker", "launcher"]
+
+
+CAI_SEED = yaml.safe_load(
+    (
+        Path(__file__).resolve().parents[2] / "manifests/samples/colossalaijob-example.yaml"
+    ).read_text()
+)["spec"]
+
+
+def colossalai_current_shape(*, launcher_template: bool = True) -> dict[str, Any]:
+    """The seed's ColossalAIJob written the way T9k's tutorials write it today."""
+    worker = CAI_SEED["worker"]
+    launcher = {"spec": {"containers": [{"name": "launcher", **CAI_SEED["launcher"]}]}}
+    return {
+        "replicaSpecs": [
+            {"type": "launcher", "replicas": 1, "template": launcher if launcher_template else {}},
+            {
+                "type": "worker",
+                "replicas": worker["replicas"],
+                "template": copy.deepcopy(worker["template"]),
+            },
+        ],
+        "torchConfig": {
+            "procPerWorker": worker["procPerWorker"],
+            "script": worker["command"],
+            "extraArgs": worker["torchArgs"],
+        },
+        "ssh": {
+            "sshAuthMountPath": CAI_SEED["ssh"]["authMountPath"],
+            "sshdPath": CAI_SEED["ssh"]["sshdPath"],
+        },
+    }
+
+
+def test_a_current_shape_colossalai_job_normalises_to_the_seed_shape() -> None:
+    assert (
+        ColossalAIJobSpec.model_validate(colossalai_current_shape()).to_api()
+        == ColossalAIJobSpec.model_validate(CAI_SEED).to_api()
+    )
+
+
+def test_an_empty_launcher_template_takes_the_worker_image() -> None:
+    spec = ColossalAIJobSpec.model_validate(colossalai_current_shape(launcher_template=False))
+    worker_image = CAI_SEED["worker"]["template"]["spec"]["containers"][0]["image"]
+    assert spec.launcher.image == worker_image
+    assert spec.launcher.resources is None
+
+
+def test_mixing_colossalai_shapes_names_the_fields() -> None:
+    with pytest.raises(ValidationError, match=r"spec\.torchConfig.*spec\.worker"):
+        ColossalAIJobSpec.model_validate(
+            {**colossalai_current_shape(), "worker": CAI_SEED["worker"]}
+        )

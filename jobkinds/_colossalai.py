@@ -1,0 +1,316 @@
+"""ColossalAIJob's children: hostfile, headless Service, worker and launcher pods, launch command.
+
+Split from the kind (`colossalaijob`) so the launcher's command reads, and runs in tests, on
+its own. Every user-provided string reaches `colossalai run` as a positional argument of
+`bash -c`, never as script text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from jobcore import Job, Object
+from jobkinds import _ssh, _t9kshape
+
+if TYPE_CHECKING:
+    from jobkinds.colossalaijob import ColossalAIJobSpec
+
+LAUNCHER = "launcher"
+WORKER = "worker"
+WORKER_CONTAINER = "worker"
+"""The template's container that runs sshd (T9k: its command is ignored)."""
+LAUNCHER_CONTAINER = "launcher"
+SSH_VOLUME = "jobcore-ssh"
+HOSTFILE_VOLUME = "jobcore-hostfile"
+HOSTFILE_DIR = "/etc/colossalai"
+HOSTFILE_KEY = "hostfile"
+HOSTFILE = f"{HOSTFILE_DIR}/{HOSTFILE_KEY}"
+MASTER_PORT = 29500
+DEBUG_COMMAND = ("sleep", "inf")
+"""T9k's default command of both launcher and workers in debug mode."""
+RESERVED_TORCH_ARGS = frozenset(
+    {"nproc_per_node", "nnodes", "node_rank", "master_addr", "master_port"}
+)
+"""torchrun options `colossalai run` sets itself on every worker (spelled with `_`)."""
+
+LAUNCHER_SCRIPT = (
+    _ssh.wait_script("JOBCORE_COLOSSALAI_HOSTFILE", HOSTFILE, "JOBCORE_COLOSSALAI_WAIT_SECONDS")
+    + r"""echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: colossalai $*"
+exec colossalai "$@"
+"""
+)
+
+
+# Names -----------------------------------------------------------------------------------
+
+
+def worker_name(job: Job[Any], index: int) -> str:
+    return f"{job.name}-worker-{index}"
+
+
+def launcher_name(job: Job[Any]) -> str:
+    return f"{job.name}-launcher"
+
+
+def ssh_secret_name(job: Job[Any]) -> str:
+    return f"{job.name}-ssh"
+
+
+def hostfile_name(job: Job[Any]) -> str:
+    return f"{job.name}-hostfile"
+
+
+def worker_hosts(job: Job[ColossalAIJobSpec]) -> list[str]:
+    """The workers' DNS names through the headless Service, as the hostfile lists them."""
+    return [
+        f"{worker_name(job, i)}.{job.name}.{job.namespace}.svc"
+        for i in range(job.spec.worker.replicas)
+    ]
+
+
+# The launch command ----------------------------------------------------------------------
+
+
+def torch_arg_error(arg: str) -> str | None:
+    """Why one torchArgs entry cannot reach torchrun through `--extra_launch_args`, if it cannot.
+
+    `colossalai run` splits that option's value at `,` and each item at `=` (exactly one), and
+    turns `k=v` into `--k=v` and `k` into `--k`; an empty value would become a flag.
+    """
+    if not arg.startswith("--") or arg == "--":
+        return f"{arg!r}: write each torchrun option as --name=value or --name"
+    name, eq, value = arg[2:].partition("=")
+    if not name or "," in arg or "=" in value or (eq and not value) or name.startswith("-"):
+        return (
+            f"{arg!r}: must be --name=value or --name, with no ',' anywhere and no '=' or "
+            "empty value after the first '='"
+        )
+    if name.replace("-", "_") in RESERVED_TORCH_ARGS:
+        return f"{arg!r}: colossalai run sets --{name} itself"
+    return None
+
+
+def extra_launch_args(torch_args: Sequence[str]) -> str | None:
+    """`["--max_restarts=3", "--standalone"]` → `max_restarts=3,standalone`; None when empty."""
+    return ",".join(arg[2:] for arg in torch_args) or None
+
+
+def colossalai_args(job: Job[ColossalAIJobSpec]) -> list[str]:
+    """`colossalai run`'s arguments: hostfile, processes, master, torchrun options, `--`, script.
+
+    The `--` ends click's option parsing, so a script argument that happens to be one of
+    colossalai run's own options (`--hostfile`, `--master_port`, ...) reaches the script.
+    """
+    worker = job.spec.worker
+    args = [
+        "run",
+        "--hostfile",
+        HOSTFILE,
+        "--nproc_per_node",
+        str(worker.proc_per_worker),
+        "--master_addr",
+        worker_hosts(job)[0],
+        "--master_port",
+        str(MASTER_PORT),
+    ]
+    extra = extra_launch_args(worker.torch_args)
+    if extra:
+        args += ["--extra_launch_args", extra]
+    return [*args, "--", *worker.command]
+
+
+def launcher_command(colossalai: Sequence[str]) -> list[str]:
+    """bash runs the shared wait, then `exec colossalai "$@"` with the arguments positional."""
+    return ["/bin/bash", "-c", LAUNCHER_SCRIPT, "jobcore-colossalai-launcher", *colossalai]
+
+
+# Run modes -------------------------------------------------------------------------------
+
+
+def paused(job: Job[Any]) -> bool:
+    mode = job.spec.run_mode
+    return bool(mode and mode.pause and mode.pause.enabled)
+
+
+def debugging(job: Job[Any]) -> bool:
+    mode = job.spec.run_mode
+    return bool(mode and mode.debug and mode.debug.enabled)
+
+
+def _debug(job: Job[Any], replica_type: str) -> tuple[list[str], bool] | None:
+    """In debug mode: the replica's command and whether to skip init containers."""
+    if not debugging(job):
+        return None
+    for replica in job.spec.run_mode.debug.replica_specs or ():
+        if replica.type == replica_type:
+            return list(replica.command or DEBUG_COMMAND), replica.skip_init_container
+    return list(DEBUG_COMMAND), False
+
+
+# Children ------------------------------------------------------------------------------
+
+
+def _meta(job: Job[Any], name: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    return {"name": name, "namespace": job.namespace, "labels": dict(labels)}
+
+
+def hostfile_configmap(job: Job[ColossalAIJobSpec]) -> Object:
+    """ColossalAI's hostfile: one worker name per line, no slots."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(job, hostfile_name(job), job.labels()),
+        "data": {HOSTFILE_KEY: "".join(f"{host}\n" for host in worker_hosts(job))},
+    }
+
+
+def service(job: Job[ColossalAIJobSpec]) -> Object:
+    """Headless, publishing workers before they are Ready so their names resolve early."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(job, job.name, job.labels()),
+        "spec": {
+            "clusterIP": "None",
+            "selector": job.labels(WORKER),
+            "publishNotReadyAddresses": True,
+            "ports": [{"name": "ssh", "port": _ssh.SSH_PORT, "targetPort": _ssh.SSH_PORT}],
+        },
+    }
+
+
+def _ssh_mount(job: Job[ColossalAIJobSpec]) -> dict[str, Any]:
+    return {"name": SSH_VOLUME, "mountPath": job.spec.ssh.auth_mount_path, "readOnly": True}
+
+
+def worker_pod(job: Job[ColossalAIJobSpec], index: int) -> Object:
+    """The template with sshd in place of the worker container's command; Ready on port 22.
+
+    restartPolicy is always Never: `colossalai run` cannot re-admit a restarted worker, so a
+    worker's failure is the job's.
+    """
+    template = job.spec.worker.template
+    name = worker_name(job, index)
+    labels = {**((template.metadata and template.metadata.labels) or {})}
+    meta = _meta(job, name, {**labels, **job.labels(WORKER, index)})
+    if template.metadata and template.metadata.annotations:
+        meta["annotations"] = dict(template.metadata.annotations)
+    spec = template.spec.to_api()
+    spec["volumes"] = [
+        *spec.get("volumes", ()),
+        _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
+    ]
+    spec.update(hostname=name, subdomain=job.name, restartPolicy="Never")
+    debug = _debug(job, WORKER)
+    if debug is not None and debug[1]:
+        spec.pop("initContainers", None)
+    ssh = job.spec.ssh
+    for container in spec["containers"]:
+        if container["name"] != WORKER_CONTAINER:
+            continue
+        container.pop("args", None)
+        container["volumeMounts"] = [*container.get("volumeMounts", ()), _ssh_mount(job)]
+        container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
+        if debug is not None:  # a debug command need not serve ssh: no probe that cannot pass
+            container["command"] = debug[0]
+            container.pop("readinessProbe", None)
+        else:
+            container["command"] = _ssh.sshd_command(ssh.sshd_path, ssh.auth_mount_path)
+            container["readinessProbe"] = {
+                "tcpSocket": {"port": _ssh.SSH_PORT},
+                "periodSeconds": 2,
+                "failureThreshold": 3,
+            }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def launcher_pod(job: Job[ColossalAIJobSpec]) -> Object:
+    """spec.launcher's container running `colossalai run` once every worker accepts ssh.
+
+    colossalai run hands its own environment to the training processes and `cd`s them into
+    its working directory, so spec.launcher.env and workingDir apply on the workers too.
+    """
+    launcher = job.spec.launcher
+    debug = _debug(job, LAUNCHER)
+    command = debug[0] if debug else launcher_command(colossalai_args(job))
+    ours = {"JOBCORE_COLOSSALAI_HOSTFILE": HOSTFILE}
+    user_names = {str(e.get("name")) for e in launcher.env}
+    container: dict[str, Any] = {
+        "name": LAUNCHER_CONTAINER,
+        "image": launcher.image,
+        "command": command,
+        # The user's own value of one of our variables wins.
+        "env": [
+            *({"name": k, "value": v} for k, v in ours.items() if k not in user_names),
+            *launcher.env,
+        ],
+        "volumeMounts": [
+            _ssh_mount(job),
+            {"name": HOSTFILE_VOLUME, "mountPath": HOSTFILE_DIR, "readOnly": True},
+        ],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    if launcher.working_dir:
+        container["workingDir"] = launcher.working_dir
+    if launcher.resources:
+        container["resources"] = launcher.resources
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _meta(job, launcher_name(job), job.labels(LAUNCHER, 0)),
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [container],
+            "volumes": [
+                _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
+                {"name": HOSTFILE_VOLUME, "configMap": {"name": hostfile_name(job)}},
+            ],
+        },
+    }
+
+
+def from_current_shape(spec: dict[str, Any], replicas: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """`replicaSpecs` + `torchConfig` -> `worker` and `launcher` (T9k's current shape).
+
+    The launcher entry's `launcher` container gives image, workingDir, env and resources; an
+    empty template means the defaults: the worker container's image and workingDir.
+    """
+    config = spec.pop("torchConfig", None) or {}
+    ssh = spec.get("ssh")
+    if isinstance(ssh, dict) and "sshAuthMountPath" in ssh:
+        ssh["authMountPath"] = ssh.pop("sshAuthMountPath")
+    entry = replicas[WORKER]
+    template = _t9kshape.worker_template(entry, container=WORKER_CONTAINER)
+    worker_container: dict[str, Any] = next(
+        (c for c in template.get("spec", {}).get("containers") or () if c.get("name") == WORKER),
+        {},
+    )
+    launcher_template = replicas.get(LAUNCHER, {}).get("template") or {}
+    launcher_container = next(
+        (
+            c
+            for c in (launcher_template.get("spec") or {}).get("containers") or ()
+            if c.get("name") == LAUNCHER
+        ),
+        None,
+    )
+    if launcher_template and launcher_container is None:
+        raise ValueError(
+            "spec.replicaSpecs[launcher].template: needs a container named launcher, or {}"
+        )
+    source = launcher_container or worker_container
+    launcher = {
+        key: source[key]
+        for key in ("image", "workingDir", "env", "resources")
+        if source.get(key) is not None and (launcher_container or key in ("image", "workingDir"))
+    }
+    worker: dict[str, Any] = {
+        "replicas": entry.get("replicas", 1),
+        "command": config.get("script") or [],
+        "torchArgs": config.get("extraArgs") or [],
+        "template": template,
+    }
+    if config.get("procPerWorker") is not None:
+        worker["procPerWorker"] = config["procPerWorker"]
+    return {"worker": worker, "launcher": launcher}

@@ -1,0 +1,220 @@
+"""ColossalAIJob end to end: the real controller, a real API server, the simulated node."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controllers.sandbox import install_crd
+from jobcore import (
+    CONFIGMAPS,
+    PODS,
+    REPLICA_TYPE_LABEL,
+    SECRETS,
+    SERVICES,
+    Client,
+    Controller,
+    Manager,
+    Object,
+    add_job_controller,
+    crd_for,
+)
+from jobcore.testing import SimulatedNode, background, eventually
+from jobkinds.colossalaijob import ColossalAIJobKind
+
+pytestmark = pytest.mark.integration
+
+KIND = ColossalAIJobKind()
+JOBS = KIND.resource
+SAMPLE = Path(__file__).resolve().parents[2] / "manifests/samples/colossalaijob-example.yaml"
+LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
+
+
+def colossalaijob(namespace: str, name: str, **spec: Any) -> Object:
+    job: Object = {
+        "apiVersion": JOBS.api_version,
+        "kind": JOBS.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "launcher": {"image": "colossalai:latest", "workingDir": "/workspace"},
+            "worker": {
+                "replicas": 2,
+                "procPerWorker": 2,
+                "command": ["train.py", "--epochs", "1"],
+                "torchArgs": ["--max_restarts=0"],
+                "template": {"spec": {"containers": [{"name": "worker", "image": "c:latest"}]}},
+            },
+        },
+    }
+    job["spec"].update(spec)
+    return job
+
+
+@pytest.fixture
+async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
+    """The ColossalAIJob controller, scoped to the test's namespace."""
+    await install_crd(client, crd_for(KIND))
+    manager = Manager(client, metrics_address=None, health_address=None)
+    controller = add_job_controller(manager, KIND, namespace=namespace)
+    async with background(manager.run()):
+        yield controller
+
+
+async def job_status(client: Client, namespace: str, name: str) -> dict[str, Any]:
+    status: dict[str, Any] = (await client.get(JOBS, name, namespace)).get("status") or {}
+    return status
+
+
+async def wait_for_phase(client: Client, namespace: str, name: str, phase: str) -> dict[str, Any]:
+    async def reached() -> bool:
+        return (await job_status(client, namespace, name)).get("phase") == phase
+
+    await eventually(reached, timeout=20)
+    return await job_status(client, namespace, name)
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next(c for c in status["conditions"] if c["type"] == kind)
+
+
+async def pods(client: Client, namespace: str) -> dict[str, Object]:
+    items = (await client.list(PODS, namespace))["items"]
+    return {p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")}
+
+
+async def test_workers_then_the_launcher_and_success(
+    client: Client, namespace: str, controller: Controller
+) -> None:
+    node = SimulatedNode(client, name=f"n-{namespace}"[:63], namespace=namespace, ready_after=1.0)
+    node.when(LAUNCHER, exit_code=0, after=0.3)
+    async with background(node.run()):
+        await client.create(JOBS, colossalaijob(namespace, "ok"))
+
+        async def workers_running() -> bool:
+            current = await pods(client, namespace)
+            return all(
+                current.get(f"ok-worker-{i}", {}).get("status", {}).get("phase") == "Running"
+                for i in range(2)
+            )
+
+        await eventually(workers_running)
+        assert "ok-launcher" not in await pods(client, namespace), "launcher waits for Ready"
+        status = await wait_for_phase(client, namespace, "ok", "Succeeded")
+
+    assert condition(status, "Completed")["status"] == "True"
+    assert [task["type"] for task in status["tasks"]] == ["launcher", "worker"]
+    owner = (await client.get(JOBS, "ok", namespace))["metadata"]["uid"]
+    for resource, name in (
+        (SECRETS, "ok-ssh"),
+        (CONFIGMAPS, "ok-hostfile"),
+        (SERVICES, "ok"),
+        (PODS, "ok-worker-1"),
+        (PODS, "ok-launcher"),
+    ):
+        (ref,) = (await client.get(resource, name, namespace))["metadata"]["ownerReferences"]
+        assert ref["uid"] == owner and ref["controller"] is True, name
+    hostfile = (await client.get(CONFIGMAPS, "ok-hostfile", namespace))["data"]["hostfile"]
+    assert hostfile == f"ok-worker-0.ok.{namespace}.svc\nok-worker-1.ok.{namespace}.svc\n"
+    launcher = (await client.get(PODS, "ok-launcher", namespace))["spec"]["containers"][0]
+    assert launcher["workingDir"] == "/workspace"
+    assert launcher["command"][4:] == [
+        "run",
+        "--hostfile",
+        "/etc/colossalai/hostfile",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        f"ok-worker-0.ok.{namespace}.svc",
+        "--master_port",
+        "29500",
+        "--extra_launch_args",
+        "max_restarts=0",
+        "--",
+        "train.py",
+        "--epochs",
+        "1",
+    ]
+
+
+async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    simulated_node.when(LAUNCHER, exit_code=1, after=0.2)
+    await client.create(JOBS, colossalaijob(namespace, "bad"))
+    status = await wait_for_phase(client, namespace, "bad", "Failed")
+    assert condition(status, "Failed")["status"] == "True"
+    failure = condition(status, "ReplicaFailure")
+    assert failure["status"] == "True"
+    assert failure["message"] == "Pod[bad-launcher] exited with error code 1"
+
+
+async def test_a_failed_worker_fails_the_job_naming_it(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    await client.create(JOBS, colossalaijob(namespace, "killed"))
+    await wait_for_phase(client, namespace, "killed", "Running")
+    await simulated_node.fail(namespace, "killed-worker-1", exit_code=137, reason="OOMKilled")
+    status = await wait_for_phase(client, namespace, "killed", "Failed")
+    failure = condition(status, "ReplicaFailure")
+    assert failure["status"] == "True"
+    assert failure["message"].startswith("Pod[killed-worker-1] exited with error code 137")
+    worker = (await pods(client, namespace))["killed-worker-1"]
+    assert worker["spec"]["restartPolicy"] == "Never"
+
+
+async def test_clean_up_workers_deletes_workers_and_keeps_the_launcher(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
+    job = colossalaijob(namespace, "tidy", runPolicy={"cleanUpWorkers": True})
+    await client.create(JOBS, job)
+    await wait_for_phase(client, namespace, "tidy", "Succeeded")
+
+    async def workers_gone() -> bool:
+        return set(await pods(client, namespace)) == {"tidy-launcher"}
+
+    await eventually(workers_gone)
+    assert (await job_status(client, namespace, "tidy"))["phase"] == "Succeeded"
+
+
+async def test_an_invalid_job_fails_with_the_field_named_and_creates_nothing(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    broken = colossalaijob(namespace, "broken")
+    broken["spec"]["worker"]["template"]["spec"]["containers"][0]["name"] = "main"
+    broken["spec"]["worker"]["torchArgs"] = ["--nnodes=3"]
+    await client.create(JOBS, broken)
+    status = await wait_for_phase(client, namespace, "broken", "Failed")
+    failed = condition(status, "Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert (
+        'spec.worker.template.spec.containers: needs a container named "worker"'
+        in (failed["message"])
+    )
+    assert "spec.worker.torchArgs[0]" in failed["message"]
+    assert await pods(client, namespace) == {}
+
+
+async def test_the_seed_example_is_accepted_and_reconciled(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
+    job = copy.deepcopy(yaml.safe_load(SAMPLE.read_text()))
+    job["metadata"]["namespace"] = namespace
+    await client.create(JOBS, job)
+    name = job["metadata"]["name"]
+    stored = await client.get(JOBS, name, namespace)
+    assert stored["spec"]["worker"]["procPerWorker"] == 1  # not pruned: the CRD names it
+    assert stored["spec"]["ssh"]["authMountPath"] == "/root/.ssh"
+    await wait_for_phase(client, namespace, name, "Succeeded")
+    current = await pods(client, namespace)
+    assert set(current) == {f"{name}-worker-0", f"{name}-worker-1", f"{name}-launcher"}
+    launcher = current[f"{name}-launcher"]["spec"]["containers"][0]
+    assert launcher["image"] == "hpcaitech/colossalai:0.3.0"
+    assert launcher["resources"]["limits"] == {"cpu": "1", "memory": "2Gi"}
+    assert launcher["command"][-3:] == ["--", "train.py", "arg1"]

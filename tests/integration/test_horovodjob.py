@@ -1,0 +1,245 @@
+"""HorovodJob end to end: the real controller, a real API server, the simulated node."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controllers.sandbox import install_crd
+from jobcore import (
+    CONFIGMAPS,
+    PODS,
+    REPLICA_TYPE_LABEL,
+    Client,
+    Controller,
+    Manager,
+    Object,
+    add_job_controller,
+    crd_for,
+)
+from jobcore.testing import SimulatedNode, background, eventually
+from jobkinds.horovodjob import HorovodJobKind
+
+pytestmark = pytest.mark.integration
+
+KIND = HorovodJobKind()
+HOROVODJOBS = KIND.resource
+LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
+SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
+
+
+def horovodjob(namespace: str, name: str, *, replicas: int = 2, **spec: Any) -> Object:
+    job: Object = {
+        "apiVersion": HOROVODJOBS.api_version,
+        "kind": HOROVODJOBS.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "worker": {
+                "replicas": replicas,
+                "slotsPerWorker": 2,
+                "cmd": ["python", "train.py"],
+                "template": {"spec": {"containers": [{"name": "worker", "image": "horovod"}]}},
+            },
+        },
+    }
+    job["spec"].update(spec)
+    return job
+
+
+def elastic(namespace: str, name: str, replicas: int = 2) -> Object:
+    bounds = {"minReplicas": 1, "maxReplicas": 4}
+    return horovodjob(namespace, name, replicas=replicas, elastic=bounds)
+
+
+@pytest.fixture
+async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
+    """The HorovodJob controller, scoped to the test's namespace."""
+    await install_crd(client, crd_for(KIND))
+    manager = Manager(client, metrics_address=None, health_address=None)
+    controller = add_job_controller(manager, KIND, namespace=namespace)
+    async with background(manager.run()):
+        yield controller
+
+
+async def job_status(client: Client, namespace: str, name: str) -> dict[str, Any]:
+    status: dict[str, Any] = (await client.get(HOROVODJOBS, name, namespace)).get("status") or {}
+    return status
+
+
+async def wait_for_phase(client: Client, namespace: str, name: str, phase: str) -> dict[str, Any]:
+    async def reached() -> bool:
+        return (await job_status(client, namespace, name)).get("phase") == phase
+
+    await eventually(reached, timeout=20)
+    return await job_status(client, namespace, name)
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next(c for c in status["conditions"] if c["type"] == kind)
+
+
+async def pods(client: Client, namespace: str) -> dict[str, Object]:
+    items = (await client.list(PODS, namespace))["items"]
+    return {p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")}
+
+
+async def discovered(client: Client, namespace: str, name: str) -> list[str]:
+    """The hosts the job's discovery script lists now (its `echo 'host:slots'` lines)."""
+    data = (await client.get(CONFIGMAPS, f"{name}-discovery", namespace))["data"]
+    lines = data["discover_hosts.sh"].splitlines()
+    return [line.split("'")[1] for line in lines if line.startswith("echo ")]
+
+
+def hosts(name: str, namespace: str, *indices: int) -> list[str]:
+    return [f"{name}-worker-{i}.{name}.{namespace}.svc:2" for i in indices]
+
+
+# Static -----------------------------------------------------------------------------------
+
+
+async def test_a_static_job_runs_horovodrun_after_its_workers_and_succeeds(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    simulated_node.when(LAUNCHER, exit_code=0, after=0.3)
+    await client.create(HOROVODJOBS, horovodjob(namespace, "ok"))
+    status = await wait_for_phase(client, namespace, "ok", "Succeeded")
+    assert condition(status, "Completed")["message"] == "The job has finished successfully."
+    assert [task["type"] for task in status["tasks"]] == ["launcher", "worker"]
+    hostfile = (await client.get(CONFIGMAPS, "ok-hostfile", namespace))["data"]["hostfile"]
+    assert hostfile == (
+        f"ok-worker-0.ok.{namespace}.svc slots=2\nok-worker-1.ok.{namespace}.svc slots=2\n"
+    )
+    launcher = (await pods(client, namespace))["ok-launcher"]
+    command = launcher["spec"]["containers"][0]["command"]
+    args = ["-np", "4", "--hostfile", "/etc/horovod/hostfile", "--gloo", "python", "train.py"]
+    assert command[4:] == args
+
+
+async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    simulated_node.when(LAUNCHER, exit_code=3, after=0.2)
+    await client.create(HOROVODJOBS, horovodjob(namespace, "bad"))
+    status = await wait_for_phase(client, namespace, "bad", "Failed")
+    assert condition(status, "Failed")["message"] == "The job exited with an error code."
+    failure = condition(status, "ReplicaFailure")
+    assert failure["message"] == "Pod[bad-launcher] exited with error code 3"
+
+
+async def test_a_static_jobs_failed_worker_fails_it(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    await client.create(HOROVODJOBS, horovodjob(namespace, "killed"))
+    await wait_for_phase(client, namespace, "killed", "Running")
+    await simulated_node.fail(namespace, "killed-worker-1", exit_code=137, reason="OOMKilled")
+    status = await wait_for_phase(client, namespace, "killed", "Failed")
+    failure = condition(status, "ReplicaFailure")
+    assert failure["message"] == "Pod[killed-worker-1] exited with error code 137 (OOMKilled)"
+
+
+async def test_clean_up_workers_keeps_the_launcher(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
+    job = horovodjob(namespace, "tidy", runPolicy={"cleanUpWorkers": True})
+    await client.create(HOROVODJOBS, job)
+    await wait_for_phase(client, namespace, "tidy", "Succeeded")
+
+    async def workers_gone() -> bool:
+        return set(await pods(client, namespace)) == {"tidy-launcher"}
+
+    await eventually(workers_gone)
+    assert (await job_status(client, namespace, "tidy"))["phase"] == "Succeeded"
+
+
+async def test_an_invalid_job_fails_with_the_field_named(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    job = elastic(namespace, "broken", replicas=5)
+    job["spec"]["horovod"] = {"backend": "mpi"}
+    await client.create(HOROVODJOBS, job)
+    status = await wait_for_phase(client, namespace, "broken", "Failed")
+    failed = condition(status, "Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert "spec.horovod.backend" in failed["message"]
+    assert "spec.worker.replicas: must be within spec.elastic [1, 4], got 5" in failed["message"]
+    assert await pods(client, namespace) == {}
+
+
+# Elastic ----------------------------------------------------------------------------------
+
+
+async def test_an_elastic_job_scales_up_and_down_while_running(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    await client.create(HOROVODJOBS, elastic(namespace, "el"))
+    await wait_for_phase(client, namespace, "el", "Running")
+    launcher = (await pods(client, namespace))["el-launcher"]
+    assert launcher["spec"]["containers"][0]["command"][:8] == [
+        "horovodrun",
+        "-np",
+        "4",
+        "--min-np",
+        "2",
+        "--max-np",
+        "8",
+        "--slots-per-host",
+    ]
+
+    async def shows(*indices: int) -> bool:
+        workers = {n for n in await pods(client, namespace) if "-worker-" in n}
+        return workers == {f"el-worker-{i}" for i in indices} and await discovered(
+            client, namespace, "el"
+        ) == hosts("el", namespace, *indices)
+
+    await eventually(lambda: shows(0, 1))
+    await client.patch(HOROVODJOBS, "el", {"spec": {"worker": {"replicas": 3}}}, namespace)
+    await eventually(lambda: shows(0, 1, 2))
+    await client.patch(HOROVODJOBS, "el", {"spec": {"worker": {"replicas": 1}}}, namespace)
+    await eventually(lambda: shows(0))
+    status = await job_status(client, namespace, "el")
+    assert status["phase"] == "Running"
+    assert status["ready"] == "2/2"
+    assert (
+        launcher["metadata"]["uid"]
+        == (await pods(client, namespace))["el-launcher"]["metadata"]["uid"]
+    )
+
+
+async def test_an_elastic_jobs_lost_worker_is_replaced_while_it_runs(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    await client.create(HOROVODJOBS, elastic(namespace, "heal", replicas=3))
+    await wait_for_phase(client, namespace, "heal", "Running")
+
+    async def all_listed() -> bool:
+        return await discovered(client, namespace, "heal") == hosts("heal", namespace, 0, 1, 2)
+
+    await eventually(all_listed)
+    lost = (await pods(client, namespace))["heal-worker-1"]["metadata"]["uid"]
+    await simulated_node.fail(namespace, "heal-worker-1", exit_code=137)
+
+    async def replaced() -> bool:
+        pod = (await pods(client, namespace)).get("heal-worker-1")
+        return pod is not None and pod["metadata"]["uid"] != lost
+
+    await eventually(replaced)
+    await eventually(all_listed)
+    status = await job_status(client, namespace, "heal")
+    assert status["phase"] == "Running"
+    assert not any(c["type"] == "Failed" and c["status"] == "True" for c in status["conditions"])
+    assert (await pods(client, namespace))["heal-launcher"]["status"]["phase"] == "Running"
+
+
+async def test_each_sample_is_accepted_and_runs(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    for path in sorted(SAMPLES.glob("horovodjob-*.yaml")):
+        job = yaml.safe_load(path.read_text())
+        job["metadata"]["namespace"] = namespace
+        await client.create(HOROVODJOBS, job)
+        await wait_for_phase(client, namespace, job["metadata"]["name"], "Running")

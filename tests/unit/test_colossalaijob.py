@@ -1,0 +1,677 @@
+"""The ColossalAIJob kind on plain objects: API shape, validation, children, outcomes, script."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from jobcore import (
+    CONFIGMAPS,
+    PODS,
+    SECRETS,
+    SERVICES,
+    Job,
+    JobKind,
+    JobStatus,
+    Object,
+    Observed,
+    Outcome,
+    Resource,
+)
+from jobkinds import _colossalai, _ssh
+from jobkinds.colossalaijob import ColossalAIJobKind, ColossalAIJobSpec
+
+NS = "team-a"
+SAMPLE = Path(__file__).resolve().parents[2] / "manifests/samples/colossalaijob-example.yaml"
+
+# The first example of the T9k ColossalAIJob guide (seed 003), verbatim.
+SEED_YAML = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: ColossalAIJob
+metadata:
+  name: colossalai-example
+spec:
+  ssh:
+    authMountPath: /root/.ssh
+    sshdPath: /usr/sbin/sshd
+  launcher:
+    image: hpcaitech/colossalai:0.3.0
+    workingDir: /workspace
+    env: []
+    resources:
+      limits:
+        cpu: 1
+        memory: 2Gi
+      requests:
+        cpu: 500m
+        memory: 1Gi
+  worker:
+    replicas: 2
+    procPerWorker: 1
+    command:
+      - train.py
+      - arg1
+    torchArgs: []
+    template:
+      spec:
+        restartPolicy: OnFailure
+        containers:
+          - image: hpcaitech/colossalai:0.3.0
+            imagePullPolicy: IfNotPresent
+            name: worker
+            resources:
+              limits:
+                cpu: 2
+                memory: 8Gi
+                nvidia.com/gpu: 1
+              requests:
+                cpu: 1
+                memory: 4Gi
+                nvidia.com/gpu: 1
+            volumeMounts:
+              - mountPath: /workspace
+                name: code
+        volumes:
+          - name: code
+            persistentVolumeClaim:
+              claimName: colossalai
+"""
+
+KIND = ColossalAIJobKind()
+JOB = "colossalai-example"
+FQDN0 = f"{JOB}-worker-0.{JOB}.{NS}.svc"
+
+
+def seed_spec() -> dict[str, Any]:
+    spec: dict[str, Any] = yaml.safe_load(SEED_YAML)["spec"]
+    return spec
+
+
+def make_job(spec: Mapping[str, Any] | None = None, name: str = JOB) -> Job[ColossalAIJobSpec]:
+    raw = dict(spec if spec is not None else seed_spec())
+    obj = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "ColossalAIJob",
+        "metadata": {"name": name, "namespace": NS, "uid": "uid-1"},
+        "spec": raw,
+    }
+    return Job(
+        kind="ColossalAIJob",
+        name=name,
+        namespace=NS,
+        uid="uid-1",
+        spec=ColossalAIJobSpec.model_validate(raw),
+        status=JobStatus(),
+        obj=obj,
+    )
+
+
+def with_worker(**changes: Any) -> dict[str, Any]:
+    spec = seed_spec()
+    spec["worker"].update(changes)
+    return spec
+
+
+def pod(
+    name: str,
+    replica_type: str,
+    index: int = 0,
+    *,
+    phase: str = "Running",
+    ready: bool = False,
+    containers: list[dict[str, Any]] | None = None,
+    **status: Any,
+) -> Object:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": make_job().labels(replica_type, index),
+            "uid": f"uid-{name}",
+        },
+        "spec": {"nodeName": "node-1"},
+        "status": {
+            "phase": phase,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            "containerStatuses": containers or [],
+            **status,
+        },
+    }
+
+
+def terminated(name: str, code: int, reason: str = "Error", message: str = "") -> dict[str, Any]:
+    state = {"exitCode": code, "reason": reason, **({"message": message} if message else {})}
+    return {"name": name, "state": {"terminated": state}, "restartCount": 0}
+
+
+def workers(n: int = 2, *, ready: bool = True) -> dict[str, Object]:
+    return {
+        f"{JOB}-worker-{i}": pod(f"{JOB}-worker-{i}", "worker", i, ready=ready) for i in range(n)
+    }
+
+
+def launcher(**kwargs: Any) -> dict[str, Object]:
+    return {f"{JOB}-launcher": pod(f"{JOB}-launcher", "launcher", 0, **kwargs)}
+
+
+def observed(pods: Mapping[str, Object] | None = None, **others: Mapping[str, Object]) -> Observed:
+    children: dict[Resource, Mapping[str, Object]] = {PODS: dict(pods or {})}
+    for resource in (SECRETS, CONFIGMAPS, SERVICES):
+        if resource.plural in others:
+            children[resource] = others[resource.plural]
+    return Observed(children)
+
+
+def by_name(objects: list[Object]) -> dict[str, Object]:
+    return {o["metadata"]["name"]: o for o in objects}
+
+
+def container(obj: Object, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(c for c in obj["spec"]["containers"] if c["name"] == name)
+    return found
+
+
+def is_subset(small: Any, big: Any) -> bool:
+    if isinstance(small, dict):
+        return isinstance(big, dict) and all(
+            k in big and is_subset(v, big[k]) for k, v in small.items()
+        )
+    return bool(small == big)
+
+
+# API ------------------------------------------------------------------------------------
+
+
+def test_kind_satisfies_the_protocol() -> None:
+    kind: JobKind[ColossalAIJobSpec] = KIND  # mypy checks the protocol here
+    assert kind.resource.api_version == "batch.tensorstack.dev/v1beta1"
+    assert (kind.resource.kind, kind.resource.plural) == ("ColossalAIJob", "colossalaijobs")
+    assert "caj" in kind.short_names
+    assert tuple(kind.replica_types) == ("launcher", "worker")
+    assert tuple(kind.kept_after_cleanup) == ("launcher",)
+    assert set(kind.child_resources) == {SECRETS, CONFIGMAPS, SERVICES, PODS}
+    assert list(kind.printer_columns) == [
+        {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"}
+    ]
+    assert kind.replicas(make_job()) == {"launcher": 1, "worker": 2}
+
+
+def test_seed_example_round_trips_with_its_wire_names() -> None:
+    raw = seed_spec()
+    spec = ColossalAIJobSpec.model_validate(raw)
+    assert spec.ssh.auth_mount_path == "/root/.ssh"
+    assert spec.launcher.working_dir == "/workspace"
+    assert spec.worker.proc_per_worker == 1
+    assert spec.worker.command == ["train.py", "arg1"]
+    dumped = spec.to_api()
+    assert is_subset(raw, dumped), dumped
+    assert set(dumped["worker"]) >= {"procPerWorker", "torchArgs", "command", "template"}
+    assert set(dumped["ssh"]) == {"authMountPath", "sshdPath"}
+    assert dumped["launcher"]["workingDir"] == "/workspace"
+    assert ColossalAIJobSpec.model_validate(dumped) == spec
+
+
+def test_sample_manifest_is_the_seed_example() -> None:
+    sample = yaml.safe_load(SAMPLE.read_text())
+    assert sample["spec"] == seed_spec()
+    assert sample["metadata"]["name"] == JOB
+
+
+def test_defaults() -> None:
+    spec = ColossalAIJobSpec.model_validate(
+        {
+            "launcher": {"image": "c"},
+            "worker": {
+                "command": ["t.py"],
+                "template": {"spec": {"containers": [{"name": "worker", "image": "c"}]}},
+            },
+        }
+    )
+    assert (spec.ssh.auth_mount_path, spec.ssh.sshd_path) == ("/root/.ssh", "/usr/sbin/sshd")
+    assert (spec.worker.replicas, spec.worker.proc_per_worker) == (1, 1)
+    assert spec.worker.torch_args == []
+    assert spec.launcher.env == []
+
+
+@pytest.mark.parametrize(
+    ("change", "loc"),
+    [
+        ({"worker": {"replicas": 0}}, ("worker", "replicas")),
+        ({"worker": {"procPerWorker": 0}}, ("worker", "procPerWorker")),
+        ({"worker": {"command": []}}, ("worker", "command")),
+        ({"launcher": {"image": ""}}, ("launcher", "image")),
+        ({"worker": {"torch_arg": []}}, ("worker", "torch_arg")),  # unknown: a typo
+    ],
+)
+def test_schema_errors_name_the_wire_field(change: dict[str, Any], loc: tuple[str, ...]) -> None:
+    spec = seed_spec()
+    for key, value in change.items():
+        spec[key].update(value)
+    with pytest.raises(ValidationError) as error:
+        ColossalAIJobSpec.model_validate(spec)
+    assert [e["loc"] for e in error.value.errors()] == [loc]
+
+
+def test_launcher_is_required() -> None:
+    spec = seed_spec()
+    del spec["launcher"]
+    with pytest.raises(ValidationError):
+        ColossalAIJobSpec.model_validate(spec)
+
+
+# Validation -----------------------------------------------------------------------------
+
+
+def errors_of(spec: Mapping[str, Any], name: str = JOB) -> dict[str, str]:
+    return {e.path: e.message for e in KIND.validate(make_job(spec, name))}
+
+
+def test_seed_example_is_valid() -> None:
+    assert KIND.validate(make_job()) == []
+
+
+def test_missing_worker_container_is_named() -> None:
+    spec = seed_spec()
+    spec["worker"]["template"]["spec"]["containers"][0]["name"] = "main"
+    assert errors_of(spec) == {
+        "spec.worker.template.spec.containers": 'needs a container named "worker"'
+    }
+
+
+def test_validation_catches_what_would_fail_later() -> None:
+    spec = with_worker(command=["train.sh"])
+    spec["ssh"] = {"sshdPath": "sshd", "authMountPath": "root/.ssh"}
+    main = spec["worker"]["template"]["spec"]["containers"][0]
+    main.pop("image")
+    spec["worker"]["template"]["spec"]["volumes"].append({"name": "jobcore-ssh", "emptyDir": {}})
+    spec["runMode"] = {"debug": {"enabled": True, "replicaSpecs": [{"type": "master"}]}}
+    errors = errors_of(spec, name="9-bad.name")
+    assert set(errors) == {
+        "metadata.name",
+        "spec.worker.template.spec.containers[0].image",
+        "spec.ssh.sshdPath",
+        "spec.ssh.authMountPath",
+        "spec.worker.command[0]",
+        "spec.worker.template.spec.volumes[1].name",
+        "spec.runMode.debug.replicaSpecs[0].type",
+    }
+    assert "'train.sh'" in errors["spec.worker.command[0]"]
+
+
+def test_a_mount_over_the_ssh_keys_is_rejected() -> None:
+    spec = seed_spec()
+    spec["worker"]["template"]["spec"]["containers"][0]["volumeMounts"].append(
+        {"name": "code", "mountPath": "/root/.ssh/"}
+    )
+    assert list(errors_of(spec)) == [
+        "spec.worker.template.spec.containers[0].volumeMounts[1].mountPath"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arg", "problem"),
+    [
+        ("max_restarts=3", "--name=value or --name"),
+        ("--max_restarts", None),
+        ("--rdzv_conf=a=b", "no '=' or empty value"),
+        ("--rdzv_conf=a,b", "no ','"),
+        ("--max_restarts=", "empty value"),
+        ("--", "--name=value or --name"),
+        ("--nproc_per_node=2", "sets --nproc_per_node itself"),
+        ("--master-port=1", "sets --master-port itself"),
+        ("--nnodes=2", "sets --nnodes itself"),
+    ],
+)
+def test_torch_args_must_fit_extra_launch_args(arg: str, problem: str | None) -> None:
+    errors = errors_of(with_worker(torchArgs=["--standalone", arg]))
+    if problem is None:
+        assert errors == {}
+    else:
+        assert list(errors) == ["spec.worker.torchArgs[1]"]
+        assert problem in errors["spec.worker.torchArgs[1]"]
+
+
+def test_long_names_are_rejected() -> None:
+    assert "exceeds 63" in errors_of(seed_spec(), name="j" * 55)["metadata.name"]
+
+
+# Rendering ------------------------------------------------------------------------------
+
+
+def test_render_order_and_no_launcher_until_every_worker_is_ready() -> None:
+    job = make_job()
+    not_all_ready = {**workers(), f"{JOB}-worker-1": pod(f"{JOB}-worker-1", "worker", 1)}
+    for pods in ({}, workers(ready=False), not_all_ready, workers(1)):
+        objects = KIND.render(job, observed(pods))
+        assert [o["kind"] for o in objects] == ["Secret", "ConfigMap", "Service", "Pod", "Pod"]
+        assert [o["metadata"]["name"] for o in objects] == [
+            f"{JOB}-ssh",
+            f"{JOB}-hostfile",
+            JOB,
+            f"{JOB}-worker-0",
+            f"{JOB}-worker-1",
+        ]
+    objects = KIND.render(job, observed(workers()))
+    assert [o["metadata"]["name"] for o in objects][5:] == [f"{JOB}-launcher"]
+
+
+def test_render_keeps_an_existing_launcher() -> None:
+    pods = {**workers(ready=False), **launcher()}
+    assert KIND.render(make_job(), observed(pods))[-1]["metadata"]["name"] == f"{JOB}-launcher"
+
+
+def test_every_object_is_labelled_and_namespaced() -> None:
+    job = make_job()
+    objects = by_name(KIND.render(job, observed(workers())))
+    for obj in objects.values():
+        assert obj["metadata"]["namespace"] == NS
+        assert job.labels().items() <= obj["metadata"]["labels"].items()
+    assert objects[f"{JOB}-worker-1"]["metadata"]["labels"] == job.labels("worker", 1)
+    assert objects[f"{JOB}-launcher"]["metadata"]["labels"] == job.labels("launcher", 0)
+
+
+def test_secret_is_new_then_reused() -> None:
+    secret = KIND.render(make_job(), observed())[0]
+    files = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    assert files["authorized_keys"] == files["id_ed25519.pub"]
+    assert files["id_ed25519"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
+    again = KIND.render(make_job(), observed(secrets={f"{JOB}-ssh": secret}))[0]
+    assert again is secret
+
+
+def test_hostfile_lists_one_worker_fqdn_per_line_without_slots() -> None:
+    configmap = by_name(KIND.render(make_job(with_worker(replicas=3)), observed()))[
+        f"{JOB}-hostfile"
+    ]
+    assert configmap["data"] == {
+        "hostfile": "".join(f"{JOB}-worker-{i}.{JOB}.{NS}.svc\n" for i in range(3))
+    }
+
+
+def test_service_is_headless_over_the_workers() -> None:
+    job = make_job()
+    service = by_name(KIND.render(job, observed()))[JOB]["spec"]
+    assert service == {
+        "clusterIP": "None",
+        "selector": job.labels("worker"),
+        "publishNotReadyAddresses": True,
+        "ports": [{"name": "ssh", "port": 22, "targetPort": 22}],
+    }
+
+
+def test_workers_run_sshd_in_place_of_the_template_command() -> None:
+    spec = seed_spec()
+    spec["worker"]["template"]["metadata"] = {"labels": {"app": "cai"}, "annotations": {"a": "b"}}
+    main = spec["worker"]["template"]["spec"]["containers"][0]
+    main.update(command=["python"], args=["train.py"])
+    spec["worker"]["template"]["spec"]["containers"].append({"name": "sidecar", "image": "s"})
+    worker = by_name(KIND.render(make_job(spec), observed()))[f"{JOB}-worker-1"]
+    assert worker["metadata"]["labels"]["app"] == "cai"
+    assert worker["metadata"]["annotations"] == {"a": "b"}
+    pod_spec = worker["spec"]
+    assert (pod_spec["hostname"], pod_spec["subdomain"]) == (f"{JOB}-worker-1", JOB)
+    assert pod_spec["restartPolicy"] == "Never"  # the seed's OnFailure cannot rejoin a run
+    main = container(worker, "worker")
+    assert main["command"] == _ssh.sshd_command("/usr/sbin/sshd", "/root/.ssh")
+    assert "args" not in main
+    assert main["readinessProbe"]["tcpSocket"] == {"port": 22}
+    assert main["volumeMounts"] == [
+        {"mountPath": "/workspace", "name": "code"},
+        {"name": "jobcore-ssh", "mountPath": "/root/.ssh", "readOnly": True},
+    ]
+    assert main["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert main["imagePullPolicy"] == "IfNotPresent"
+    assert pod_spec["volumes"] == [
+        {"name": "code", "persistentVolumeClaim": {"claimName": "colossalai"}},
+        {"name": "jobcore-ssh", "secret": {"secretName": f"{JOB}-ssh", "defaultMode": 0o600}},
+    ]
+    assert container(worker, "sidecar") == {"name": "sidecar", "image": "s"}
+
+
+def launcher_of(spec: Mapping[str, Any] | None = None) -> Object:
+    return by_name(KIND.render(make_job(spec), observed(workers())))[f"{JOB}-launcher"]
+
+
+def test_launcher_command_argument_by_argument() -> None:
+    spec = with_worker(
+        procPerWorker=4,
+        torchArgs=["--max_restarts=3", "--rdzv_backend=c10d", "--standalone"],
+        command=["train.py", "--lr", "0.1", "--master_port", "two words"],
+    )
+    command = container(launcher_of(spec), "launcher")["command"]
+    assert command[:4] == [
+        "/bin/bash",
+        "-c",
+        _colossalai.LAUNCHER_SCRIPT,
+        "jobcore-colossalai-launcher",
+    ]
+    assert command[4:] == [
+        "run",
+        "--hostfile",
+        "/etc/colossalai/hostfile",
+        "--nproc_per_node",
+        "4",
+        "--master_addr",
+        FQDN0,
+        "--master_port",
+        "29500",
+        "--extra_launch_args",
+        "max_restarts=3,rdzv_backend=c10d,standalone",
+        "--",
+        "train.py",
+        "--lr",
+        "0.1",
+        "--master_port",
+        "two words",
+    ]
+    assert 'exec colossalai "$@"' in command[2]
+
+
+def test_seed_launcher_has_no_extra_launch_args_and_no_ssh_port() -> None:
+    command = container(launcher_of(), "launcher")["command"]
+    assert command[4:] == [
+        "run",
+        "--hostfile",
+        "/etc/colossalai/hostfile",
+        "--nproc_per_node",
+        "1",
+        "--master_addr",
+        FQDN0,
+        "--master_port",
+        "29500",
+        "--",
+        "train.py",
+        "arg1",
+    ]
+
+
+def test_launcher_is_built_from_spec_launcher() -> None:
+    spec = seed_spec()
+    spec["launcher"]["env"] = [
+        {"name": "NCCL_DEBUG", "value": "INFO"},
+        {"name": "JOBCORE_COLOSSALAI_HOSTFILE", "value": "/elsewhere"},
+    ]
+    pod_ = launcher_of(spec)
+    pod_spec = pod_["spec"]
+    assert pod_spec["restartPolicy"] == "Never"
+    assert [c["name"] for c in pod_spec["containers"]] == ["launcher"]
+    main = container(pod_, "launcher")
+    assert main["image"] == "hpcaitech/colossalai:0.3.0"
+    assert main["workingDir"] == "/workspace"
+    assert main["resources"] == seed_spec()["launcher"]["resources"]
+    assert main["env"] == spec["launcher"]["env"]  # the user's value of ours wins
+    assert main["volumeMounts"] == [
+        {"name": "jobcore-ssh", "mountPath": "/root/.ssh", "readOnly": True},
+        {"name": "jobcore-hostfile", "mountPath": "/etc/colossalai", "readOnly": True},
+    ]
+    assert pod_spec["volumes"] == [
+        {"name": "jobcore-ssh", "secret": {"secretName": f"{JOB}-ssh", "defaultMode": 0o600}},
+        {"name": "jobcore-hostfile", "configMap": {"name": f"{JOB}-hostfile"}},
+    ]
+    assert "readinessProbe" not in main
+    minimal = seed_spec()
+    minimal["launcher"] = {"image": "c"}
+    main = container(launcher_of(minimal), "launcher")
+    assert "workingDir" not in main and "resources" not in main
+    assert main["env"] == [
+        {"name": "JOBCORE_COLOSSALAI_HOSTFILE", "value": "/etc/colossalai/hostfile"}
+    ]
+
+
+def test_debug_mode_runs_sleep_and_starts_the_launcher_at_once() -> None:
+    spec = seed_spec()
+    spec["runMode"] = {
+        "debug": {
+            "enabled": True,
+            "replicaSpecs": [{"type": "worker", "skipInitContainer": True, "command": ["/bin/x"]}],
+        }
+    }
+    spec["worker"]["template"]["spec"]["initContainers"] = [{"name": "init", "image": "i"}]
+    objects = by_name(KIND.render(make_job(spec), observed()))
+    assert container(objects[f"{JOB}-launcher"], "launcher")["command"] == ["sleep", "inf"]
+    worker = objects[f"{JOB}-worker-0"]
+    assert container(worker, "worker")["command"] == ["/bin/x"]
+    assert "readinessProbe" not in container(worker, "worker")
+    assert "initContainers" not in worker["spec"]
+
+
+def test_paused_job_has_no_pods() -> None:
+    spec = seed_spec()
+    spec["runMode"] = {"pause": {"enabled": True}}
+    job = make_job(spec)
+    objects = KIND.render(job, observed({**workers(), **launcher()}))
+    assert [o["kind"] for o in objects] == ["Secret", "ConfigMap", "Service"]
+    assert KIND.interpret(job, observed()).reason == "Paused"
+
+
+# Outcomes -------------------------------------------------------------------------------
+
+
+def interpret(pods: Mapping[str, Object]) -> Outcome:
+    return KIND.interpret(make_job(), observed(pods))
+
+
+def test_launcher_exit_zero_succeeds() -> None:
+    outcome = interpret(
+        {**workers(), **launcher(phase="Succeeded", containers=[terminated("launcher", 0)])}
+    )
+    assert outcome == Outcome("succeeded", "Succeeded", "The job has finished successfully.")
+
+
+def test_launcher_error_fails_naming_pod_and_code() -> None:
+    outcome = interpret(
+        {**workers(), **launcher(phase="Failed", containers=[terminated("launcher", 1)])}
+    )
+    assert (outcome.state, outcome.message) == ("failed", "The job exited with an error code.")
+    assert outcome.replica_failure == f"Pod[{JOB}-launcher] exited with error code 1"
+
+
+def test_a_failed_worker_fails_the_job_naming_it() -> None:
+    pods = {**workers(), **launcher(ready=True)}
+    pods[f"{JOB}-worker-1"] = pod(
+        f"{JOB}-worker-1",
+        "worker",
+        1,
+        phase="Failed",
+        containers=[terminated("worker", 137, "OOMKilled")],
+    )
+    outcome = interpret(pods)
+    assert outcome.state == "failed"
+    assert outcome.message == "A worker stopped before the launcher finished."
+    assert outcome.replica_failure == f"Pod[{JOB}-worker-1] exited with error code 137 (OOMKilled)"
+    evicted = pod(f"{JOB}-worker-0", "worker", 0, phase="Failed", reason="Evicted")
+    outcome = interpret({**workers(), f"{JOB}-worker-0": evicted})
+    assert (outcome.state, outcome.replica_failure) == (
+        "failed",
+        f"Pod[{JOB}-worker-0] failed: Evicted",
+    )
+
+
+def test_running_and_pending_outcomes() -> None:
+    assert interpret({**workers(), **launcher(ready=True)}) == Outcome("running")
+    assert interpret({}).reason == "WorkersCreating"
+    outcome = interpret(workers(ready=False))
+    assert (outcome.state, outcome.reason) == ("pending", "WorkersNotReady")
+    assert f"{JOB}-worker-0, {JOB}-worker-1" in outcome.message
+    assert interpret(workers()).reason == "LauncherCreating"
+    assert interpret({**workers(), **launcher(phase="Pending")}).reason == "LauncherPending"
+
+
+def test_a_stuck_image_is_reported_without_failing() -> None:
+    pods = workers(ready=False)
+    pods[f"{JOB}-worker-0"]["status"]["containerStatuses"] = [
+        {"name": "worker", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "nope"}}}
+    ]
+    outcome = interpret(pods)
+    assert (outcome.state, outcome.replica_failure) == (
+        "pending",
+        f"Pod[{JOB}-worker-0] container worker is waiting: ImagePullBackOff: nope",
+    )
+
+
+# The launcher script --------------------------------------------------------------------
+
+
+def test_script_gives_up_on_unresolvable_workers_and_never_starts_colossalai(
+    tmp_path: Path,
+) -> None:
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("nowhere-worker-0.cai.ns.svc.invalid\n")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "colossalai").write_text("#!/bin/bash\necho STARTED\n")
+    (fake / "colossalai").chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{fake}:{os.environ['PATH']}",
+        "JOBCORE_COLOSSALAI_HOSTFILE": str(hostfile),
+        "JOBCORE_COLOSSALAI_WAIT_SECONDS": "1",
+    }
+    result = subprocess.run(
+        _colossalai.launcher_command(["run", "--", "t.py"]),
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == _ssh.WAIT_TIMEOUT_EXIT
+    assert "waiting up to 1s for 1 worker(s)" in result.stdout
+    assert "STARTED" not in result.stdout
+
+
+def test_script_execs_colossalai_with_arguments_intact(tmp_path: Path) -> None:
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("")  # no workers to wait for: straight to colossalai
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "colossalai").write_text('#!/bin/bash\nprintf "%s\\n" "$@"\n')
+    (fake / "colossalai").chmod(0o755)
+    marker = tmp_path / "pwned"
+    args = [*_colossalai.colossalai_args(make_job()), "two words", f"$(touch {marker})"]
+    env = {
+        **os.environ,
+        "PATH": f"{fake}:{os.environ['PATH']}",
+        "JOBCORE_COLOSSALAI_HOSTFILE": str(hostfile),
+    }
+    result = subprocess.run(
+        _colossalai.launcher_command(args),
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-len(args) :] == args
+    assert not marker.exists()

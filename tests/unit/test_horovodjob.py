@@ -1,0 +1,647 @@
+"""The HorovodJob kind on plain objects: API, validation, children, horovodrun, outcomes."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from jobcore import (
+    CONFIGMAPS,
+    PODS,
+    SECRETS,
+    SERVICES,
+    Job,
+    JobKind,
+    JobStatus,
+    Object,
+    Observed,
+    Outcome,
+    Resource,
+)
+from jobkinds import _horovod, _ssh
+from jobkinds.horovodjob import HorovodJobKind, HorovodJobSpec
+
+NS = "team-a"
+NAME = "hvd"
+KIND = HorovodJobKind()
+SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
+
+BASE_YAML = """
+worker:
+  replicas: 2
+  slotsPerWorker: 2
+  cmd: [python, train.py, --epochs, "3"]
+  template:
+    spec:
+      containers:
+        - name: worker
+          image: horovod/horovod:0.28.1
+          workingDir: /code
+          env: [{name: NCCL_DEBUG, value: INFO}]
+          resources: {limits: {cpu: "1"}}
+"""
+
+
+def base_spec(**changes: Any) -> dict[str, Any]:
+    """The base spec with top-level keys replaced, nested dicts merged one level deep."""
+    spec: dict[str, Any] = yaml.safe_load(BASE_YAML)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(spec.get(key), dict):
+            spec[key] = {**spec[key], **value}
+        else:
+            spec[key] = value
+    return spec
+
+
+def elastic_spec(**changes: Any) -> dict[str, Any]:
+    spec = base_spec(elastic={"minReplicas": 1, "maxReplicas": 4, "resetLimit": 3})
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(spec.get(key), dict):
+            spec[key] = {**spec[key], **value}
+        else:
+            spec[key] = value
+    return spec
+
+
+def make_job(spec: Mapping[str, Any] | None = None, name: str = NAME) -> Job[HorovodJobSpec]:
+    raw = copy.deepcopy(dict(spec if spec is not None else base_spec()))
+    obj = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "HorovodJob",
+        "metadata": {"name": name, "namespace": NS, "uid": "uid-1"},
+        "spec": raw,
+    }
+    return Job(
+        kind="HorovodJob",
+        name=name,
+        namespace=NS,
+        uid="uid-1",
+        spec=HorovodJobSpec.model_validate(raw),
+        status=JobStatus(),
+        obj=obj,
+    )
+
+
+def pod(
+    replica_type: str,
+    index: int = 0,
+    *,
+    phase: str = "Running",
+    ready: bool = True,
+    containers: list[dict[str, Any]] | None = None,
+    **status: Any,
+) -> Object:
+    name = f"{NAME}-launcher" if replica_type == "launcher" else f"{NAME}-worker-{index}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": make_job().labels(replica_type, index),
+            "uid": f"uid-{name}",
+        },
+        "spec": {},
+        "status": {
+            "phase": phase,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            "containerStatuses": containers or [],
+            **status,
+        },
+    }
+
+
+def terminated(name: str, code: int, reason: str = "Error") -> dict[str, Any]:
+    return {"name": name, "state": {"terminated": {"exitCode": code, "reason": reason}}}
+
+
+def observed(*pods: Object, configmaps: Mapping[str, Object] | None = None) -> Observed:
+    children: dict[Resource, Mapping[str, Object]] = {
+        PODS: {p["metadata"]["name"]: p for p in pods}
+    }
+    if configmaps:
+        children[CONFIGMAPS] = configmaps
+    return Observed(children)
+
+
+def by_name(objects: list[Object]) -> dict[str, Object]:
+    return {o["metadata"]["name"]: o for o in objects}
+
+
+def launcher_of(job: Job[HorovodJobSpec], *pods: Object) -> Object:
+    return by_name(KIND.render(job, observed(*pods)))[f"{NAME}-launcher"]
+
+
+def errors_of(spec: Mapping[str, Any], name: str = NAME) -> dict[str, str]:
+    return {e.path: e.message for e in KIND.validate(make_job(spec, name))}
+
+
+# API ------------------------------------------------------------------------------------
+
+
+def test_kind_satisfies_the_protocol() -> None:
+    kind: JobKind[HorovodJobSpec] = KIND  # mypy checks the protocol here
+    assert kind.resource.api_version == "batch.tensorstack.dev/v1beta1"
+    assert (kind.resource.kind, kind.resource.plural) == ("HorovodJob", "horovodjobs")
+    assert "hj" in kind.short_names
+    assert tuple(kind.replica_types) == ("launcher", "worker")
+    assert tuple(kind.kept_after_cleanup) == ("launcher",)
+    assert set(kind.child_resources) == {SECRETS, CONFIGMAPS, SERVICES, PODS}
+    assert kind.replicas(make_job()) == {"launcher": 1, "worker": 2}
+
+
+def test_defaults_and_camel_case_round_trip() -> None:
+    spec = HorovodJobSpec.model_validate(base_spec())
+    assert spec.worker.slots_per_worker == 2
+    assert spec.horovod.backend == "gloo"
+    assert spec.horovod.network_interfaces == []
+    assert spec.horovod.start_timeout is None
+    assert spec.elastic is None
+    dumped = spec.to_api()
+    assert dumped["worker"]["slotsPerWorker"] == 2
+    assert dumped["ssh"] == {"sshdPath": "/usr/sbin/sshd", "sshAuthMountPath": "/root/.ssh"}
+    assert HorovodJobSpec.model_validate(dumped) == spec
+    elastic = HorovodJobSpec.model_validate(elastic_spec()).to_api()["elastic"]
+    assert elastic == {"minReplicas": 1, "maxReplicas": 4, "resetLimit": 3}
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        base_spec(worker={"replicas": 0}),
+        base_spec(worker={"slotsPerWorker": 0}),
+        base_spec(worker={"cmd": []}),
+        base_spec(horovod={"backend": "nccl"}),
+        base_spec(horovod={"startTimeout": 0}),
+        base_spec(elastic={"minReplicas": 0, "maxReplicas": 2}),
+        base_spec(elastic={"maxReplicas": 2}),
+        base_spec(worker={"slots": 2}),
+    ],
+)
+def test_schema_rejects_what_the_api_forbids(broken: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        HorovodJobSpec.model_validate(broken)
+
+
+# Validation -----------------------------------------------------------------------------
+
+
+def test_base_and_elastic_specs_are_valid() -> None:
+    assert errors_of(base_spec()) == {}
+    assert errors_of(elastic_spec()) == {}
+
+
+def test_missing_worker_container_is_named() -> None:
+    spec = base_spec()
+    spec["worker"]["template"]["spec"]["containers"][0]["name"] = "main"
+    assert errors_of(spec) == {
+        "spec.worker.template.spec.containers": 'needs a container named "worker"'
+    }
+
+
+def test_validation_names_each_field() -> None:
+    spec = base_spec(
+        ssh={"sshdPath": "sshd", "sshAuthMountPath": "root/.ssh"},
+        horovod={"networkInterfaces": ["eth0", "eth 1"]},
+    )
+    container = spec["worker"]["template"]["spec"]["containers"][0]
+    container.pop("image")
+    container["volumeMounts"] = [{"name": "x", "mountPath": "/etc/horovod/"}]
+    spec["worker"]["template"]["spec"]["volumes"] = [{"name": "jobcore-ssh", "emptyDir": {}}]
+    assert set(errors_of(spec, name="9-bad.name")) == {
+        "metadata.name",
+        "spec.worker.template.spec.containers[0].image",
+        "spec.ssh.sshdPath",
+        "spec.ssh.sshAuthMountPath",
+        "spec.horovod.networkInterfaces[1]",
+        "spec.worker.template.spec.containers[0].volumeMounts[0].mountPath",
+        "spec.worker.template.spec.volumes[0].name",
+    }
+
+
+def test_elastic_bounds_and_backend() -> None:
+    spec = base_spec(
+        worker={"replicas": 5},
+        elastic={"minReplicas": 3, "maxReplicas": 2},
+        horovod={"backend": "mpi"},
+    )
+    errors = errors_of(spec)
+    assert set(errors) == {
+        "spec.horovod.backend",
+        "spec.elastic.maxReplicas",
+        "spec.worker.replicas",
+    }
+    assert errors["spec.horovod.backend"] == 'must be "gloo" for an elastic job'
+    assert "within spec.elastic [3, 2], got 5" in errors["spec.worker.replicas"]
+    below = base_spec(worker={"replicas": 1}, elastic={"minReplicas": 2, "maxReplicas": 4})
+    assert list(errors_of(below)) == ["spec.worker.replicas"]
+
+
+def test_long_names_count_max_replicas_and_run_modes_are_checked() -> None:
+    name = "j" * 54  # "-worker-9" fits in 63, "-worker-10" does not
+    assert errors_of(base_spec(), name=name) == {}
+    spec = base_spec(elastic={"minReplicas": 1, "maxReplicas": 11})
+    assert "exceeds 63" in errors_of(spec, name=name)["metadata.name"]
+    debug = base_spec(runMode={"debug": {"enabled": True, "replicaSpecs": [{"type": "master"}]}})
+    assert list(errors_of(debug)) == ["spec.runMode.debug.replicaSpecs[0].type"]
+
+
+# Rendering: static ------------------------------------------------------------------------
+
+
+def test_static_render_waits_for_every_worker_before_the_launcher() -> None:
+    job = make_job()
+    for pods in ((), (pod("worker", 0),), (pod("worker", 0), pod("worker", 1, ready=False))):
+        objects = KIND.render(job, observed(*pods))
+        assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
+            ("Secret", "hvd-ssh"),
+            ("ConfigMap", "hvd-hostfile"),
+            ("Service", "hvd"),
+            ("Pod", "hvd-worker-0"),
+            ("Pod", "hvd-worker-1"),
+        ]
+    ready = observed(pod("worker", 0), pod("worker", 1))
+    assert "hvd-launcher" in by_name(KIND.render(job, ready))
+    # An existing launcher is kept though a worker is no longer Ready.
+    kept = observed(pod("worker", 0, ready=False), pod("worker", 1), pod("launcher"))
+    assert "hvd-launcher" in by_name(KIND.render(job, kept))
+
+
+def test_hostfile_lists_every_worker_with_its_slots_and_no_blank_line() -> None:
+    hostfile = by_name(KIND.render(make_job(), observed()))["hvd-hostfile"]
+    assert hostfile["data"] == {
+        "hostfile": "hvd-worker-0.hvd.team-a.svc slots=2\nhvd-worker-1.hvd.team-a.svc slots=2\n"
+    }
+
+
+def test_static_launcher_command_argument_by_argument() -> None:
+    job = make_job(base_spec(horovod={"networkInterfaces": ["eth0", "ib0"], "startTimeout": 120}))
+    command = launcher_of(job, pod("worker", 0), pod("worker", 1))["spec"]["containers"][0][
+        "command"
+    ]
+    assert command[:4] == ["/bin/bash", "-c", _horovod.LAUNCHER_SCRIPT, "jobcore-horovod-launcher"]
+    assert command[4:] == [
+        "-np",
+        "4",
+        "--hostfile",
+        "/etc/horovod/hostfile",
+        "--gloo",
+        "--network-interfaces",
+        "eth0,ib0",
+        "--start-timeout",
+        "120",
+        "python",
+        "train.py",
+        "--epochs",
+        "3",
+    ]
+    mpi = make_job(base_spec(horovod={"backend": "mpi"}), name=NAME)
+    args = launcher_of(mpi, pod("worker", 0), pod("worker", 1))["spec"]["containers"][0]["command"][
+        4:
+    ]
+    assert args == [
+        "-np",
+        "4",
+        "--hostfile",
+        "/etc/horovod/hostfile",
+        "--mpi",
+        "python",
+        "train.py",
+        "--epochs",
+        "3",
+    ]
+
+
+def test_a_custom_key_path_is_passed_as_the_identity_file() -> None:
+    job = make_job(base_spec(ssh={"sshAuthMountPath": "/home/u/.ssh"}))
+    assert _horovod.horovodrun_args(job)[5:7] == [
+        "--ssh-identity-file",
+        "/home/u/.ssh/id_ed25519",
+    ]
+
+
+def test_launcher_copies_the_worker_container_and_mounts_keys_and_hostfile() -> None:
+    launcher = launcher_of(make_job(), pod("worker", 0), pod("worker", 1))
+    spec = launcher["spec"]
+    assert spec["restartPolicy"] == "Never"
+    assert "hostname" not in spec and "subdomain" not in spec
+    [container] = spec["containers"]
+    assert container["name"] == "launcher"
+    assert container["image"] == "horovod/horovod:0.28.1"
+    assert container["workingDir"] == "/code"
+    assert container["resources"] == {"limits": {"cpu": "1"}}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["NCCL_DEBUG"] == "INFO"
+    assert env["JOBCORE_HOROVOD_HOSTFILE"] == "/etc/horovod/hostfile"
+    assert "readinessProbe" not in container
+    assert {m["mountPath"] for m in container["volumeMounts"]} == {"/root/.ssh", "/etc/horovod"}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert volumes["jobcore-horovod"]["configMap"] == {"name": "hvd-hostfile"}
+    assert volumes["jobcore-ssh"]["secret"] == {"secretName": "hvd-ssh", "defaultMode": 0o600}
+    assert launcher["metadata"]["labels"]["jobcore.dev/replica-type"] == "launcher"
+
+
+def test_mpi_backend_keeps_fqdn_hostnames() -> None:
+    job = make_job(base_spec(horovod={"backend": "mpi"}))
+    launcher = launcher_of(job, pod("worker", 0), pod("worker", 1))
+    env = {e["name"]: e["value"] for e in launcher["spec"]["containers"][0]["env"]}
+    assert env["OMPI_MCA_orte_keep_fqdn_hostnames"] == "true"
+    assert env["PRTE_MCA_prte_keep_fqdn_hostnames"] == "true"
+    assert "-i /root/.ssh/id_ed25519" in env["OMPI_MCA_plm_rsh_args"]
+
+
+def test_workers_run_sshd_with_hostname_and_a_tcp_probe() -> None:
+    worker = by_name(KIND.render(make_job(), observed()))["hvd-worker-1"]
+    spec = worker["spec"]
+    assert (spec["hostname"], spec["subdomain"], spec["restartPolicy"]) == (
+        "hvd-worker-1",
+        "hvd",
+        "Never",
+    )
+    [container] = spec["containers"]
+    assert container["command"] == _ssh.sshd_command("/usr/sbin/sshd", "/root/.ssh")
+    assert container["readinessProbe"]["tcpSocket"] == {"port": 22}
+    assert worker["metadata"]["labels"]["jobcore.dev/replica-index"] == "1"
+
+
+def test_service_is_headless_over_the_workers() -> None:
+    service = by_name(KIND.render(make_job(), observed()))["hvd"]
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    assert service["spec"]["selector"]["jobcore.dev/replica-type"] == "worker"
+
+
+def test_existing_secret_is_reused_and_paused_jobs_have_no_pods() -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hvd-ssh"}, "data": {}}
+    objects = KIND.render(make_job(), Observed({SECRETS: {"hvd-ssh": secret}}))
+    assert objects[0] is secret
+    paused = make_job(base_spec(runMode={"pause": {"enabled": True}}))
+    kinds = [o["kind"] for o in KIND.render(paused, observed(pod("worker", 0), pod("launcher")))]
+    assert kinds == ["Secret", "ConfigMap", "Service"]
+    assert KIND.interpret(paused, observed()).reason == "Paused"
+
+
+def test_debug_mode_starts_the_launcher_at_once_with_sleep() -> None:
+    job = make_job(base_spec(runMode={"debug": {"enabled": True}}))
+    launcher = launcher_of(job)
+    assert launcher["spec"]["containers"][0]["command"] == ["sleep", "inf"]
+
+
+# Rendering: elastic -------------------------------------------------------------------------
+
+
+def discovery(objects: list[Object]) -> str:
+    data: dict[str, str] = by_name(objects)["hvd-discovery"]["data"]
+    assert list(data) == ["discover_hosts.sh"]
+    return data["discover_hosts.sh"]
+
+
+def run_discovery(script: str, tmp_path: Path) -> str:
+    path = tmp_path / "discover_hosts.sh"
+    path.write_text(script)
+    path.chmod(0o755)
+    return subprocess.run([str(path)], check=True, capture_output=True, text=True).stdout
+
+
+def test_discovery_script_prints_running_and_ready_workers_sorted(tmp_path: Path) -> None:
+    job = make_job(elastic_spec(worker={"replicas": 4}))
+    pods = (
+        pod("worker", 3),
+        pod("worker", 0),
+        pod("worker", 1, ready=False),  # Running, not Ready
+        pod("worker", 2, phase="Pending", ready=True),  # not Running
+        pod("worker", 10),  # beyond replicas: about to be deleted
+    )
+    objects = KIND.render(job, observed(*pods))
+    assert "hvd-hostfile" not in by_name(objects)
+    assert run_discovery(discovery(objects), tmp_path) == (
+        "hvd-worker-0.hvd.team-a.svc:2\nhvd-worker-3.hvd.team-a.svc:2\n"
+    )
+    empty = discovery(KIND.render(job, observed()))
+    assert empty.startswith("#!/bin/sh\n")
+    assert run_discovery(empty, tmp_path) == ""
+    failed = pod("worker", 0, phase="Failed", ready=False)
+    assert run_discovery(discovery(KIND.render(job, observed(failed))), tmp_path) == ""
+
+
+def test_discovery_sorts_as_text() -> None:
+    job = make_job(elastic_spec(worker={"replicas": 4}, elastic={"maxReplicas": 12}))
+    script = discovery(KIND.render(job, observed(*(pod("worker", i) for i in (2, 10, 1)))))
+    hosts = [line.split("'")[1] for line in script.splitlines() if line.startswith("echo")]
+    assert hosts == sorted(hosts)
+
+
+def test_elastic_launcher_starts_with_min_replicas_ready() -> None:
+    job = make_job(elastic_spec(worker={"replicas": 3}, elastic={"minReplicas": 2}))
+    one = observed(pod("worker", 0), *(pod("worker", i, ready=False) for i in (1, 2)))
+    assert "hvd-launcher" not in by_name(KIND.render(job, one))
+    assert KIND.interpret(job, one).reason == "WorkersNotReady"
+    two = observed(pod("worker", 0), pod("worker", 1), pod("worker", 2, ready=False))
+    assert "hvd-launcher" in by_name(KIND.render(job, two))
+    assert KIND.interpret(job, two).reason == "LauncherCreating"
+
+
+def test_elastic_launcher_command_argument_by_argument() -> None:
+    job = make_job(
+        elastic_spec(
+            worker={"replicas": 3},
+            elastic={"minReplicas": 2, "maxReplicas": 5, "resetLimit": 4},
+            horovod={"networkInterfaces": ["eth0"], "startTimeout": 30},
+        )
+    )
+    launcher = launcher_of(job, *(pod("worker", i) for i in range(3)))
+    assert launcher["spec"]["containers"][0]["command"] == [
+        "horovodrun",
+        "-np",
+        "6",
+        "--min-np",
+        "4",
+        "--max-np",
+        "10",
+        "--slots-per-host",
+        "2",
+        "--host-discovery-script",
+        "/etc/horovod/discover_hosts.sh",
+        "--reset-limit",
+        "4",
+        "--gloo",
+        "--network-interfaces",
+        "eth0",
+        "--start-timeout",
+        "30",
+        "python",
+        "train.py",
+        "--epochs",
+        "3",
+    ]
+    volume = next(v for v in launcher["spec"]["volumes"] if v["name"] == "jobcore-horovod")
+    assert volume["configMap"] == {"name": "hvd-discovery", "defaultMode": 0o755}
+    no_limit = make_job(elastic_spec(elastic={"resetLimit": None}))
+    assert "--reset-limit" not in _horovod.horovodrun_args(no_limit)
+
+
+def test_elastic_render_scales_and_leaves_ended_workers_out() -> None:
+    job = make_job(elastic_spec(worker={"replicas": 3}))
+    pods = (
+        pod("worker", 0),
+        pod("worker", 1, phase="Failed", ready=False),
+        pod("worker", 2),
+        pod("worker", 3),  # scaled down: not rendered, so deleted
+        pod("launcher"),
+    )
+    names = [o["metadata"]["name"] for o in KIND.render(job, observed(*pods)) if o["kind"] == "Pod"]
+    assert names == ["hvd-worker-0", "hvd-worker-2", "hvd-launcher"]
+    # Once the failed pod is gone it is rendered again, and so recreated.
+    again = [p for p in pods if p["metadata"]["name"] != "hvd-worker-1"]
+    names = [
+        o["metadata"]["name"] for o in KIND.render(job, observed(*again)) if o["kind"] == "Pod"
+    ]
+    assert names == ["hvd-worker-0", "hvd-worker-1", "hvd-worker-2", "hvd-launcher"]
+    # A static job keeps its failed worker: it fails the job instead.
+    static = [
+        o["metadata"]["name"]
+        for o in KIND.render(make_job(base_spec(worker={"replicas": 3})), observed(*pods))
+    ]
+    assert "hvd-worker-1" in static
+
+
+# Interpretation ------------------------------------------------------------------------------
+
+
+def test_launcher_exit_decides() -> None:
+    job = make_job()
+    workers = (pod("worker", 0), pod("worker", 1))
+    done = pod("launcher", phase="Succeeded", containers=[terminated("launcher", 0, "Completed")])
+    assert KIND.interpret(job, observed(*workers, done)) == Outcome(
+        "succeeded", "Succeeded", "The job has finished successfully."
+    )
+    failed = pod("launcher", phase="Failed", ready=False, containers=[terminated("launcher", 3)])
+    for spec in (base_spec(), elastic_spec()):
+        outcome = KIND.interpret(make_job(spec), observed(*workers, failed))
+        assert (outcome.state, outcome.reason) == ("failed", "Failed")
+        assert outcome.replica_failure == "Pod[hvd-launcher] exited with error code 3"
+    oom = pod("launcher", phase="Failed", containers=[terminated("launcher", 137, "OOMKilled")])
+    outcome = KIND.interpret(job, observed(*workers, oom))
+    assert outcome.replica_failure == "Pod[hvd-launcher] exited with error code 137 (OOMKilled)"
+
+
+def test_a_static_jobs_failed_worker_fails_it_an_elastic_jobs_does_not() -> None:
+    lost = pod("worker", 1, phase="Failed", ready=False, containers=[terminated("worker", 137)])
+    pods = observed(pod("worker", 0), lost, pod("launcher"))
+    outcome = KIND.interpret(make_job(), pods)
+    assert outcome.state == "failed"
+    assert outcome.message == "A worker stopped before the launcher finished."
+    assert outcome.replica_failure == "Pod[hvd-worker-1] exited with error code 137"
+    assert KIND.interpret(make_job(elastic_spec()), pods) == Outcome("running")
+
+
+def test_pending_and_running_say_why() -> None:
+    job = make_job()
+    assert KIND.interpret(job, observed()).reason == "WorkersCreating"
+    unready = observed(pod("worker", 0), pod("worker", 1, ready=False))
+    outcome = KIND.interpret(job, unready)
+    assert (outcome.state, outcome.reason) == ("pending", "WorkersNotReady")
+    assert "hvd-worker-1" in outcome.message
+    starting = observed(pod("worker", 0), pod("worker", 1), pod("launcher", phase="Pending"))
+    assert KIND.interpret(job, starting).reason == "LauncherPending"
+    stuck = pod(
+        "worker",
+        1,
+        phase="Pending",
+        ready=False,
+        containers=[{"name": "worker", "state": {"waiting": {"reason": "ImagePullBackOff"}}}],
+    )
+    outcome = KIND.interpret(job, observed(pod("worker", 0), stuck, pod("launcher")))
+    assert outcome.state == "running"
+    assert outcome.replica_failure == (
+        "Pod[hvd-worker-1] container worker is waiting: ImagePullBackOff"
+    )
+
+
+# The launcher script ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def ssh_port() -> Iterator[None]:
+    """Something accepting TCP on 127.0.0.1:22, as a Ready worker's sshd would."""
+    server = socket.socket()
+    try:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 22))
+    except OSError:
+        server.close()
+        pytest.skip("cannot listen on 127.0.0.1:22 here")
+    server.listen(16)
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                server.accept()[0].close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@pytest.mark.usefixtures("ssh_port")
+def test_static_launcher_script_execs_horovodrun_with_arguments_intact(tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    horovodrun = fake / "horovodrun"
+    horovodrun.write_text('#!/bin/bash\nprintf "%s\\n" "$@"\n')
+    horovodrun.chmod(0o755)
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("127.0.0.1 slots=2\n")
+    command = _horovod.launcher_command(make_job())
+    env = {
+        **os.environ,
+        "PATH": f"{fake}:{os.environ['PATH']}",
+        "JOBCORE_HOROVOD_HOSTFILE": str(hostfile),
+        "JOBCORE_HOROVOD_WAIT_SECONDS": "5",
+    }
+    result = subprocess.run(
+        command, check=False, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-len(command[4:]) :] == command[4:]
+
+
+def test_static_launcher_script_gives_up_on_unresolvable_workers(tmp_path: Path) -> None:
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("nowhere-worker-0.hvd.ns.svc.invalid slots=2\n")
+    env = {
+        **os.environ,
+        "JOBCORE_HOROVOD_HOSTFILE": str(hostfile),
+        "JOBCORE_HOROVOD_WAIT_SECONDS": "1",
+    }
+    command = _horovod.launcher_command(make_job())
+    result = subprocess.run(
+        command, check=False, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == _ssh.WAIT_TIMEOUT_EXIT
+    assert "gave up after 1s" in result.stderr
+
+
+# Samples ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(SAMPLES.glob("horovodjob-*.yaml")), ids=lambda p: p.name)
+def test_samples_are_valid(path: Path) -> None:
+    obj = yaml.safe_load(path.read_text())
+    assert (obj["apiVersion"], obj["kind"]) == ("batch.tensorstack.dev/v1beta1", "HorovodJob")
+    assert errors_of(obj["spec"], name=obj["metadata"]["name"]) == {}
