@@ -145,7 +145,7 @@ def derive_status(
     """The whole status for this moment; equal to `previous` when nothing changed."""
     pods = list(pods)
     tasks, aggregate = tasks_and_aggregate(pods, replica_types, previous)
-    ready = sum(1 for pod in pods if _is_ready(pod))
+    ready = sum(1 for pod in pods if _is_ready(pod) and replica_phase(pod) != "Deleted")
     phase: JobPhase = {
         "pending": "Pending",
         "running": "Running",

@@ -7,17 +7,26 @@ its own. Every user-provided string reaches `colossalai run` as a positional arg
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from jobcore import Job, Object
-from jobkinds import _ssh, _t9kshape
+from jobkinds import _launch, _ssh, _t9kshape
+from jobkinds._launch import (
+    LAUNCHER,
+    WORKER,
+    hostfile_name,
+    launcher_name,
+    meta,
+    ssh_mount,
+    ssh_secret_name,
+    worker_host,
+    worker_name,
+)
 
 if TYPE_CHECKING:
     from jobkinds.colossalaijob import ColossalAIJobSpec
 
-LAUNCHER = "launcher"
-WORKER = "worker"
 WORKER_CONTAINER = "worker"
 """The template's container that runs sshd (T9k: its command is ignored)."""
 LAUNCHER_CONTAINER = "launcher"
@@ -45,28 +54,9 @@ exec colossalai "$@"
 # Names -----------------------------------------------------------------------------------
 
 
-def worker_name(job: Job[Any], index: int) -> str:
-    return f"{job.name}-worker-{index}"
-
-
-def launcher_name(job: Job[Any]) -> str:
-    return f"{job.name}-launcher"
-
-
-def ssh_secret_name(job: Job[Any]) -> str:
-    return f"{job.name}-ssh"
-
-
-def hostfile_name(job: Job[Any]) -> str:
-    return f"{job.name}-hostfile"
-
-
 def worker_hosts(job: Job[ColossalAIJobSpec]) -> list[str]:
     """The workers' DNS names through the headless Service, as the hostfile lists them."""
-    return [
-        f"{worker_name(job, i)}.{job.name}.{job.namespace}.svc"
-        for i in range(job.spec.worker.replicas)
-    ]
+    return [worker_host(job, i) for i in range(job.spec.worker.replicas)]
 
 
 # The launch command ----------------------------------------------------------------------
@@ -128,31 +118,15 @@ def launcher_command(colossalai: Sequence[str]) -> list[str]:
 # Run modes -------------------------------------------------------------------------------
 
 
-def paused(job: Job[Any]) -> bool:
-    mode = job.spec.run_mode
-    return bool(mode and mode.pause and mode.pause.enabled)
-
-
-def debugging(job: Job[Any]) -> bool:
-    mode = job.spec.run_mode
-    return bool(mode and mode.debug and mode.debug.enabled)
-
-
 def _debug(job: Job[Any], replica_type: str) -> tuple[list[str], bool] | None:
     """In debug mode: the replica's command and whether to skip init containers."""
-    if not debugging(job):
+    debug = _launch.debug_command(job, replica_type)
+    if debug is None:
         return None
-    for replica in job.spec.run_mode.debug.replica_specs or ():
-        if replica.type == replica_type:
-            return list(replica.command or DEBUG_COMMAND), replica.skip_init_container
-    return list(DEBUG_COMMAND), False
+    return list(debug[0] or DEBUG_COMMAND), debug[1]
 
 
 # Children ------------------------------------------------------------------------------
-
-
-def _meta(job: Job[Any], name: str, labels: Mapping[str, str]) -> dict[str, Any]:
-    return {"name": name, "namespace": job.namespace, "labels": dict(labels)}
 
 
 def hostfile_configmap(job: Job[ColossalAIJobSpec]) -> Object:
@@ -160,28 +134,9 @@ def hostfile_configmap(job: Job[ColossalAIJobSpec]) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _meta(job, hostfile_name(job), job.labels()),
+        "metadata": meta(job, hostfile_name(job), job.labels()),
         "data": {HOSTFILE_KEY: "".join(f"{host}\n" for host in worker_hosts(job))},
     }
-
-
-def service(job: Job[ColossalAIJobSpec]) -> Object:
-    """Headless, publishing workers before they are Ready so their names resolve early."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _meta(job, job.name, job.labels()),
-        "spec": {
-            "clusterIP": "None",
-            "selector": job.labels(WORKER),
-            "publishNotReadyAddresses": True,
-            "ports": [{"name": "ssh", "port": _ssh.SSH_PORT, "targetPort": _ssh.SSH_PORT}],
-        },
-    }
-
-
-def _ssh_mount(job: Job[ColossalAIJobSpec]) -> dict[str, Any]:
-    return {"name": SSH_VOLUME, "mountPath": job.spec.ssh.auth_mount_path, "readOnly": True}
 
 
 def worker_pod(job: Job[ColossalAIJobSpec], index: int) -> Object:
@@ -190,39 +145,28 @@ def worker_pod(job: Job[ColossalAIJobSpec], index: int) -> Object:
     restartPolicy is always Never: `colossalai run` cannot re-admit a restarted worker, so a
     worker's failure is the job's.
     """
-    template = job.spec.worker.template
     name = worker_name(job, index)
-    labels = {**((template.metadata and template.metadata.labels) or {})}
-    meta = _meta(job, name, {**labels, **job.labels(WORKER, index)})
-    if template.metadata and template.metadata.annotations:
-        meta["annotations"] = dict(template.metadata.annotations)
-    spec = template.spec.to_api()
-    spec["volumes"] = [
-        *spec.get("volumes", ()),
-        _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
-    ]
+    pod = _launch.template_pod(job, WORKER, index, name, ssh_volume=SSH_VOLUME)
+    spec = pod["spec"]
     spec.update(hostname=name, subdomain=job.name, restartPolicy="Never")
     debug = _debug(job, WORKER)
-    if debug is not None and debug[1]:
-        spec.pop("initContainers", None)
     ssh = job.spec.ssh
     for container in spec["containers"]:
         if container["name"] != WORKER_CONTAINER:
             continue
         container.pop("args", None)
-        container["volumeMounts"] = [*container.get("volumeMounts", ()), _ssh_mount(job)]
+        container["volumeMounts"] = [
+            *container.get("volumeMounts", ()),
+            ssh_mount(SSH_VOLUME, job.spec.ssh.auth_mount_path),
+        ]
         container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
         if debug is not None:  # a debug command need not serve ssh: no probe that cannot pass
             container["command"] = debug[0]
             container.pop("readinessProbe", None)
         else:
             container["command"] = _ssh.sshd_command(ssh.sshd_path, ssh.auth_mount_path)
-            container["readinessProbe"] = {
-                "tcpSocket": {"port": _ssh.SSH_PORT},
-                "periodSeconds": 2,
-                "failureThreshold": 3,
-            }
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+            container["readinessProbe"] = _launch.readiness_probe()
+    return pod
 
 
 def launcher_pod(job: Job[ColossalAIJobSpec]) -> Object:
@@ -246,7 +190,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec]) -> Object:
             *launcher.env,
         ],
         "volumeMounts": [
-            _ssh_mount(job),
+            ssh_mount(SSH_VOLUME, job.spec.ssh.auth_mount_path),
             {"name": HOSTFILE_VOLUME, "mountPath": HOSTFILE_DIR, "readOnly": True},
         ],
         "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -258,7 +202,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec]) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _meta(job, launcher_name(job), job.labels(LAUNCHER, 0)),
+        "metadata": meta(job, launcher_name(job), job.labels(LAUNCHER, 0)),
         "spec": {
             "restartPolicy": "Never",
             "containers": [container],
@@ -277,9 +221,6 @@ def from_current_shape(spec: dict[str, Any], replicas: dict[str, dict[str, Any]]
     empty template means the defaults: the worker container's image and workingDir.
     """
     config = spec.pop("torchConfig", None) or {}
-    ssh = spec.get("ssh")
-    if isinstance(ssh, dict) and "sshAuthMountPath" in ssh:
-        ssh["authMountPath"] = ssh.pop("sshAuthMountPath")
     entry = replicas[WORKER]
     template = _t9kshape.worker_template(entry, container=WORKER_CONTAINER)
     worker_container: dict[str, Any] = next(

@@ -7,17 +7,17 @@ a positional argument, never as script text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from jobcore import PODS, Job, Object, Observed
-from jobkinds import _ssh
+from jobkinds import _launch, _ssh
+from jobkinds._launch import hostfile_name, meta, worker_host, worker_name
+from jobkinds._pods import is_ready, phase
 
 if TYPE_CHECKING:
     from jobkinds.horovodjob import HorovodJobSpec
 
-LAUNCHER = "launcher"
-WORKER = "worker"
 WORKER_CONTAINER = "worker"
 """The template's container that runs sshd on workers and horovodrun on the launcher."""
 LAUNCHER_CONTAINER = "launcher"
@@ -31,7 +31,6 @@ DISCOVERY_SCRIPT = f"{CONFIG_DIR}/{DISCOVERY_KEY}"
 DISCOVERY_MODE = 0o755
 DEFAULT_SSH_MOUNT = "/root/.ssh"
 """ssh reads its identity and config from here unaided; elsewhere horovodrun is told."""
-DEBUG_LAUNCHER_COMMAND = ("sleep", "inf")
 
 HOSTFILE_ENV = "JOBCORE_HOROVOD_HOSTFILE"
 WAIT_SECONDS_ENV = "JOBCORE_HOROVOD_WAIT_SECONDS"
@@ -48,29 +47,8 @@ exec horovodrun "$@"
 # Names -----------------------------------------------------------------------------------
 
 
-def worker_name(job: Job[Any], index: int) -> str:
-    return f"{job.name}-worker-{index}"
-
-
-def launcher_name(job: Job[Any]) -> str:
-    return f"{job.name}-launcher"
-
-
-def ssh_secret_name(job: Job[Any]) -> str:
-    return f"{job.name}-ssh"
-
-
-def hostfile_name(job: Job[Any]) -> str:
-    return f"{job.name}-hostfile"
-
-
 def discovery_name(job: Job[Any]) -> str:
     return f"{job.name}-discovery"
-
-
-def worker_host(job: Job[Any], index: int) -> str:
-    """A worker's DNS name through the headless Service."""
-    return f"{worker_name(job, index)}.{job.name}.{job.namespace}.svc"
 
 
 # Modes -----------------------------------------------------------------------------------
@@ -78,44 +56,6 @@ def worker_host(job: Job[Any], index: int) -> str:
 
 def elastic(job: Job[HorovodJobSpec]) -> bool:
     return job.spec.elastic is not None
-
-
-def paused(job: Job[Any]) -> bool:
-    mode = job.spec.run_mode
-    return bool(mode and mode.pause and mode.pause.enabled)
-
-
-def debugging(job: Job[Any]) -> bool:
-    mode = job.spec.run_mode
-    return bool(mode and mode.debug and mode.debug.enabled)
-
-
-def _debug(job: Job[Any], replica_type: str) -> tuple[list[str] | None, bool] | None:
-    """In debug mode: the replica's command (None = the default) and skipInitContainer."""
-    if not debugging(job):
-        return None
-    for replica in job.spec.run_mode.debug.replica_specs or ():
-        if replica.type == replica_type:
-            return replica.command, replica.skip_init_container
-    return None, False
-
-
-# Pod state -------------------------------------------------------------------------------
-
-
-def phase(pod: Object | None) -> str | None:
-    return None if pod is None else (pod.get("status") or {}).get("phase")
-
-
-def is_ready(pod: Object | None) -> bool:
-    if pod is None or pod["metadata"].get("deletionTimestamp"):
-        return False
-    conditions = (pod.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def ended(pod: Object | None) -> bool:
-    return phase(pod) in ("Succeeded", "Failed")
 
 
 # horovodrun ------------------------------------------------------------------------------
@@ -188,13 +128,9 @@ def available_hosts(job: Job[HorovodJobSpec], observed: Observed) -> list[str]:
 # Children ------------------------------------------------------------------------------
 
 
-def _meta(job: Job[Any], name: str, labels: Mapping[str, str]) -> dict[str, Any]:
-    return {"name": name, "namespace": job.namespace, "labels": dict(labels)}
-
-
 def _configmap(job: Job[Any], name: str, data: dict[str, str]) -> Object:
-    meta = _meta(job, name, job.labels())
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+    metadata = meta(job, name, job.labels())
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
 
 
 def config_configmap(job: Job[HorovodJobSpec], observed: Observed) -> Object:
@@ -208,85 +144,20 @@ def config_configmap(job: Job[HorovodJobSpec], observed: Observed) -> Object:
     return _configmap(job, hostfile_name(job), {HOSTFILE_KEY: hostfile})
 
 
-def service(job: Job[Any]) -> Object:
-    """Headless, publishing workers before they are Ready so their names resolve early."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _meta(job, job.name, job.labels()),
-        "spec": {
-            "clusterIP": "None",
-            "selector": job.labels(WORKER),
-            "publishNotReadyAddresses": True,
-            "ports": [{"name": "ssh", "port": _ssh.SSH_PORT, "targetPort": _ssh.SSH_PORT}],
-        },
-    }
-
-
-def _pod(job: Job[HorovodJobSpec], replica_type: str, index: int, name: str) -> Object:
-    """A pod from the worker template, labelled for `replica_type`; containers left to adapt."""
-    template = job.spec.worker.template
-    metadata = template.metadata
-    labels = {**((metadata and metadata.labels) or {}), **job.labels(replica_type, index)}
-    meta = _meta(job, name, labels)
-    if metadata and metadata.annotations:
-        meta["annotations"] = dict(metadata.annotations)
-    spec = template.spec.to_api()
-    spec["volumes"] = [
-        *spec.get("volumes", ()),
-        _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
-    ]
-    debug = _debug(job, replica_type)
-    if debug is not None and debug[1]:
-        spec.pop("initContainers", None)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-
-
-def _ssh_mount(job: Job[HorovodJobSpec]) -> dict[str, Any]:
-    return {"name": SSH_VOLUME, "mountPath": job.spec.ssh.ssh_auth_mount_path, "readOnly": True}
-
-
 def worker_pod(job: Job[HorovodJobSpec], index: int) -> Object:
-    """sshd in place of the worker container's command; Ready once port 22 answers."""
+    """sshd in place of the worker container's command; Ready once port 22 answers.
+
+    A restarted sshd cannot rejoin a running horovodrun; elastic jobs replace the pod.
+    """
     ssh = job.spec.ssh
-    pod = _pod(job, WORKER, index, worker_name(job, index))
-    spec = pod["spec"]
-    spec["hostname"] = worker_name(job, index)
-    spec["subdomain"] = job.name
-    # A restarted sshd cannot rejoin a running horovodrun; elastic jobs replace the pod.
-    spec["restartPolicy"] = job.spec.worker.template.spec.restart_policy or "Never"
-    debug = _debug(job, WORKER)
-    custom = debug[0] if debug else None
-    for container in spec["containers"]:
-        if container["name"] != WORKER_CONTAINER:
-            continue
-        container.pop("args", None)
-        container["command"] = custom or _ssh.sshd_command(ssh.sshd_path, ssh.ssh_auth_mount_path)
-        container["volumeMounts"] = [*container.get("volumeMounts", ()), _ssh_mount(job)]
-        container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
-        if custom:  # a debug command need not serve ssh: no probe that can never pass
-            container.pop("readinessProbe", None)
-        else:
-            container["readinessProbe"] = {
-                "tcpSocket": {"port": _ssh.SSH_PORT},
-                "periodSeconds": 2,
-                "failureThreshold": 3,
-            }
-    return pod
-
-
-_NOT_ON_LAUNCHER = (
-    "name",
-    "command",
-    "args",
-    "ports",
-    "livenessProbe",
-    "readinessProbe",
-    "startupProbe",
-    "lifecycle",
-    "restartPolicy",
-)
-"""Fields of the worker container that belong to sshd, not to horovodrun."""
+    return _launch.sshd_worker_pod(
+        job,
+        index,
+        container=WORKER_CONTAINER,
+        ssh_volume=SSH_VOLUME,
+        sshd_path=ssh.sshd_path,
+        mount_path=ssh.ssh_auth_mount_path,
+    )
 
 
 def _launcher_env(job: Job[HorovodJobSpec]) -> list[dict[str, Any]]:
@@ -309,34 +180,19 @@ def _launcher_env(job: Job[HorovodJobSpec]) -> list[dict[str, Any]]:
 def launcher_pod(job: Job[HorovodJobSpec]) -> Object:
     """One container copied from the worker container (image, env, resources, workingDir,
     mounts) running horovodrun, with the keys and the hostfile or discovery script mounted."""
-    pod = _pod(job, LAUNCHER, 0, launcher_name(job))
-    pod_spec = pod["spec"]
-    pod_spec["restartPolicy"] = "Never"
     if elastic(job):
         source = {"name": discovery_name(job), "defaultMode": DISCOVERY_MODE}
     else:
         source = {"name": hostfile_name(job)}
-    pod_spec["volumes"].append({"name": CONFIG_VOLUME, "configMap": source})
-    worker = next(c for c in pod_spec["containers"] if c["name"] == WORKER_CONTAINER)
-    user_env = list(worker.get("env", ()))
-    user_names = {str(e["name"]) for e in user_env if "name" in e}
-    debug = _debug(job, LAUNCHER)
-    if debug is not None:
-        command = list(debug[0] or DEBUG_LAUNCHER_COMMAND)
-    else:
-        command = launcher_command(job)
-    container = {k: v for k, v in worker.items() if k not in _NOT_ON_LAUNCHER}
-    container.update(
-        name=LAUNCHER_CONTAINER,
-        command=command,
-        # The user's own value of one of our variables wins.
-        env=[*(e for e in _launcher_env(job) if e["name"] not in user_names), *user_env],
-        volumeMounts=[
-            *worker.get("volumeMounts", ()),
-            _ssh_mount(job),
-            {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
-        ],
+    return _launch.copied_launcher_pod(
+        job,
+        worker_container=WORKER_CONTAINER,
+        launcher_container=LAUNCHER_CONTAINER,
+        ssh_volume=SSH_VOLUME,
+        mount_path=job.spec.ssh.ssh_auth_mount_path,
+        config_volume=CONFIG_VOLUME,
+        config_dir=CONFIG_DIR,
+        config_map=source,
+        env=_launcher_env(job),
+        command=lambda _worker: launcher_command(job),
     )
-    container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
-    pod_spec["containers"] = [container]
-    return pod

@@ -11,20 +11,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jobcore import Job, Object
-from jobkinds import _ssh
+from jobkinds import _launch, _ssh
+from jobkinds._launch import hostfile_name, meta, worker_host
 
 if TYPE_CHECKING:
     from jobkinds.mpijob import MPIJobSpec
 
-LAUNCHER = "launcher"
-WORKER = "worker"
 WORKER_CONTAINER = "mpi-worker"
 """The template's container that runs sshd on workers and mpirun on the launcher."""
 LAUNCHER_CONTAINER = "mpi-launcher"
 SSH_VOLUME = "jobcore-ssh"
 HOSTFILE_VOLUME = "jobcore-hostfile"
-DEBUG_LAUNCHER_COMMAND = ("sleep", "inf")
-"""T9k's default launcher command in debug mode; workers keep running sshd."""
 HOSTFILE_DIR = "/etc/mpi"
 HOSTFILE_KEY = "hostfile"
 HOSTFILE = f"{HOSTFILE_DIR}/{HOSTFILE_KEY}"
@@ -139,35 +136,12 @@ def launcher_env(*, slots_per_host: int, ssh_mount_path: str) -> list[dict[str, 
 # Names -----------------------------------------------------------------------------------
 
 
-def worker_name(job: Job[Any], index: int) -> str:
-    return f"{job.name}-worker-{index}"
-
-
-def launcher_name(job: Job[Any]) -> str:
-    return f"{job.name}-launcher"
-
-
-def ssh_secret_name(job: Job[Any]) -> str:
-    return f"{job.name}-ssh"
-
-
-def hostfile_name(job: Job[Any]) -> str:
-    return f"{job.name}-hostfile"
-
-
 def worker_hosts(job: Job[MPIJobSpec]) -> list[str]:
     """The workers' DNS names through the headless Service, as the hostfile lists them."""
-    return [
-        f"{worker_name(job, i)}.{job.name}.{job.namespace}.svc"
-        for i in range(job.spec.worker.replicas)
-    ]
+    return [worker_host(job, i) for i in range(job.spec.worker.replicas)]
 
 
 # Children ------------------------------------------------------------------------------
-
-
-def _meta(job: Job[Any], name: str, labels: Mapping[str, str]) -> dict[str, Any]:
-    return {"name": name, "namespace": job.namespace, "labels": dict(labels)}
 
 
 def hostfile_configmap(job: Job[MPIJobSpec]) -> Object:
@@ -175,111 +149,22 @@ def hostfile_configmap(job: Job[MPIJobSpec]) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _meta(job, hostfile_name(job), job.labels()),
+        "metadata": meta(job, hostfile_name(job), job.labels()),
         "data": {HOSTFILE_KEY: hostfile_text(worker_hosts(job), per_host)},
     }
-
-
-def service(job: Job[MPIJobSpec]) -> Object:
-    """Headless, publishing workers before they are Ready so their names resolve early."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _meta(job, job.name, job.labels()),
-        "spec": {
-            "clusterIP": "None",
-            "selector": job.labels(WORKER),
-            "publishNotReadyAddresses": True,
-            "ports": [{"name": "ssh", "port": _ssh.SSH_PORT, "targetPort": _ssh.SSH_PORT}],
-        },
-    }
-
-
-def paused(job: Job[Any]) -> bool:
-    mode = job.spec.run_mode
-    return bool(mode and mode.pause and mode.pause.enabled)
-
-
-def debugging(job: Job[Any]) -> bool:
-    mode = job.spec.run_mode
-    return bool(mode and mode.debug and mode.debug.enabled)
-
-
-def _debug_command(job: Job[Any], replica_type: str) -> tuple[list[str] | None, bool] | None:
-    """In debug mode: the replica's command (None = the kind's default) and skipInitContainer."""
-    if not debugging(job):
-        return None
-    mode = job.spec.run_mode
-    for replica in mode.debug.replica_specs or ():
-        if replica.type == replica_type:
-            return replica.command, replica.skip_init_container
-    return None, False
-
-
-def _pod(job: Job[MPIJobSpec], replica_type: str, index: int, name: str) -> Object:
-    """A pod from the worker template, labelled for `replica_type`; containers left to adapt."""
-    template = job.spec.worker.template
-    metadata = template.metadata
-    labels = {**((metadata and metadata.labels) or {}), **job.labels(replica_type, index)}
-    meta = _meta(job, name, labels)
-    if metadata and metadata.annotations:
-        meta["annotations"] = dict(metadata.annotations)
-    spec = template.spec.to_api()
-    spec["volumes"] = [
-        *spec.get("volumes", ()),
-        _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
-    ]
-    debug = _debug_command(job, replica_type)
-    if debug is not None and debug[1]:
-        spec.pop("initContainers", None)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-
-
-def _ssh_mount(job: Job[MPIJobSpec]) -> dict[str, Any]:
-    return {"name": SSH_VOLUME, "mountPath": job.spec.ssh.ssh_auth_mount_path, "readOnly": True}
 
 
 def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
     """sshd in place of the mpi-worker container's command; Ready once port 22 answers."""
     ssh = job.spec.ssh
-    pod = _pod(job, WORKER, index, worker_name(job, index))
-    spec = pod["spec"]
-    spec["hostname"] = worker_name(job, index)
-    spec["subdomain"] = job.name
-    # A restarted worker cannot rejoin a running mpirun, so by default a failure is final.
-    spec["restartPolicy"] = job.spec.worker.template.spec.restart_policy or "Never"
-    debug = _debug_command(job, WORKER)
-    custom = debug[0] if debug else None
-    for container in spec["containers"]:
-        if container["name"] != WORKER_CONTAINER:
-            continue
-        container.pop("args", None)
-        container["command"] = custom or _ssh.sshd_command(ssh.sshd_path, ssh.ssh_auth_mount_path)
-        container["volumeMounts"] = [*container.get("volumeMounts", ()), _ssh_mount(job)]
-        container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
-        if custom:  # a debug command need not serve ssh: no probe that can never pass
-            container.pop("readinessProbe", None)
-        else:
-            container["readinessProbe"] = {
-                "tcpSocket": {"port": _ssh.SSH_PORT},
-                "periodSeconds": 2,
-                "failureThreshold": 3,
-            }
-    return pod
-
-
-_NOT_ON_LAUNCHER = (
-    "name",
-    "command",
-    "args",
-    "ports",
-    "livenessProbe",
-    "readinessProbe",
-    "startupProbe",
-    "lifecycle",
-    "restartPolicy",
-)
-"""Fields of the mpi-worker container that belong to sshd, not to mpirun."""
+    return _launch.sshd_worker_pod(
+        job,
+        index,
+        container=WORKER_CONTAINER,
+        ssh_volume=SSH_VOLUME,
+        sshd_path=ssh.sshd_path,
+        mount_path=ssh.ssh_auth_mount_path,
+    )
 
 
 def launcher_pod(job: Job[MPIJobSpec]) -> Object:
@@ -289,29 +174,14 @@ def launcher_pod(job: Job[MPIJobSpec]) -> Object:
     pod-level settings apply to the launcher too (T9k: the template configures both).
     """
     spec = job.spec
-    pod = _pod(job, LAUNCHER, 0, launcher_name(job))
-    pod_spec = pod["spec"]
-    pod_spec["restartPolicy"] = "Never"
-    for key in ("hostname", "subdomain"):
-        pod_spec.pop(key, None)
-    pod_spec["volumes"].append({"name": HOSTFILE_VOLUME, "configMap": {"name": hostfile_name(job)}})
-    worker = next(c for c in pod_spec["containers"] if c["name"] == WORKER_CONTAINER)
-    user_env = list(worker.get("env", ()))
-    user_names = [str(e["name"]) for e in user_env if "name" in e]
-    # A fieldRef or resourceFieldRef differs per pod: each rank keeps its worker's own value.
-    shared = [
-        str(e["name"])
-        for e in user_env
-        if "name" in e and not {"fieldRef", "resourceFieldRef"} & set(e.get("valueFrom") or {})
-    ]
-    ours = launcher_env(
-        slots_per_host=slots(spec.worker.extra_mpi_args),
-        ssh_mount_path=spec.ssh.ssh_auth_mount_path,
-    )
-    debug = _debug_command(job, LAUNCHER)
-    if debug is not None:
-        command = list(debug[0] or DEBUG_LAUNCHER_COMMAND)
-    else:
+
+    def command(worker: Mapping[str, Any]) -> list[str]:
+        # A fieldRef or resourceFieldRef differs per pod: each rank keeps its worker's own value.
+        shared = [
+            str(e["name"])
+            for e in worker.get("env", ())
+            if "name" in e and not {"fieldRef", "resourceFieldRef"} & set(e.get("valueFrom") or {})
+        ]
         mpirun = mpirun_args(
             mpi_home=spec.mpi_home,
             mca=spec.mca,
@@ -319,19 +189,23 @@ def launcher_pod(job: Job[MPIJobSpec]) -> Object:
             extra_mpi_args=spec.worker.extra_mpi_args,
             cmd=spec.worker.cmd,
         )
-        command = launcher_command(mpirun)
-    container = {k: v for k, v in worker.items() if k not in _NOT_ON_LAUNCHER}
-    container.update(
-        name=LAUNCHER_CONTAINER,
+        return launcher_command(mpirun)
+
+    pod = _launch.copied_launcher_pod(
+        job,
+        worker_container=WORKER_CONTAINER,
+        launcher_container=LAUNCHER_CONTAINER,
+        ssh_volume=SSH_VOLUME,
+        mount_path=spec.ssh.ssh_auth_mount_path,
+        config_volume=HOSTFILE_VOLUME,
+        config_dir=HOSTFILE_DIR,
+        config_map={"name": hostfile_name(job)},
+        env=launcher_env(
+            slots_per_host=slots(spec.worker.extra_mpi_args),
+            ssh_mount_path=spec.ssh.ssh_auth_mount_path,
+        ),
         command=command,
-        # The user's own value of one of our variables wins.
-        env=[*(e for e in ours if e["name"] not in user_names), *user_env],
-        volumeMounts=[
-            *worker.get("volumeMounts", ()),
-            _ssh_mount(job),
-            {"name": HOSTFILE_VOLUME, "mountPath": HOSTFILE_DIR, "readOnly": True},
-        ],
     )
-    container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
-    pod_spec["containers"] = [container]
+    for key in ("hostname", "subdomain"):
+        pod["spec"].pop(key, None)
     return pod

@@ -1,6 +1,6 @@
 """The per-job ssh identity of the kinds whose launcher reaches its workers over ssh.
 
-Shared by MPIJob, ColossalAIJob (and later HorovodJob): a fresh ed25519 keypair per job in a
+Shared by MPIJob, ColossalAIJob and HorovodJob: a fresh ed25519 keypair per job in a
 Secret that launcher and workers both mount, the sshd command line workers run, the client
 options that make a launcher trust hosts it has never seen, and the launcher's bounded wait
 for every worker to resolve and accept ssh.

@@ -11,7 +11,6 @@ the job; the launcher's exit code decides otherwise.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,20 +31,19 @@ from jobcore import (
     PodTemplateSpec,
     Resource,
 )
+from jobkinds import _checks, _pods, _ssh, _t9kshape
 from jobkinds import _colossalai as _cai
-from jobkinds import _ssh, _t9kshape
-from jobkinds._colossalai import (
+from jobkinds._colossalai import LAUNCHER_CONTAINER, WORKER_CONTAINER
+from jobkinds._launch import (
     LAUNCHER,
-    LAUNCHER_CONTAINER,
     WORKER,
-    WORKER_CONTAINER,
+    debugging,
     launcher_name,
+    paused,
+    service,
     ssh_secret_name,
     worker_name,
 )
-
-_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-_CONTAINERS = "spec.worker.template.spec.containers"
 
 
 class ColossalAISSHSpec(ApiModel):
@@ -57,6 +55,21 @@ class ColossalAISSHSpec(ApiModel):
     sshd_path: str = Field(
         default="/usr/sbin/sshd", description="Absolute path of sshd in the worker image."
     )
+    ssh_auth_mount_path: str | None = Field(
+        default=None, description="T9k's current shape's name for authMountPath."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_name(cls, data: Any) -> Any:
+        """Read `sshAuthMountPath` (T9k's current shape) as `authMountPath`."""
+        if not isinstance(data, dict) or "sshAuthMountPath" not in data:
+            return data
+        data = dict(data)
+        current = data.pop("sshAuthMountPath")
+        if data.setdefault("authMountPath", current) != current:
+            raise ValueError("spec.ssh.sshAuthMountPath and spec.ssh.authMountPath differ")
+        return data
 
 
 class LauncherSpec(ApiModel):
@@ -151,13 +164,22 @@ class ColossalAIJobKind:
 
     def validate(self, job: Job[ColossalAIJobSpec]) -> list[FieldError]:
         """What the schema cannot say and would otherwise fail at pod creation or in colossalai."""
+        spec = job.spec
+        longest = worker_name(job, spec.worker.replicas - 1)
+        auth_mount_path = spec.ssh.auth_mount_path.rstrip("/")
         return [
-            *_name_errors(job),
-            *_container_errors(job.spec),
-            *_path_errors(job.spec),
-            *_launch_errors(job.spec),
-            *_mount_errors(job.spec),
-            *_run_mode_errors(job.spec),
+            *_checks.name_errors(job, longest, exceeds="63"),
+            *_checks.container_errors(spec, WORKER_CONTAINER),
+            *_path_errors(spec),
+            *_launch_errors(spec),
+            *_checks.mount_errors(
+                spec,
+                container=WORKER_CONTAINER,
+                volumes=(_cai.SSH_VOLUME, _cai.HOSTFILE_VOLUME),
+                mount_paths={auth_mount_path},
+                message="is where the job mounts its ssh keys (spec.ssh.authMountPath)",
+            ),
+            *_checks.run_mode_errors(spec, LAUNCHER, WORKER),
         ]
 
     def replicas(self, job: Job[ColossalAIJobSpec]) -> Mapping[str, int]:
@@ -173,120 +195,43 @@ class ColossalAIJobKind:
         secret = observed.get(SECRETS, ssh_secret_name(job)) or _ssh.ssh_secret(
             job, ssh_secret_name(job)
         )
-        children = [secret, _cai.hostfile_configmap(job), _cai.service(job)]
-        if _cai.paused(job):
+        children = [secret, _cai.hostfile_configmap(job), service(job)]
+        if paused(job):
             return children
         workers = [_cai.worker_pod(job, i) for i in range(job.spec.worker.replicas)]
         children += workers
         if (
             observed.get(PODS, launcher_name(job)) is not None
-            or _cai.debugging(job)
-            or all(_is_ready(observed.get(PODS, w["metadata"]["name"])) for w in workers)
+            or debugging(job)
+            or all(_pods.is_ready(observed.get(PODS, w["metadata"]["name"])) for w in workers)
         ):
             children.append(_cai.launcher_pod(job))
         return children
 
     def interpret(self, job: Job[ColossalAIJobSpec], observed: Observed) -> Outcome:
         """The launcher's exit decides; a worker that stops first fails the job."""
-        if _cai.paused(job):
+        if paused(job):
             return Outcome("pending", "Paused", "The job is paused: its pods are deleted.")
-        launcher = observed.get(PODS, launcher_name(job))
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
-        workers = {name: observed.get(PODS, name) for name in names}
-        launcher_phase = _phase(launcher)
-        if launcher_phase == "Succeeded":
-            return Outcome("succeeded", "Succeeded", "The job has finished successfully.")
-        failures = []
-        if launcher is not None and launcher_phase == "Failed":
-            failures.append(_failure(launcher, LAUNCHER_CONTAINER))
-        failures += [
-            _failure(pod, WORKER_CONTAINER)
-            for pod in workers.values()
-            if pod is not None and _phase(pod) in ("Succeeded", "Failed")
-        ]
-        if failures:
-            message = (
-                "The job exited with an error code."
-                if launcher_phase == "Failed"
-                else "A worker stopped before the launcher finished."
-            )
-            return Outcome("failed", "Failed", message, replica_failure=_summary(failures))
-        problems = [
-            problem
-            for pod in (launcher, *workers.values())
-            if pod is not None and (problem := _problem(pod))
-        ]
-        replica_failure = _summary(problems) if problems else None
-        if launcher_phase == "Running":
-            return Outcome("running", replica_failure=replica_failure)
-        if launcher is not None:
-            reason, message = "LauncherPending", "Waiting for the launcher to start."
-        elif missing := [name for name, pod in workers.items() if pod is None]:
-            reason = "WorkersCreating"
-            message = f"Waiting for {len(missing)} worker(s) to be created: {_names(missing)}."
-        elif unready := [name for name, pod in workers.items() if not _is_ready(pod)]:
-            reason = "WorkersNotReady"
-            message = (
-                f"Waiting for {len(unready)} of {len(names)} worker(s) to become Ready "
-                f"(sshd accepting connections on port 22): {_names(unready)}."
-            )
-        else:
-            reason, message = "LauncherCreating", "All workers are Ready; creating the launcher."
-        return Outcome("pending", reason, message, replica_failure=replica_failure)
-
-
-def _names(names: Sequence[str], shown: int = 5) -> str:
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
+        return _pods.outcome(
+            observed.get(PODS, launcher_name(job)),
+            {name: observed.get(PODS, name) for name in names},
+            launcher_container=LAUNCHER_CONTAINER,
+            worker_container=WORKER_CONTAINER,
+        )
 
 
 # Validation ------------------------------------------------------------------------------
 
 
-def _name_errors(job: Job[ColossalAIJobSpec]) -> list[FieldError]:
-    """The job name names a Service (DNS-1035 label) and prefixes worker hostnames (<= 63)."""
-    errors = []
-    if not _DNS1035_LABEL.fullmatch(job.name):
-        errors.append(
-            FieldError(
-                "metadata.name",
-                "must be a DNS-1035 label (lowercase letters, digits and '-', starting with a "
-                "letter): it names the workers' headless Service",
-            )
-        )
-    longest = worker_name(job, job.spec.worker.replicas - 1)
-    if len(longest) > 63:
-        errors.append(
-            FieldError("metadata.name", f"is too long: worker hostname {longest!r} exceeds 63")
-        )
-    return errors
-
-
-def _worker_container(spec: ColossalAIJobSpec) -> int | None:
-    containers = spec.worker.template.spec.containers
-    return next((i for i, c in enumerate(containers) if c.name == WORKER_CONTAINER), None)
-
-
-def _container_errors(spec: ColossalAIJobSpec) -> list[FieldError]:
-    index = _worker_container(spec)
-    if index is None:
-        return [FieldError(_CONTAINERS, f'needs a container named "{WORKER_CONTAINER}"')]
-    if not spec.worker.template.spec.containers[index].image:
-        return [FieldError(f"{_CONTAINERS}[{index}].image", "is required")]
-    return []
-
-
 def _path_errors(spec: ColossalAIJobSpec) -> list[FieldError]:
     """sshd must be run by absolute path; the mount path also lands in sshd's options."""
-    paths = {
-        "spec.ssh.sshdPath": spec.ssh.sshd_path,
-        "spec.ssh.authMountPath": spec.ssh.auth_mount_path,
-    }
-    errors = [
-        FieldError(field, f"must be an absolute path without spaces, got {path!r}")
-        for field, path in paths.items()
-        if not path.startswith("/") or any(c.isspace() for c in path)
-    ]
+    errors = _checks.path_errors(
+        {
+            "spec.ssh.sshdPath": spec.ssh.sshd_path,
+            "spec.ssh.authMountPath": spec.ssh.auth_mount_path,
+        }
+    )
     if spec.ssh.auth_mount_path.rstrip("/") == _cai.HOSTFILE_DIR:
         errors.append(FieldError("spec.ssh.authMountPath", "is where the hostfile is mounted"))
     return errors
@@ -307,130 +252,3 @@ def _launch_errors(spec: ColossalAIJobSpec) -> list[FieldError]:
         if problem := _cai.torch_arg_error(arg):
             errors.append(FieldError(f"spec.worker.torchArgs[{i}]", problem))
     return errors
-
-
-def _mount_errors(spec: ColossalAIJobSpec) -> list[FieldError]:
-    """Our volume and mount must not collide with the template's: the pod would be invalid."""
-    pod = spec.worker.template.spec
-    errors = [
-        FieldError(f"spec.worker.template.spec.volumes[{i}].name", "is reserved")
-        for i, volume in enumerate(pod.volumes or ())
-        if volume.get("name") in (_cai.SSH_VOLUME, _cai.HOSTFILE_VOLUME)
-    ]
-    index = _worker_container(spec)
-    if index is not None:
-        errors += [
-            FieldError(
-                f"{_CONTAINERS}[{index}].volumeMounts[{i}].mountPath",
-                "is where the job mounts its ssh keys (spec.ssh.authMountPath)",
-            )
-            for i, mount in enumerate(pod.containers[index].volume_mounts or ())
-            if str(mount.get("mountPath", "")).rstrip("/") == spec.ssh.auth_mount_path.rstrip("/")
-        ]
-    return errors
-
-
-def _run_mode_errors(spec: ColossalAIJobSpec) -> list[FieldError]:
-    mode = spec.run_mode
-    entries: list[tuple[str, str]] = []
-    if mode and mode.debug:
-        entries += [
-            (f"spec.runMode.debug.replicaSpecs[{i}].type", r.type)
-            for i, r in enumerate(mode.debug.replica_specs or ())
-        ]
-    if mode and mode.pause:
-        entries += [
-            (f"spec.runMode.pause.resumeSpecs[{i}].type", r.type)
-            for i, r in enumerate(mode.pause.resume_specs or ())
-        ]
-    return [
-        FieldError(path, f"must be {LAUNCHER!r} or {WORKER!r}, got {value!r}")
-        for path, value in entries
-        if value not in (LAUNCHER, WORKER)
-    ]
-
-
-# Pod status ------------------------------------------------------------------------------
-
-_WAITING_ERRORS = frozenset(
-    {
-        "ErrImagePull",
-        "ImagePullBackOff",
-        "ErrImageNeverPull",
-        "InvalidImageName",
-        "CreateContainerConfigError",
-        "CreateContainerError",
-        "RunContainerError",
-        "CrashLoopBackOff",
-    }
-)
-"""Waiting reasons that need the user: the pod will not get further on its own."""
-
-
-def _phase(pod: Object | None) -> str | None:
-    return None if pod is None else (pod.get("status") or {}).get("phase")
-
-
-def _is_ready(pod: Object | None) -> bool:
-    if pod is None or pod["metadata"].get("deletionTimestamp"):
-        return False
-    conditions = (pod.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def _statuses(pod: Object) -> list[dict[str, Any]]:
-    status = pod.get("status") or {}
-    return [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]
-
-
-def _clip(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _failure(pod: Object, container: str) -> str:
-    """`Pod[name] exited with error code N (reason): last message line`, as T9k words it."""
-    name = pod["metadata"]["name"]
-    status = pod.get("status") or {}
-    ended = [
-        (s.get("name"), s["state"]["terminated"])
-        for s in _statuses(pod)
-        if "terminated" in (s.get("state") or {})
-    ]
-    main = next((t for n, t in ended if n == container), None)
-    failed = next((t for _, t in ended if t.get("exitCode")), None)
-    terminated = main if main and main.get("exitCode") else failed or main
-    pod_reason = status.get("reason")
-    if terminated is None or terminated.get("exitCode") is None:
-        text = f"Pod[{name}] failed" + (f": {pod_reason}" if pod_reason else "")
-    elif terminated["exitCode"] == 0:
-        text = f"Pod[{name}] exited with code 0 before the launcher finished"
-    else:
-        text = f"Pod[{name}] exited with error code {terminated['exitCode']}"
-        notes = [r for r in (terminated.get("reason"), pod_reason) if r and r != "Error"]
-        if notes:
-            text += f" ({', '.join(dict.fromkeys(notes))})"
-    detail = str(status.get("message") or (terminated or {}).get("message") or "")
-    lines = [line.strip() for line in detail.splitlines() if any(c.isalnum() for c in line)]
-    return _clip(f"{text}: {lines[-1]}" if lines else text)
-
-
-def _problem(pod: Object) -> str | None:
-    """Why a pod that has not failed is stuck, if it needs the user: image, config, scheduling."""
-    name = pod["metadata"]["name"]
-    for status in _statuses(pod):
-        waiting = (status.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason") in _WAITING_ERRORS:
-            detail = f": {waiting['message']}" if waiting.get("message") else ""
-            return _clip(
-                f"Pod[{name}] container {status.get('name')} is waiting: "
-                f"{waiting['reason']}{detail}"
-            )
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
-            return _clip(f"Pod[{name}] is unschedulable: {condition.get('message', '')}")
-    return None
-
-
-def _summary(items: Sequence[str], shown: int = 3) -> str:
-    more = f"; and {len(items) - shown} more" if len(items) > shown else ""
-    return "; ".join(items[:shown]) + more

@@ -201,9 +201,12 @@ async def test_an_elastic_job_scales_up_and_down_while_running(
     await eventually(lambda: shows(0, 1, 2))
     await client.patch(HOROVODJOBS, "el", {"spec": {"worker": {"replicas": 1}}}, namespace)
     await eventually(lambda: shows(0))
-    status = await job_status(client, namespace, "el")
-    assert status["phase"] == "Running"
-    assert status["ready"] == "2/2"
+
+    async def settled() -> bool:
+        status = await job_status(client, namespace, "el")
+        return bool(status["phase"] == "Running" and status["ready"] == "2/2")
+
+    await eventually(settled)
     assert (
         launcher["metadata"]["uid"]
         == (await pods(client, namespace))["el-launcher"]["metadata"]["uid"]

@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from jobcore import crd_for
-from jobkinds.colossalaijob import ColossalAIJobSpec
+from jobkinds.colossalaijob import ColossalAIJobKind, ColossalAIJobSpec
 from jobkinds.mpijob import MPIJobKind, MPIJobSpec
 
 SEED = yaml.safe_load(
@@ -139,3 +139,12 @@ def test_mixing_colossalai_shapes_names_the_fields() -> None:
         ColossalAIJobSpec.model_validate(
             {**colossalai_current_shape(), "worker": CAI_SEED["worker"]}
         )
+
+
+def test_colossalai_reads_the_current_ssh_mount_path_name() -> None:
+    spec = colossalai_current_shape()
+    spec["ssh"]["sshAuthMountPath"] = "/home/trainer/.ssh"
+    assert ColossalAIJobSpec.model_validate(spec).ssh.auth_mount_path == "/home/trainer/.ssh"
+    schema = crd_for(ColossalAIJobKind())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    ssh = schema["properties"]["spec"]["properties"]["ssh"]["properties"]
+    assert "sshAuthMountPath" in ssh, "the CRD must not prune T9k's current field name"
