@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -78,6 +78,7 @@ class Controller:
             name=name, rate_limiter=rate_limiter or default_controller_rate_limiter()
         )
         self.informers: list[Informer] = []
+        self._stopping = asyncio.Event()
         self._total = {
             result: _metrics.reconcile_total.labels(name, result)
             for result in ("success", "error", "requeue", "requeue_after")
@@ -102,8 +103,20 @@ class Controller:
             self.informers.append(informer)
 
     async def run(self) -> None:
-        """Start workers once the watched caches have synced; block until the queue shuts down."""
-        await asyncio.gather(*(informer.wait_for_sync() for informer in self.informers))
+        """Start workers once the watched caches have synced; block until the queue shuts down.
+
+        A shutdown while still waiting for the caches (say, a CRD that is not installed)
+        returns at once.
+        """
+        synced: asyncio.Future[Any] = asyncio.ensure_future(
+            asyncio.gather(*(informer.wait_for_sync() for informer in self.informers))
+        )
+        stopping: asyncio.Future[Any] = asyncio.ensure_future(self._stopping.wait())
+        await asyncio.wait([synced, stopping], return_when=asyncio.FIRST_COMPLETED)
+        for waiter in (synced, stopping):
+            waiter.cancel()
+        if self._stopping.is_set():
+            return
         self._log.info("starting workers", workers=self.max_concurrent_reconciles)
         async with asyncio.TaskGroup() as group:
             for _ in range(self.max_concurrent_reconciles):
@@ -111,6 +124,7 @@ class Controller:
 
     async def shutdown(self, timeout: float | None = None) -> None:
         """Stop handing out requests and wait (up to `timeout`) for in-flight reconciles."""
+        self._stopping.set()
         await self.queue.shutdown(drain=True, timeout=timeout)
 
     async def _worker(self) -> None:

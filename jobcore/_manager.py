@@ -38,9 +38,11 @@ async def _cancel(tasks: Iterable[asyncio.Task[Any]]) -> None:
 class Manager:
     """Starts shared informers first, then (as leader, when elected) controllers and runnables.
 
-    Controllers reconcile only once every informer has synced and, with leader election,
-    only while this process holds the lease: losing it cancels reconciles at once and `run`
-    raises `LeaderElectionLost`, so the process exits and restarts as a standby. `stop()`
+    Each controller reconciles only once its own informers have synced — so a kind whose CRD
+    is missing holds back only itself, while `/readyz` fails until every cache has synced —
+    and, with leader election, only while this process holds the lease: losing it cancels
+    reconciles at once and `run` raises `LeaderElectionLost`, so the process exits and
+    restarts as a standby. `stop()`
     shuts down gracefully: in-flight reconciles may finish within the shutdown timeout, then
     the lease is released so a standby takes over without waiting for it to expire.
     """
@@ -165,7 +167,6 @@ class Manager:
             self.elected.clear()
 
     async def _become_leader(self) -> None:
-        await asyncio.gather(*(i.wait_for_sync() for i in self._informers.values()))
         if self._elector is not None:
             await self._elector.acquire()
         _log.info("starting controllers", controllers=[c.name for c in self._controllers])

@@ -35,8 +35,6 @@ async def test_run_reconciles_and_stops_gracefully_on_sigterm(
         "--log-level",
         "debug",
         "run",
-        "--kinds",
-        "mpijob",
         "--kubeconfig",
         kubeconfig_path,
         "--namespace",

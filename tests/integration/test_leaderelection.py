@@ -289,6 +289,7 @@ async def test_a_partitioned_leader_steps_down_before_the_standby_takes_over(
         lost_at = time.monotonic()
         await finished_within(acquire_b, 2 * LEASE_DURATION)
         taken_at = time.monotonic()
-    assert RENEW_DEADLINE - RETRY_PERIOD - 0.1 <= lost_at - cut_at <= RENEW_DEADLINE + 0.5
+    # The upper bound leaves room for a loaded 2-core CI machine.
+    assert RENEW_DEADLINE - RETRY_PERIOD - 0.1 <= lost_at - cut_at <= RENEW_DEADLINE + 1.5
     assert lost_at < taken_at  # never two leaders
     assert not a.is_leader and b.is_leader

@@ -416,3 +416,21 @@ async def test_result_label_of_each_outcome(result: Result, label: str) -> None:
 
 def test_result_defaults() -> None:
     assert Result() == Result(requeue=False, requeue_after=None)
+
+
+async def test_shutdown_while_waiting_for_caches_returns_at_once() -> None:
+    """A controller whose cache never syncs (its CRD is missing) must not hold up shutdown."""
+    from jobcore import CONFIGMAPS, Informer  # noqa: PLC0415
+
+    never_synced = Informer(None, CONFIGMAPS)  # type: ignore[arg-type]
+    controller = Controller("never-synced", reconciler_from(_ok))
+    controller.watch(never_synced)
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    await asyncio.wait_for(controller.shutdown(timeout=1), 2)
+    await asyncio.wait_for(task, 1)
+
+
+async def _ok(request: Request) -> Result:
+    return Result()
