@@ -134,7 +134,6 @@ class JobReconciler(Generic[SpecT]):
             replica_types=self.kind.replica_types,
             desired=self.kind.replicas(job),
             outcome=outcome,
-            initialized=True,
         )
         await self._write_status(job.obj, previous, status)
         return Result()

@@ -139,7 +139,6 @@ def derive_status(
     replica_types: Sequence[str],
     desired: Mapping[str, int],
     outcome: Outcome,
-    initialized: bool,
     timestamp: str | None = None,
 ) -> JobStatus:
     """The whole status for this moment; equal to `previous` when nothing changed."""
@@ -155,9 +154,9 @@ def derive_status(
     conditions = ConditionSetter(previous.conditions, timestamp or now())
     conditions.set(
         "Initialized",
-        initialized,
-        "Initialized" if initialized else "Creating",
-        INITIALIZED_MESSAGE if initialized else "Creating the job's resources.",
+        True,  # status is derived only once every rendered child exists
+        "Initialized",
+        INITIALIZED_MESSAGE,
     )
     running_reason = outcome.reason or phase
     conditions.set(

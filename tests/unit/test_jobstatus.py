@@ -37,7 +37,6 @@ def derive(
         replica_types=TYPES,
         desired={"launcher": 1, "worker": 2},
         outcome=outcome,
-        initialized=True,
         timestamp=timestamp,
     )
 
