@@ -15,7 +15,6 @@ import time
 import uuid
 
 from benchmarks._common import cluster, machine, print_table
-from controllers.sandbox import install_crd
 from jobcore import (
     JOB_NAME_LABEL,
     NAMESPACES,
@@ -33,7 +32,7 @@ from jobcore import (
     configure_logging,
     crd_for,
 )
-from jobcore.testing import api_requests, background, eventually
+from jobcore.testing import api_requests, background, eventually, install_crd
 from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()

@@ -13,10 +13,13 @@ from typing import Any
 from controllers.kinds import KindLoadError, installed_kinds
 from jobcore import (
     Client,
+    GangScheduler,
     JobKind,
     LeaderElectionConfig,
     LeaderElectionLost,
     Manager,
+    SchedulerPlugins,
+    Volcano,
     add_job_controller,
     configure_logging,
 )
@@ -49,6 +52,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-election-namespace", default="default")
     run.add_argument("--leader-election-id", default="jobcore-controller")
     run.add_argument("--max-concurrent-reconciles", type=int, default=16, help="per kind")
+    run.add_argument(
+        "--gang-scheduler",
+        choices=["none", "volcano", "scheduler-plugins"],
+        default="none",
+        help="give every job without spec.scheduler a PodGroup of this scheduler",
+    )
+    run.add_argument("--gang-queue", help="Volcano queue of jobs without their own annotation")
+    run.add_argument("--gang-scheduler-name", help="the gang scheduler's schedulerName")
 
     manifests = commands.add_parser("manifests", help="write CRDs, RBAC and the Deployment")
     manifests.add_argument("--output", default="manifests", help="folder (default: manifests)")
@@ -66,6 +77,15 @@ def _parser() -> argparse.ArgumentParser:
 
 def _kinds(text: str | None) -> list[JobKind[Any]]:
     return [installed.kind for installed in installed_kinds(_kind_names(text))]
+
+
+def _gang_scheduler(args: argparse.Namespace) -> GangScheduler | None:
+    named = {"scheduler_name": args.gang_scheduler_name} if args.gang_scheduler_name else {}
+    if args.gang_scheduler == "volcano":
+        return Volcano(queue=args.gang_queue, **named)
+    if args.gang_scheduler == "scheduler-plugins":
+        return SchedulerPlugins(**named)
+    return None
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -93,6 +113,7 @@ async def _run(args: argparse.Namespace) -> int:
             kind,
             namespace=args.namespace,
             max_concurrent_reconciles=args.max_concurrent_reconciles,
+            gang_scheduler=_gang_scheduler(args),
         )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

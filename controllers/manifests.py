@@ -8,7 +8,17 @@ from typing import Any
 
 import yaml
 
-from jobcore import EVENTS, LEASES, JobKind, Object, Resource, write_crds
+from jobcore import (
+    EVENTS,
+    LEASES,
+    JobKind,
+    Object,
+    Resource,
+    SchedulerPlugins,
+    T9kScheduler,
+    Volcano,
+    write_crds,
+)
 
 NAMESPACE = "jobcore-system"
 NAME = "jobcore-controller"
@@ -41,8 +51,10 @@ def rbac(kinds: Sequence[JobKind[Any]], namespace: str = NAMESPACE) -> list[Obje
     # where the OwnerReferencesPermissionEnforcement admission plugin runs (e.g. OpenShift).
     finalizers = [Resource(r.group, r.version, r.kind, f"{r.plural}/finalizers") for r in jobs]
     children = {c for kind in kinds for c in kind.child_resources}
+    pod_groups = [T9kScheduler.resource, Volcano.resource, SchedulerPlugins.resource]
     cluster_rules = [
-        *_rule(jobs, ["get", "list", "watch"]),
+        # delete: runPolicy.ttlSecondsAfterFinished deletes a finished job.
+        *_rule(jobs, ["get", "list", "watch", "delete"]),
         *_rule(statuses, ["get", "patch", "update"]),
         *_rule(finalizers, ["update"]),
         *_rule(
@@ -51,6 +63,8 @@ def rbac(kinds: Sequence[JobKind[Any]], namespace: str = NAMESPACE) -> list[Obje
         # The job reconciler keeps ConfigMaps' data current (hostfiles, discovery scripts).
         *_rule([c for c in children if c.kind == "ConfigMap"], ["patch"]),
         *_rule([EVENTS], ["create", "patch"]),
+        # Each job's PodGroup, server-side applied: created, or patched when the spec changes.
+        *_rule(pod_groups, ["get", "create", "patch"]),
     ]
     lease_rules = _rule([LEASES], ["get", "create", "update"])
     subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import shutil
 import sys
@@ -17,9 +16,7 @@ import yaml
 from controllers.allreduce import compile_allreduce
 from controllers.kinds import installed_kinds
 from jobcore import (
-    CUSTOM_RESOURCE_DEFINITIONS,
     REPLICA_TYPE_LABEL,
-    AlreadyExistsError,
     Client,
     JobKind,
     Manager,
@@ -34,6 +31,7 @@ from jobcore.testing import (
     ProcessNode,
     SimulatedNode,
     background,
+    install_crd,
     process_node_available,
 )
 
@@ -71,19 +69,6 @@ class SandboxError(Exception):
 
 
 SAMPLE = Resource("batch.tensorstack.dev", "v1beta1", "MPIJob", "mpijobs")
-
-
-async def install_crd(client: Client, crd: Object) -> None:
-    """Create the CRD (if new) and wait until the API server serves it."""
-    with contextlib.suppress(AlreadyExistsError):
-        await client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
-    for _ in range(100):
-        current = await client.get(CUSTOM_RESOURCE_DEFINITIONS, crd["metadata"]["name"])
-        conditions = current.get("status", {}).get("conditions") or []
-        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-            return
-        await asyncio.sleep(0.1)
-    raise TimeoutError(f"CRD {crd['metadata']['name']} was not established")
 
 
 def _show(job: Object, started: float, out: TextIO) -> None:

@@ -14,6 +14,8 @@ Modules, from the bottom up:
 - `_jobmodels`, `_jobkind`, `_jobstatus`, `_jobreconciler`, `_crd`: the job layer — the T9k
   job API models, the `JobKind` plugin interface, status derivation, the generic reconciler
   that drives any kind, and CRD generation from the models.
+- `_jobplan`, `_jobpolicy`, `_scheduling`: what every kind gets on top of its own render —
+  run modes, the run policy (retries, timeouts, deadlines, clean-up, TTL), gang scheduling.
 - `testing`: a real control plane, a simulated node and a pytest plugin (public).
 
 Everything a plugin may use is imported here; the underscored modules are private.
@@ -64,16 +66,20 @@ from jobcore._jobkind import (
 )
 from jobcore._jobmodels import (
     ApiModel,
+    CleanUpPolicy,
     Container,
     JobSpec,
     JobStatus,
     OpenModel,
     PodSpec,
     PodTemplateSpec,
+    RestartPolicy,
+    ResumeSpec,
     RunMode,
     RunPolicy,
     SchedulerPolicy,
 )
+from jobcore._jobplan import RUN_MODE_LABEL, plan, run_mode_errors
 from jobcore._jobreconciler import JobReconciler, add_job_controller
 from jobcore._labels import parse_selector, selector_to_string
 from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
@@ -105,6 +111,7 @@ from jobcore._resources import (
     controller_of,
     owner_reference,
 )
+from jobcore._scheduling import GangScheduler, SchedulerPlugins, T9kScheduler, Volcano
 from jobcore._server import HealthChecks, ProbeServer
 
 __all__ = [
@@ -122,12 +129,14 @@ __all__ = [
     "REGISTRY",
     "REPLICA_INDEX_LABEL",
     "REPLICA_TYPE_LABEL",
+    "RUN_MODE_LABEL",
     "SECRETS",
     "SERVICES",
     "AlreadyExistsError",
     "ApiError",
     "ApiModel",
     "BucketRateLimiter",
+    "CleanUpPolicy",
     "Client",
     "ConflictError",
     "Container",
@@ -138,6 +147,7 @@ __all__ = [
     "Expectations",
     "FieldError",
     "FuncPredicate",
+    "GangScheduler",
     "GenerationChanged",
     "GoneError",
     "HealthChecks",
@@ -174,13 +184,18 @@ __all__ = [
     "Reconciler",
     "Request",
     "Resource",
+    "RestartPolicy",
     "Result",
+    "ResumeSpec",
     "RunMode",
     "RunPolicy",
     "Runnable",
+    "SchedulerPlugins",
     "SchedulerPolicy",
+    "T9kScheduler",
     "TerminalError",
     "Transform",
+    "Volcano",
     "WatchEvent",
     "WorkQueue",
     "add_job_controller",
@@ -190,10 +205,12 @@ __all__ = [
     "default_controller_rate_limiter",
     "owner_reference",
     "parse_selector",
+    "plan",
     "reconcile_context",
     "reconciler_from",
     "request_for_object",
     "requests_for_owner",
+    "run_mode_errors",
     "selector_to_string",
     "strip_bulk",
     "structural_schema",

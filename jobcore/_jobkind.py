@@ -32,7 +32,11 @@ class FieldError:
 
 @dataclass(frozen=True, slots=True)
 class Job(Generic[SpecT]):
-    """A job as a kind sees it: its identity, its validated spec, and its last status."""
+    """A job as a kind sees it: its identity, its validated spec, and its last status.
+
+    `gang` is True when a gang scheduler admits the job's pods: it binds none until all of
+    them exist, so a kind must render every pod at once rather than wait for some to be Ready.
+    """
 
     kind: str
     name: str
@@ -41,6 +45,17 @@ class Job(Generic[SpecT]):
     spec: SpecT
     status: JobStatus
     obj: Object = field(repr=False)
+    gang: bool = False
+
+    @property
+    def debugging(self) -> bool:
+        """`spec.runMode.debug.enabled`: jobcore swaps in the debug commands; start at once."""
+        return self.spec.run_mode is not None and self.spec.run_mode.debugging
+
+    @property
+    def paused(self) -> bool:
+        """`spec.runMode.pause.enabled`: jobcore creates none of the job's pods."""
+        return self.spec.run_mode is not None and self.spec.run_mode.paused
 
     def labels(self, replica_type: str | None = None, index: int | None = None) -> dict[str, str]:
         """The labels jobcore selects and reads children by; kinds put them on every child."""
@@ -122,6 +137,18 @@ class JobKind(Protocol[SpecT]):
     @property
     def child_resources(self) -> Sequence[Resource]:
         """Every resource `render` may return; the controller caches and watches them."""
+        ...
+
+    @property
+    def containers(self) -> Mapping[str, str]:
+        """Each replica type's main container: run modes replace its command, failures are
+        read from its exit code. A type left out means the pod's first container."""
+        ...
+
+    @property
+    def debug_commands(self) -> Mapping[str, Sequence[str] | None]:
+        """Each replica type's command in debug mode when the job names none; None keeps the
+        rendered command (e.g. sshd on MPI workers); a type left out runs `sleep inf`."""
         ...
 
     @property

@@ -69,9 +69,44 @@ class PodTemplateSpec(OpenModel):
 # Policies --------------------------------------------------------------------------------
 
 
+RestartPolicy = Literal["Never", "OnFailure", "ExitCode"]
+CleanUpPolicy = Literal["None", "Unfinished", "All"]
+
+
 class RunPolicy(ApiModel):
     clean_up_workers: bool = Field(
         default=False, description="Delete the workers (never the launcher) once the job ends."
+    )
+    clean_up_policy: CleanUpPolicy | None = Field(
+        default=None,
+        description="Pods deleted once the job ends: None, Unfinished (those still running "
+        "or pending) or All. Applies with cleanUpWorkers.",
+    )
+    backoff_limit: int = Field(
+        default=0,
+        ge=0,
+        description="How many times a failed job is torn down and recreated as a whole.",
+    )
+    restart_policy: RestartPolicy = Field(
+        default="OnFailure",
+        description="Which failures use up backoffLimit: Never, OnFailure (any), or ExitCode "
+        "(signals, 128+, and evictions are retried; exit codes 1-127 are permanent).",
+    )
+    pending_timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        description="Fail the job when one of its pods stays Pending longer than this.",
+    )
+    active_deadline_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        description="Fail the job (reason DeadlineExceeded) and stop its pods this many "
+        "seconds after it was created.",
+    )
+    ttl_seconds_after_finished: int | None = Field(
+        default=None,
+        ge=0,
+        description="Delete the whole job this many seconds after it succeeded or failed.",
     )
 
 
@@ -85,31 +120,48 @@ class SchedulerPolicy(ApiModel):
 
 
 class DebugReplicaSpec(ApiModel):
-    type: str
-    skip_init_container: bool = False
-    command: list[str] | None = None
+    type: str = Field(description="The replica type this entry applies to.")
+    skip_init_container: bool = Field(default=False, description="Drop the init containers.")
+    command: list[str] | None = Field(
+        default=None, description="The command run instead of the replica's; the kind's default."
+    )
 
 
 class DebugMode(ApiModel):
-    enabled: bool = False
+    enabled: bool = Field(
+        default=False, description="Create the pods with their debug commands; do not train."
+    )
     replica_specs: list[DebugReplicaSpec] | None = None
 
 
 class ResumeSpec(ApiModel):
-    type: str
-    skip_init_container: bool = False
-    command: list[str] | None = None
-    args: list[str] | None = None
+    type: str = Field(description="The replica type this entry applies to.")
+    skip_init_container: bool = Field(default=False, description="Drop the init containers.")
+    command: list[str] | None = Field(default=None, description="Replaces the command.")
+    args: list[str] | None = Field(default=None, description="Replaces the arguments.")
 
 
 class PauseMode(ApiModel):
-    enabled: bool = False
-    resume_specs: list[ResumeSpec] | None = None
+    enabled: bool = Field(
+        default=False, description="Delete the job's pods; turning it off recreates them."
+    )
+    resume_specs: list[ResumeSpec] | None = Field(
+        default=None,
+        description="How each replica type runs after a pause; immutable once the job exists.",
+    )
 
 
 class RunMode(ApiModel):
     debug: DebugMode | None = None
     pause: PauseMode | None = None
+
+    @property
+    def debugging(self) -> bool:
+        return bool(self.debug and self.debug.enabled)
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.pause and self.pause.enabled)
 
 
 class JobSpec(ApiModel):
@@ -122,7 +174,9 @@ class JobSpec(ApiModel):
 
 # Status ----------------------------------------------------------------------------------
 
-ConditionType = Literal["Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused"]
+ConditionType = Literal[
+    "Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused", "SpecRejected"
+]
 JobPhase = Literal["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"]
 ReplicaPhase = Literal[
     "Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Deleted"
@@ -174,13 +228,21 @@ class Aggregate(StatusModel):
 
 
 class JobStatus(StatusModel):
-    """The T9k job status; `ready` ("ready/total" replicas) is jobcore's, for printer columns."""
+    """The T9k job status (conditions, phase, tasks, aggregate) and jobcore's own fields."""
 
     conditions: list[JobCondition] = Field(default_factory=list)
     phase: JobPhase | None = None
     tasks: list[TaskStatus] = Field(default_factory=list)
     aggregate: Aggregate = Field(default_factory=Aggregate)
-    ready: str | None = None
+    ready: str | None = Field(default=None, description="Ready replicas of all, for kubectl get.")
+    restarts: int | None = Field(
+        default=None,
+        description="Times the whole job was torn down and recreated under backoffLimit.",
+    )
+    resume_specs: list[ResumeSpec] | None = Field(
+        default=None,
+        description="spec.runMode.pause.resumeSpecs as first seen; later changes are refused.",
+    )
 
     def condition(self, kind: ConditionType) -> JobCondition | None:
         return next((c for c in self.conditions if c.type == kind), None)

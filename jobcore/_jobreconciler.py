@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import contextlib
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic
 
 import structlog
@@ -19,7 +23,6 @@ from jobcore._handler import Request, requests_for_owner
 from jobcore._informer import CONTROLLER_UID_INDEX, Informer
 from jobcore._jobkind import (
     JOB_NAME_LABEL,
-    REPLICA_TYPE_LABEL,
     FieldError,
     Job,
     JobKind,
@@ -27,8 +30,17 @@ from jobcore._jobkind import (
     Outcome,
     SpecT,
 )
-from jobcore._jobmodels import JobStatus
-from jobcore._jobstatus import derive_status, invalid_status
+from jobcore._jobmodels import ConditionType, JobStatus, ResumeSpec
+from jobcore._jobplan import plan, run_mode_errors, run_mode_of
+from jobcore._jobpolicy import (
+    deadline_left,
+    doomed_after_end,
+    pending_too_long,
+    pod_failures,
+    should_retry,
+    ttl_left,
+)
+from jobcore._jobstatus import Lifecycle, PauseState, derive_status, invalid_status
 from jobcore._manager import Manager
 from jobcore._predicate import GenerationChanged
 from jobcore._resources import (
@@ -40,8 +52,20 @@ from jobcore._resources import (
     controller_of,
     owner_reference,
 )
+from jobcore._scheduling import GangScheduler, scheduler_for
 
 _log = structlog.get_logger("jobcore.jobs")
+
+RESTARTING = "Restarting"
+"""The Running condition's reason while a failed job is recreated under its backoffLimit."""
+_RECHECK_SECONDS = 30.0
+
+_WARNINGS: tuple[tuple[ConditionType, str], ...] = (
+    ("Running", RESTARTING),
+    ("Initialized", "PodGroupUnavailable"),
+    ("SpecRejected", "ResumeSpecsImmutable"),
+)
+_WARNING_STATUS = {"Running": "True", "Initialized": "False", "SpecRejected": "True"}
 
 
 def field_errors(error: ValidationError) -> list[FieldError]:
@@ -68,12 +92,13 @@ class JobReconciler(Generic[SpecT]):
     """Reconciles the jobs of one kind.
 
     Each run: parse and validate the spec (an invalid job is marked Failed once, with the
-    field named, and not retried); create the children `render` asks for that do not exist
-    (non-Pod children first, then Pods, each group concurrently) and, if it created any, stop
-    there until the cache shows them; else update ConfigMaps whose data changed, delete owned
-    Pods it no longer asks for, derive
+    field named, and not retried); plan the children (`jobcore.plan`: the kind's render with
+    run modes and gang scheduling applied); create those that do not exist (non-Pod children
+    first, then Pods, each group concurrently) and, if it created any, stop there until the
+    cache shows them; else update ConfigMaps whose data changed, delete owned Pods it no
+    longer wants, apply the run policy (retries, timeouts, deadline, clean-up, TTL), derive
     the status and write it through the status subresource only when it changed.
-    Expectations keep a lagging cache from creating a child twice.
+    Expectations keep a lagging cache from creating or deleting a child twice.
     """
 
     def __init__(
@@ -84,15 +109,21 @@ class JobReconciler(Generic[SpecT]):
         jobs: Informer,
         children: Mapping[Resource, Informer],
         recorder: EventRecorder,
+        gang_scheduler: GangScheduler | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.kind = kind
         self.client = client
         self.jobs = jobs
         self.children = children
         self.recorder = recorder
+        self.gang_scheduler = gang_scheduler
+        self.clock = clock
         self.expectations = Expectations()
         # The last status written per job (by uid): the cache may not show it yet.
         self._written: dict[ObjectKey, tuple[str, JobStatus]] = {}
+        # The last PodGroup applied per job (by uid): applied again only when it changes.
+        self._pod_groups: dict[ObjectKey, tuple[str, Object]] = {}
         self._kind_name = kind.resource.kind
         for informer in children.values():
             informer.add_handler(_ExpectationObserver(self.expectations, kind.resource))
@@ -113,30 +144,215 @@ class JobReconciler(Generic[SpecT]):
             return Result()
         _metrics.job_info.labels(self._kind_name, job.namespace, job.name).set(1)
         observed = self._observe(job.uid)
+        resume_specs, rejected = _resume_specs(job, previous)
+        lifecycle = Lifecycle(
+            restarts=previous.restarts or 0,
+            pause=_pause_state(job, previous, observed),
+            rejected=rejected,
+            resume_specs=resume_specs,
+        )
         if previous.finished and not _invalid(previous):
-            outcome = _frozen_outcome(previous)
+            # An ended job never runs again: pausing it does nothing.
+            ended = dataclasses.replace(
+                lifecycle, pause=_pause_state(job, previous, observed, ended=True)
+            )
+            return await self._end(
+                request,
+                job,
+                previous=previous,
+                observed=observed,
+                outcome=_frozen_outcome(previous),
+                lifecycle=ended,
+            )
+        return await self._run(
+            request, job, previous=previous, observed=observed, lifecycle=lifecycle
+        )
+
+    async def _run(
+        self,
+        request: Request,
+        job: Job[SpecT],
+        *,
+        previous: JobStatus,
+        observed: Observed,
+        lifecycle: Lifecycle,
+    ) -> Result:
+        """Drive a job that has not ended: its mode, its children, its policy, its status."""
+        policy = job.spec.run_policy
+        now = self.clock()
+        deadline = deadline_left(policy, job.obj["metadata"].get("creationTimestamp"), now)
+        if deadline is not None and deadline <= 0:
+            await self._delete_pods(request, observed, keep=_ended_pods(observed))
+            message = (
+                f"The job did not end within runPolicy.activeDeadlineSeconds "
+                f"({policy.active_deadline_seconds} s); its pods were stopped."
+            )
+            outcome = Outcome("failed", "DeadlineExceeded", message)
+            return await self._end(
+                request,
+                job,
+                previous=previous,
+                observed=observed,
+                outcome=outcome,
+                lifecycle=lifecycle,
+            )
+        scheduler = None if job.paused else scheduler_for(job, self.gang_scheduler)
+        if scheduler is not None:
+            job = dataclasses.replace(job, gang=True)
+        resume = lifecycle.resume_specs if lifecycle.pause == "resumed" else None
+        desired = plan(self.kind, job, observed, scheduler=scheduler, resume_specs=resume or None)
+        if scheduler is not None and (
+            missing := await self._apply_pod_group(job, scheduler, desired)
+        ):
+            lifecycle = dataclasses.replace(
+                lifecycle, uninitialized=("PodGroupUnavailable", missing)
+            )
+            outcome = Outcome("pending", "PodGroupUnavailable", missing)
+            await self._write_status(
+                job.obj, previous, self._derive(job, previous, observed, outcome, lifecycle)
+            )
+            return Result(requeue_after=_RECHECK_SECONDS)
+        # ConfigMaps first, so a Pod created in this pass mounts current data.
+        await self._update_config(desired, observed)
+        if await self._create_missing(request, job, desired, observed):
+            # The cache will show the new children and bring us back: the status written
+            # then includes them, and this pass leaves the API server to the creations.
+            return Result()
+        wanted = {o["metadata"]["name"] for o in desired if o["kind"] == PODS.kind}
+        stale = _other_mode_pods(desired, observed)
+        await self._delete_pods(request, observed, keep=wanted - stale)
+        if stale:
+            return Result()  # pods of the other run mode go first; the deletions bring us back
+        if job.paused:
+            outcome = Outcome("pending", "Paused", "The job is paused.")
+        elif job.debugging:
+            outcome = _debugging(self.kind.interpret(job, observed), observed, desired)
         else:
-            desired = self.kind.render(job, observed)
-            # ConfigMaps first, so a Pod created in this pass mounts current data.
-            await self._update_config(desired, observed)
-            if await self._create_missing(request, job, desired, observed):
-                # The cache will show the new children and bring us back: the status written
-                # then includes them, and this pass leaves the API server to the creations.
-                return Result()
-            wanted = {o["metadata"]["name"] for o in desired if o.get("kind") == PODS.kind}
-            await self._delete_pods(request, observed, keep=wanted)
             outcome = self.kind.interpret(job, observed)
-        if outcome.state in ("succeeded", "failed") and job.spec.run_policy.clean_up_workers:
-            await self._delete_pods(request, observed, keep=self._kept(observed))
-        status = derive_status(
+            outcome, lifecycle = await self._apply_policy(
+                request,
+                job,
+                previous=previous,
+                observed=observed,
+                outcome=outcome,
+                lifecycle=lifecycle,
+                now=now,
+            )
+            if outcome.state in ("succeeded", "failed"):
+                return await self._end(
+                    request,
+                    job,
+                    previous=previous,
+                    observed=observed,
+                    outcome=outcome,
+                    lifecycle=lifecycle,
+                )
+        await self._write_status(
+            job.obj, previous, self._derive(job, previous, observed, outcome, lifecycle)
+        )
+        pending = pending_too_long(policy, observed.pods.values(), now)[1]
+        return Result(requeue_after=_soonest(deadline, pending))
+
+    async def _apply_policy(
+        self,
+        request: Request,
+        job: Job[SpecT],
+        *,
+        previous: JobStatus,
+        observed: Observed,
+        outcome: Outcome,
+        lifecycle: Lifecycle,
+        now: float,
+    ) -> tuple[Outcome, Lifecycle]:
+        """`pendingTimeoutSeconds`, then `backoffLimit` under `restartPolicy`.
+
+        A retried failure tears the whole gang down (MPI cannot re-admit one rank); the pods
+        are recreated once the deletions are seen, and the job stays Running meanwhile.
+        """
+        policy = job.spec.run_policy
+        if outcome.state not in ("succeeded", "failed"):
+            stuck, _ = pending_too_long(policy, observed.pods.values(), now)
+            if stuck is not None:
+                message = (
+                    f"Pod[{stuck}] was Pending for more than runPolicy.pendingTimeoutSeconds "
+                    f"({policy.pending_timeout_seconds} s)."
+                )
+                detail = outcome.replica_failure or message
+                return Outcome("failed", "PendingTimeout", message, detail), lifecycle
+        if outcome.state == "failed":
+            retry = should_retry(policy, pod_failures(observed.pods.values(), self.kind.containers))
+            if not retry or policy.backoff_limit == 0:
+                return outcome, lifecycle
+            if lifecycle.restarts >= policy.backoff_limit:
+                message = (
+                    f"The job failed {lifecycle.restarts + 1} times; runPolicy.backoffLimit is "
+                    f"{policy.backoff_limit}. {outcome.message}"
+                ).strip()
+                return dataclasses.replace(
+                    outcome, reason="BackoffLimitExceeded", message=message
+                ), lifecycle
+            await self._delete_pods(request, observed, keep=set())
+            restarts = lifecycle.restarts + 1
+            _metrics.jobs_restarted_total.labels(self._kind_name, job.namespace).inc()
+            message = (
+                f"Recreating every pod after a failure (restart {restarts} of "
+                f"{policy.backoff_limit})."
+            )
+            restarting = Outcome("running", RESTARTING, message, outcome.replica_failure)
+            return restarting, dataclasses.replace(lifecycle, restarts=restarts)
+        running = previous.condition("Running")
+        if outcome.state == "pending" and running is not None and running.reason == RESTARTING:
+            return Outcome(
+                "running", RESTARTING, running.message or "", outcome.replica_failure
+            ), lifecycle
+        return outcome, lifecycle
+
+    async def _end(
+        self,
+        request: Request,
+        job: Job[SpecT],
+        *,
+        previous: JobStatus,
+        observed: Observed,
+        outcome: Outcome,
+        lifecycle: Lifecycle,
+    ) -> Result:
+        """A job that ended: its clean-up policies, its final status, its TTL."""
+        policy = job.spec.run_policy
+        doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
+        await self._delete_pods(request, observed, keep=set(observed.pods) - doomed)
+        status = self._derive(job, previous, observed, outcome, lifecycle)
+        await self._write_status(job.obj, previous, status)
+        left = ttl_left(policy, status, self.clock())
+        if left is None or left > 0:
+            return Result(requeue_after=left)
+        meta = job.obj["metadata"]
+        self.recorder.emit(
+            job.obj,
+            type="Normal",
+            reason="TTLExpired",
+            message=f"Deleting the job {policy.ttl_seconds_after_finished} s after it ended.",
+        )
+        with contextlib.suppress(NotFoundError):
+            await self.client.delete(self.kind.resource, job.name, job.namespace, uid=meta["uid"])
+        return Result()
+
+    def _derive(
+        self,
+        job: Job[SpecT],
+        previous: JobStatus,
+        observed: Observed,
+        outcome: Outcome,
+        lifecycle: Lifecycle,
+    ) -> JobStatus:
+        return derive_status(
             previous=previous if not _invalid(previous) else JobStatus(),
             pods=observed.pods.values(),
             replica_types=self.kind.replica_types,
             desired=self.kind.replicas(job),
             outcome=outcome,
+            lifecycle=lifecycle,
         )
-        await self._write_status(job.obj, previous, status)
-        return Result()
 
     # Parsing -----------------------------------------------------------------------------
 
@@ -157,7 +373,7 @@ class JobReconciler(Generic[SpecT]):
             status=previous,
             obj=obj,
         )
-        errors = self.kind.validate(job)
+        errors = [*run_mode_errors(spec, self.kind.replica_types), *self.kind.validate(job)]
         return (None, errors) if errors else (job, [])
 
     def _observe(self, uid: str) -> Observed:
@@ -169,14 +385,6 @@ class JobReconciler(Generic[SpecT]):
                 for resource, informer in self.children.items()
             }
         )
-
-    def _kept(self, observed: Observed) -> set[str]:
-        kept_types = set(self.kind.kept_after_cleanup)
-        return {
-            name
-            for name, pod in observed.pods.items()
-            if (pod["metadata"].get("labels") or {}).get(REPLICA_TYPE_LABEL) in kept_types
-        }
 
     # Children ----------------------------------------------------------------------------
 
@@ -241,14 +449,15 @@ class JobReconciler(Generic[SpecT]):
                     CONFIGMAPS, meta["name"], patch, meta["namespace"], patch_type="json"
                 )
 
-    async def _delete_pods(self, request: Request, observed: Observed, keep: set[str]) -> None:
+    async def _delete_pods(self, request: Request, observed: Observed, keep: set[str]) -> int:
+        """Delete the owned Pods not in `keep` (gracefully); how many deletions were sent."""
         doomed = [
             pod
             for name, pod in observed.pods.items()
             if name not in keep and not pod["metadata"].get("deletionTimestamp")
         ]
         if not doomed:
-            return
+            return 0
         self.expectations.expect_deletions(request, [p["metadata"]["name"] for p in doomed])
         for pod in doomed:
             meta = pod["metadata"]
@@ -256,6 +465,35 @@ class JobReconciler(Generic[SpecT]):
                 await self.client.delete(PODS, meta["name"], meta["namespace"], uid=meta["uid"])
             except NotFoundError:
                 self.expectations.deletion_observed(request, meta["name"])
+        return len(doomed)
+
+    async def _apply_pod_group(
+        self, job: Job[SpecT], scheduler: GangScheduler, desired: Sequence[Object]
+    ) -> str | None:
+        """Create or update the job's PodGroup before its pods; why not, if its CRD is missing.
+
+        Applied again only when it changed since this process last applied it.
+        """
+        pods = [o for o in desired if o["kind"] == PODS.kind]
+        group = scheduler.pod_group(job, sum(self.kind.replicas(job).values()), pods)
+        group["metadata"].update(
+            namespace=job.namespace, labels=job.labels(), ownerReferences=[owner_reference(job.obj)]
+        )
+        key = ObjectKey(job.namespace, job.name)
+        if self._pod_groups.get(key) == (job.uid, group):
+            return None
+        resource = scheduler.resource
+        try:
+            await self.client.apply(resource, group, force=True)
+        except NotFoundError:
+            return (
+                f"{resource.kind} {resource.api_version} is not installed in the cluster: "
+                f"install its scheduler or take the job off it (spec.scheduler, or the "
+                f"controller's --gang-scheduler); the controller checks again every "
+                f"{_RECHECK_SECONDS:.0f} s."
+            )
+        self._pod_groups[key] = (job.uid, group)
+        return None
 
     # Status ------------------------------------------------------------------------------
 
@@ -289,6 +527,7 @@ class JobReconciler(Generic[SpecT]):
             self.recorder.emit(
                 obj, type="Normal", reason="Initialized", message="Created the job's resources."
             )
+        self._announce_conditions(obj, previous, status)
         if status.phase == previous.phase:
             return
         failed = status.condition("Failed")
@@ -310,6 +549,21 @@ class JobReconciler(Generic[SpecT]):
             self.recorder.emit(
                 obj, type="Normal", reason="Running", message="All pods are running."
             )
+        elif status.phase in ("Paused", "Resuming"):
+            self.recorder.emit(
+                obj, type="Normal", reason=status.phase, message=f"The job is {status.phase}."
+            )
+
+    def _announce_conditions(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
+        """A Warning for each condition that newly asks for attention, with its message."""
+        kind: ConditionType
+        for kind, reason in _WARNINGS:
+            new, old = status.condition(kind), previous.condition(kind)
+            if new is None or new.reason != reason or new.status != _WARNING_STATUS[kind]:
+                continue
+            if old is not None and (old.reason, old.status) == (new.reason, new.status):
+                continue
+            self.recorder.emit(obj, type="Warning", reason=reason, message=new.message or reason)
 
     def _latest_status(self, obj: Object) -> JobStatus:
         """The job's status: what we last wrote, when the cache does not show it yet.
@@ -325,6 +579,7 @@ class JobReconciler(Generic[SpecT]):
     def _forget(self, request: Request) -> None:
         self.expectations.forget(request)
         self._written.pop(request, None)
+        self._pod_groups.pop(request, None)
         _metrics.remove_job_info(self._kind_name, request.namespace, request.name)
 
 
@@ -371,17 +626,87 @@ def _is_initialized(status: JobStatus) -> bool:
     return condition is not None and condition.status == "True"
 
 
+def _resume_specs(job: Job[Any], previous: JobStatus) -> tuple[list[ResumeSpec] | None, str | None]:
+    """The resumeSpecs in force, and why the spec's were refused if they changed.
+
+    The first status written records them; the spec cannot change them afterwards.
+    """
+    mode = job.spec.run_mode
+    given = (mode.pause.resume_specs if mode and mode.pause else None) or None
+    if previous.phase is None:
+        return given, None
+    kept = previous.resume_specs or None
+    if given == kept:
+        return kept, None
+    shown = json.dumps([spec.to_api() for spec in kept or ()])
+    return kept, (
+        "spec.runMode.pause.resumeSpecs cannot change after the job is created; "
+        f"the controller keeps {shown}."
+    )
+
+
+def _pause_state(
+    job: Job[Any], previous: JobStatus, observed: Observed, *, ended: bool = False
+) -> PauseState | None:
+    if job.paused and not ended:
+        return "pausing" if observed.pods else "paused"
+    return "resumed" if previous.condition("Paused") is not None else None
+
+
+def _other_mode_pods(desired: Sequence[Object], observed: Observed) -> set[str]:
+    """Wanted pods that exist in the other run mode (debug or not): they must be recreated."""
+    stale = set()
+    for obj in desired:
+        if obj["kind"] != PODS.kind:
+            continue
+        current = observed.pods.get(obj["metadata"]["name"])
+        if current is not None and run_mode_of(current) != run_mode_of(obj):
+            stale.add(obj["metadata"]["name"])
+    return stale
+
+
+def _ended_pods(observed: Observed) -> set[str]:
+    return {
+        name
+        for name, pod in observed.pods.items()
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+    }
+
+
+def _debugging(outcome: Outcome, observed: Observed, desired: Sequence[Object]) -> Outcome:
+    """A job in debug mode runs until debug is turned off: Running once its pods all run."""
+    names = [o["metadata"]["name"] for o in desired if o["kind"] == PODS.kind]
+    running = all(
+        ((observed.pods.get(name) or {}).get("status") or {}).get("phase") == "Running"
+        for name in names
+    )
+    message = (
+        "Debug mode: the pods run their debug commands; set spec.runMode.debug.enabled "
+        "to false to run the job."
+    )
+    return Outcome(
+        "running" if running else "pending", "Debugging", message, outcome.replica_failure
+    )
+
+
+def _soonest(*delays: float | None) -> float | None:
+    known = [delay for delay in delays if delay is not None]
+    return max(min(known), 0.5) if known else None
+
+
 def add_job_controller(
     manager: Manager,
     kind: JobKind[Any],
     *,
     namespace: str | None = None,
     max_concurrent_reconciles: int = 16,
+    gang_scheduler: GangScheduler | None = None,
 ) -> Controller:
     """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
 
     Children informers are shared between kinds (one per resource, selecting objects that
     carry the job-name label); each kind's controller maps only its own children back.
+    `gang_scheduler` gives every job without `spec.scheduler` a PodGroup of that scheduler.
     """
     jobs = manager.informer(kind.resource, namespace=namespace)
     children = {
@@ -391,7 +716,12 @@ def add_job_controller(
     recorder = EventRecorder(manager.client, component=f"{kind.resource.plural}-controller")
     manager.add(recorder, needs_leader=False)
     reconciler = JobReconciler(
-        kind=kind, client=manager.client, jobs=jobs, children=children, recorder=recorder
+        kind=kind,
+        client=manager.client,
+        jobs=jobs,
+        children=children,
+        recorder=recorder,
+        gang_scheduler=gang_scheduler,
     )
     controller = Controller(
         kind.resource.plural, reconciler, max_concurrent_reconciles=max_concurrent_reconciles

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ from jobcore._jobmodels import (
     JobStatus,
     ReplicaPhase,
     ReplicaStatus,
+    ResumeSpec,
     TaskStatus,
 )
 from jobcore._resources import Object
@@ -50,7 +52,11 @@ def replica_phase(pod: Object) -> ReplicaPhase:
 
 def _containers(pod: Object) -> list[ContainerState]:
     states = []
-    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+    pod_status = pod.get("status") or {}
+    for status in (
+        *(pod_status.get("initContainerStatuses") or ()),
+        *(pod_status.get("containerStatuses") or ()),
+    ):
         state: Mapping[str, Any] = status.get("state") or {}
         name = next((key for key in _CONTAINER_STATES if key in state), None)
         detail = state.get(name) or {} if name else {}
@@ -71,9 +77,13 @@ def _restarts(pod: Object) -> int:
 
 
 def tasks_and_aggregate(
-    pods: Iterable[Object], replica_types: Sequence[str], previous: JobStatus
+    pods: Iterable[Object], replica_types: Sequence[str], previous: JobStatus, restarts: int = 0
 ) -> tuple[list[TaskStatus], Aggregate]:
-    """One task per replica type, pods by name; pods the job had before and lost are Deleted."""
+    """One task per replica type, pods by name; pods the job had before and lost are Deleted.
+
+    A type's restartCount is its containers' restarts plus `restarts`, the times the whole
+    job was recreated; it never goes down.
+    """
     by_type: dict[str, list[Object]] = {kind: [] for kind in replica_types}
     for pod in pods:
         kind = (pod["metadata"].get("labels") or {}).get(REPLICA_TYPE_LABEL)
@@ -102,8 +112,8 @@ def tasks_and_aggregate(
             field = replica.phase.lower()
             setattr(counts, field, getattr(counts, field) + 1)
         previous_restarts = next((t.restart_count for t in previous.tasks if t.type == kind), 0)
-        restarts = max(previous_restarts, sum(_restarts(pod) for pod in members))
-        tasks.append(TaskStatus(type=kind, restart_count=restarts, status=replicas))
+        count = max(previous_restarts, restarts + sum(_restarts(pod) for pod in members))
+        tasks.append(TaskStatus(type=kind, restart_count=count, status=replicas))
     return tasks, counts
 
 
@@ -132,6 +142,25 @@ class ConditionSetter:
         )
 
 
+PauseState = Literal["pausing", "paused", "resumed"]
+"""Where a job that has used `spec.runMode.pause` stands: pods going, gone, or back."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """What the reconciler knows beyond the pods and the kind's outcome.
+
+    `uninitialized` (reason, message) says why the job's children could not be made, e.g. a
+    missing PodGroup CRD; `rejected` why a spec change was refused.
+    """
+
+    restarts: int = 0
+    pause: PauseState | None = None
+    uninitialized: tuple[str, str] | None = None
+    rejected: str | None = None
+    resume_specs: list[ResumeSpec] | None = None
+
+
 def derive_status(
     *,
     previous: JobStatus,
@@ -139,25 +168,20 @@ def derive_status(
     replica_types: Sequence[str],
     desired: Mapping[str, int],
     outcome: Outcome,
+    lifecycle: Lifecycle = Lifecycle(),
     timestamp: str | None = None,
 ) -> JobStatus:
     """The whole status for this moment; equal to `previous` when nothing changed."""
     pods = list(pods)
-    tasks, aggregate = tasks_and_aggregate(pods, replica_types, previous)
+    tasks, aggregate = tasks_and_aggregate(pods, replica_types, previous, lifecycle.restarts)
     ready = sum(1 for pod in pods if _is_ready(pod) and replica_phase(pod) != "Deleted")
-    phase: JobPhase = {
-        "pending": "Pending",
-        "running": "Running",
-        "succeeded": "Succeeded",
-        "failed": "Failed",
-    }[outcome.state]  # type: ignore[assignment]
+    phase = _phase(previous, outcome, lifecycle)
     conditions = ConditionSetter(previous.conditions, timestamp or now())
-    conditions.set(
-        "Initialized",
-        True,  # status is derived only once every rendered child exists
-        "Initialized",
-        INITIALIZED_MESSAGE,
-    )
+    if lifecycle.uninitialized is not None:
+        conditions.set("Initialized", False, *lifecycle.uninitialized)
+    else:
+        # Status is derived only once every rendered child exists.
+        conditions.set("Initialized", True, "Initialized", INITIALIZED_MESSAGE)
     running_reason = outcome.reason or phase
     conditions.set(
         "Running",
@@ -186,13 +210,49 @@ def derive_status(
         end_reason if ended else "-",
         end_message if ended else "The job has not failed.",
     )
+    if lifecycle.pause is not None:
+        conditions.set("Paused", lifecycle.pause == "paused", *_PAUSE_CONDITION[lifecycle.pause])
+    if lifecycle.rejected is not None:
+        conditions.set("SpecRejected", True, "ResumeSpecsImmutable", lifecycle.rejected)
+    elif previous.condition("SpecRejected") is not None:
+        conditions.set("SpecRejected", False, "Accepted", "The spec is accepted as it is.")
     return JobStatus(
         conditions=conditions.conditions,
         phase=phase,
         tasks=tasks,
         aggregate=aggregate,
         ready=f"{ready}/{sum(desired.values())}",
+        restarts=lifecycle.restarts or None,
+        resume_specs=lifecycle.resume_specs,
     )
+
+
+_PAUSE_CONDITION = {
+    "pausing": ("Pausing", "Deleting the job's pods."),
+    "paused": ("Paused", "The job is paused: its pods are deleted."),
+    "resumed": ("Resumed", "The job was resumed after a pause."),
+}
+
+
+def _phase(previous: JobStatus, outcome: Outcome, lifecycle: Lifecycle) -> JobPhase:
+    """The outcome's phase, except around a pause: Paused once the pods are gone, the phase
+    before while they go, and Resuming from Paused until the job runs again."""
+    if lifecycle.pause == "paused":
+        return "Paused"
+    if lifecycle.pause == "pausing":
+        return previous.phase if previous.phase in ("Pending", "Running") else "Pending"
+    phase: JobPhase = _PHASES[outcome.state]
+    if phase == "Pending" and previous.phase in ("Paused", "Resuming"):
+        return "Resuming"
+    return phase
+
+
+_PHASES: dict[str, JobPhase] = {
+    "pending": "Pending",
+    "running": "Running",
+    "succeeded": "Succeeded",
+    "failed": "Failed",
+}
 
 
 def invalid_status(previous: JobStatus, message: str, timestamp: str | None = None) -> JobStatus:

@@ -167,6 +167,12 @@ jobs_failed_total = Counter(
     ["kind", "namespace"],
     registry=REGISTRY,
 )
+jobs_restarted_total = Counter(
+    "jobcore_jobs_restarted_total",
+    "Times a failed job was torn down and recreated under runPolicy.backoffLimit.",
+    ["kind", "namespace"],
+    registry=REGISTRY,
+)
 job_info = Gauge(
     "jobcore_job_info",
     "1 for every job the controller knows; the series goes away with the job.",

@@ -90,24 +90,3 @@ def mount_errors(
             if str(mount.get("mountPath", "")).rstrip("/") in mount_paths
         ]
     return errors
-
-
-def run_mode_errors(job_spec: Any, launcher: str, worker: str) -> list[FieldError]:
-    """spec.runMode's debug and pause entries must name one of the two replica types."""
-    mode = job_spec.run_mode
-    entries: list[tuple[str, str]] = []
-    if mode and mode.debug:
-        entries += [
-            (f"spec.runMode.debug.replicaSpecs[{i}].type", r.type)
-            for i, r in enumerate(mode.debug.replica_specs or ())
-        ]
-    if mode and mode.pause:
-        entries += [
-            (f"spec.runMode.pause.resumeSpecs[{i}].type", r.type)
-            for i, r in enumerate(mode.pause.resume_specs or ())
-        ]
-    return [
-        FieldError(path, f"must be {launcher!r} or {worker!r}, got {value!r}")
-        for path, value in entries
-        if value not in (launcher, worker)
-    ]

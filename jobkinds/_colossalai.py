@@ -36,8 +36,6 @@ HOSTFILE_DIR = "/etc/colossalai"
 HOSTFILE_KEY = "hostfile"
 HOSTFILE = f"{HOSTFILE_DIR}/{HOSTFILE_KEY}"
 MASTER_PORT = 29500
-DEBUG_COMMAND = ("sleep", "inf")
-"""T9k's default command of both launcher and workers in debug mode."""
 RESERVED_TORCH_ARGS = frozenset(
     {"nproc_per_node", "nnodes", "node_rank", "master_addr", "master_port"}
 )
@@ -115,17 +113,6 @@ def launcher_command(colossalai: Sequence[str]) -> list[str]:
     return ["/bin/bash", "-c", LAUNCHER_SCRIPT, "jobcore-colossalai-launcher", *colossalai]
 
 
-# Run modes -------------------------------------------------------------------------------
-
-
-def _debug(job: Job[Any], replica_type: str) -> tuple[list[str], bool] | None:
-    """In debug mode: the replica's command and whether to skip init containers."""
-    debug = _launch.debug_command(job, replica_type)
-    if debug is None:
-        return None
-    return list(debug[0] or DEBUG_COMMAND), debug[1]
-
-
 # Children ------------------------------------------------------------------------------
 
 
@@ -149,7 +136,6 @@ def worker_pod(job: Job[ColossalAIJobSpec], index: int) -> Object:
     pod = _launch.template_pod(job, WORKER, index, name, ssh_volume=SSH_VOLUME)
     spec = pod["spec"]
     spec.update(hostname=name, subdomain=job.name, restartPolicy="Never")
-    debug = _debug(job, WORKER)
     ssh = job.spec.ssh
     for container in spec["containers"]:
         if container["name"] != WORKER_CONTAINER:
@@ -160,12 +146,8 @@ def worker_pod(job: Job[ColossalAIJobSpec], index: int) -> Object:
             ssh_mount(SSH_VOLUME, job.spec.ssh.auth_mount_path),
         ]
         container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
-        if debug is not None:  # a debug command need not serve ssh: no probe that cannot pass
-            container["command"] = debug[0]
-            container.pop("readinessProbe", None)
-        else:
-            container["command"] = _ssh.sshd_command(ssh.sshd_path, ssh.auth_mount_path)
-            container["readinessProbe"] = _launch.readiness_probe()
+        container["command"] = _ssh.sshd_command(ssh.sshd_path, ssh.auth_mount_path)
+        container["readinessProbe"] = _launch.readiness_probe()
     return pod
 
 
@@ -176,8 +158,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec]) -> Object:
     its working directory, so spec.launcher.env and workingDir apply on the workers too.
     """
     launcher = job.spec.launcher
-    debug = _debug(job, LAUNCHER)
-    command = debug[0] if debug else launcher_command(colossalai_args(job))
+    command = launcher_command(colossalai_args(job))
     ours = {"JOBCORE_COLOSSALAI_HOSTFILE": HOSTFILE}
     user_names = {str(e.get("name")) for e in launcher.env}
     container: dict[str, Any] = {

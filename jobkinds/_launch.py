@@ -1,9 +1,9 @@
-"""Building blocks of a job whose launcher pod reaches sshd workers: names, run modes, pods.
+"""Building blocks of a job whose launcher pod reaches sshd workers: names and pods.
 
-Shared by MPIJob, ColossalAIJob and HorovodJob: their child names, T9k's pause and debug run
-modes, the headless Service, pods made from the worker template with the ssh Secret mounted,
-the sshd worker, and a launcher copied from the worker container. What differs between the
-kinds (container names, volumes, commands, environment) is passed in by keyword.
+Shared by MPIJob, ColossalAIJob and HorovodJob: their child names, the headless Service, pods
+made from the worker template with the ssh Secret mounted, the sshd worker, and a launcher
+copied from the worker container. What differs between the kinds (container names, volumes,
+commands, environment) is passed in by keyword. Run modes are jobcore's, applied on top.
 """
 
 from __future__ import annotations
@@ -16,9 +16,6 @@ from jobkinds import _ssh
 
 LAUNCHER = "launcher"
 WORKER = "worker"
-DEBUG_COMMAND = ("sleep", "inf")
-"""T9k's default launcher command in debug mode."""
-
 NOT_ON_LAUNCHER = (
     "name",
     "command",
@@ -57,29 +54,6 @@ def worker_host(job: Job[Any], index: int) -> str:
     return f"{worker_name(job, index)}.{job.name}.{job.namespace}.svc"
 
 
-# Run modes -------------------------------------------------------------------------------
-
-
-def paused(job: Job[Any]) -> bool:
-    mode = job.spec.run_mode
-    return bool(mode and mode.pause and mode.pause.enabled)
-
-
-def debugging(job: Job[Any]) -> bool:
-    mode = job.spec.run_mode
-    return bool(mode and mode.debug and mode.debug.enabled)
-
-
-def debug_command(job: Job[Any], replica_type: str) -> tuple[list[str] | None, bool] | None:
-    """In debug mode: the replica's command (None = the kind's default) and skipInitContainer."""
-    if not debugging(job):
-        return None
-    for replica in job.spec.run_mode.debug.replica_specs or ():
-        if replica.type == replica_type:
-            return replica.command, replica.skip_init_container
-    return None, False
-
-
 # Children ------------------------------------------------------------------------------
 
 
@@ -110,7 +84,7 @@ def template_pod(
     job: Job[Any], replica_type: str, index: int, name: str, *, ssh_volume: str
 ) -> Object:
     """A pod from spec.worker.template, labelled for `replica_type`, with the ssh Secret as a
-    volume (and no init containers if debug mode skips them); containers left to adapt."""
+    volume; containers left to adapt."""
     template = job.spec.worker.template
     metadata = template.metadata
     labels = {**((metadata and metadata.labels) or {}), **job.labels(replica_type, index)}
@@ -122,9 +96,6 @@ def template_pod(
         *spec.get("volumes", ()),
         _ssh.secret_volume(ssh_volume, ssh_secret_name(job)),
     ]
-    debug = debug_command(job, replica_type)
-    if debug is not None and debug[1]:
-        spec.pop("initContainers", None)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
 
@@ -145,26 +116,21 @@ def sshd_worker_pod(
     """sshd in place of `container`'s command; Ready once port 22 answers.
 
     restartPolicy is the template's, by default Never: a restarted worker cannot rejoin a
-    running launch. A debug command replaces sshd and drops the probe it could never pass.
+    running launch.
     """
     pod = template_pod(job, WORKER, index, worker_name(job, index), ssh_volume=ssh_volume)
     spec = pod["spec"]
     spec["hostname"] = worker_name(job, index)
     spec["subdomain"] = job.name
     spec["restartPolicy"] = job.spec.worker.template.spec.restart_policy or "Never"
-    debug = debug_command(job, WORKER)
-    custom = debug[0] if debug else None
     for c in spec["containers"]:
         if c["name"] != container:
             continue
         c.pop("args", None)
-        c["command"] = custom or _ssh.sshd_command(sshd_path, mount_path)
+        c["command"] = _ssh.sshd_command(sshd_path, mount_path)
         c["volumeMounts"] = [*c.get("volumeMounts", ()), ssh_mount(ssh_volume, mount_path)]
         c.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
-        if custom:
-            c.pop("readinessProbe", None)
-        else:
-            c["readinessProbe"] = readiness_probe()
+        c["readinessProbe"] = readiness_probe()
     return pod
 
 
@@ -182,7 +148,7 @@ def copied_launcher_pod(
     command: Callable[[Mapping[str, Any]], list[str]],
 ) -> Object:
     """One container copied from `worker_container` (image, resources, env, mounts...) running
-    `command(worker container)`, or the debug command, with the keys and a ConfigMap mounted.
+    `command(worker container)`, with the keys and a ConfigMap mounted.
 
     The template's other containers stay on the workers; its volumes, init containers and
     pod-level settings apply to the launcher too. The user's own value of one of our `env`
@@ -195,8 +161,7 @@ def copied_launcher_pod(
     worker = next(c for c in pod_spec["containers"] if c["name"] == worker_container)
     user_env = list(worker.get("env", ()))
     user_names = {str(e["name"]) for e in user_env if "name" in e}
-    debug = debug_command(job, LAUNCHER)
-    launch = list(debug[0] or DEBUG_COMMAND) if debug is not None else command(worker)
+    launch = command(worker)
     launcher = {k: v for k, v in worker.items() if k not in NOT_ON_LAUNCHER}
     launcher.update(
         name=launcher_container,

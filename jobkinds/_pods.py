@@ -52,7 +52,8 @@ def clip(text: str, limit: int = 200) -> str:
 
 
 def failure(pod: Object, container: str, *, last_line: bool = True) -> str:
-    """`Pod[name] exited with error code N (reason): last log line`, as T9k words it.
+    """`Pod[name] exited with error code N (container c, reason): last log line`, as T9k
+    words it, with the container that failed and why.
 
     The main container's exit is preferred; an init container or sidecar that failed explains
     a pod whose main container did not. Evictions and OOM kills are named. `last_line` appends
@@ -65,9 +66,9 @@ def failure(pod: Object, container: str, *, last_line: bool = True) -> str:
         for s in statuses(pod)
         if "terminated" in (s.get("state") or {})
     ]
-    main = next((t for n, t in exits if n == container), None)
-    failed = next((t for _, t in exits if t.get("exitCode")), None)
-    terminated = main if main and main.get("exitCode") else failed or main
+    main = next(((n, t) for n, t in exits if n == container), None)
+    failed = next(((n, t) for n, t in exits if t.get("exitCode")), None)
+    which, terminated = main if main and main[1].get("exitCode") else failed or main or ("", None)
     pod_reason = status.get("reason")
     if terminated is None or terminated.get("exitCode") is None:
         text = f"Pod[{name}] failed" + (f": {pod_reason}" if pod_reason else "")
@@ -76,8 +77,7 @@ def failure(pod: Object, container: str, *, last_line: bool = True) -> str:
     else:
         text = f"Pod[{name}] exited with error code {terminated['exitCode']}"
         notes = [r for r in (terminated.get("reason"), pod_reason) if r and r != "Error"]
-        if notes:
-            text += f" ({', '.join(dict.fromkeys(notes))})"
+        text += f" (container {which}" + "".join(f", {n}" for n in dict.fromkeys(notes)) + ")"
     if not last_line:
         return clip(text)
     detail = str(status.get("message") or (terminated or {}).get("message") or "")

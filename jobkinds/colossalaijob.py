@@ -37,9 +37,7 @@ from jobkinds._colossalai import LAUNCHER_CONTAINER, WORKER_CONTAINER
 from jobkinds._launch import (
     LAUNCHER,
     WORKER,
-    debugging,
     launcher_name,
-    paused,
     service,
     ssh_secret_name,
     worker_name,
@@ -157,6 +155,8 @@ class ColossalAIJobKind:
     spec_model: type[ColossalAIJobSpec] = ColossalAIJobSpec
     replica_types: Sequence[str] = (LAUNCHER, WORKER)
     child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS)
+    containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
+    debug_commands: Mapping[str, Sequence[str] | None] = {}  # T9k: sleep inf for both
     kept_after_cleanup: Sequence[str] = (LAUNCHER,)
     printer_columns: Sequence[Mapping[str, Any]] = (
         {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
@@ -179,7 +179,6 @@ class ColossalAIJobKind:
                 mount_paths={auth_mount_path},
                 message="is where the job mounts its ssh keys (spec.ssh.authMountPath)",
             ),
-            *_checks.run_mode_errors(spec, LAUNCHER, WORKER),
         ]
 
     def replicas(self, job: Job[ColossalAIJobSpec]) -> Mapping[str, int]:
@@ -190,19 +189,18 @@ class ColossalAIJobKind:
 
         An existing ssh Secret is returned as observed (a new keypair would lock the launcher
         out); an existing launcher is always returned, so it is never deleted because a worker
-        stopped being Ready. In debug mode the launcher does not wait; a paused job has no pods.
+        stopped being Ready. In debug mode and under a gang scheduler the launcher does not wait.
         """
         secret = observed.get(SECRETS, ssh_secret_name(job)) or _ssh.ssh_secret(
             job, ssh_secret_name(job)
         )
         children = [secret, _cai.hostfile_configmap(job), service(job)]
-        if paused(job):
-            return children
         workers = [_cai.worker_pod(job, i) for i in range(job.spec.worker.replicas)]
         children += workers
         if (
             observed.get(PODS, launcher_name(job)) is not None
-            or debugging(job)
+            or job.debugging
+            or job.gang
             or all(_pods.is_ready(observed.get(PODS, w["metadata"]["name"])) for w in workers)
         ):
             children.append(_cai.launcher_pod(job))
@@ -210,8 +208,6 @@ class ColossalAIJobKind:
 
     def interpret(self, job: Job[ColossalAIJobSpec], observed: Observed) -> Outcome:
         """The launcher's exit decides; a worker that stops first fails the job."""
-        if paused(job):
-            return Outcome("pending", "Paused", "The job is paused: its pods are deleted.")
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         return _pods.outcome(
             observed.get(PODS, launcher_name(job)),

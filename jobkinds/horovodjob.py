@@ -43,9 +43,7 @@ from jobkinds._horovod import (
 from jobkinds._launch import (
     LAUNCHER,
     WORKER,
-    debugging,
     launcher_name,
-    paused,
     service,
     ssh_secret_name,
     worker_name,
@@ -118,6 +116,8 @@ class HorovodJobKind:
     spec_model: type[HorovodJobSpec] = HorovodJobSpec
     replica_types: Sequence[str] = (LAUNCHER, WORKER)
     child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS)
+    containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
+    debug_commands: Mapping[str, Sequence[str] | None] = {WORKER: None}  # sshd, to ssh in
     kept_after_cleanup: Sequence[str] = (LAUNCHER,)
     printer_columns: Sequence[Mapping[str, Any]] = (
         {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
@@ -138,7 +138,6 @@ class HorovodJobKind:
                 mount_paths={spec.ssh.ssh_auth_mount_path.rstrip("/"), CONFIG_DIR},
                 message="is where the job mounts its ssh keys, hostfile or discovery script",
             ),
-            *_checks.run_mode_errors(spec, LAUNCHER, WORKER),
         ]
 
     def replicas(self, job: Job[HorovodJobSpec]) -> Mapping[str, int]:
@@ -148,16 +147,15 @@ class HorovodJobKind:
         """Secret, hostfile or discovery script, Service, workers, then the launcher.
 
         The launcher starts once every worker is Ready (static) or at least minReplicas are
-        (elastic), in debug mode at once, and is returned for as long as it exists. An elastic
-        job's ended worker is left out, so the reconciler deletes it and recreates it on the
-        next pass; its discovery script lists the Running and Ready workers of this moment.
+        (elastic), at once in debug mode or under a gang scheduler, and is returned for as
+        long as it exists. An elastic job's ended worker is left out, so the reconciler
+        deletes it and recreates it on the next pass; its discovery script lists the Running
+        and Ready workers of this moment.
         """
         secret = observed.get(SECRETS, ssh_secret_name(job)) or _ssh.ssh_secret(
             job, ssh_secret_name(job)
         )
         children = [secret, _horovod.config_configmap(job, observed), service(job)]
-        if paused(job):
-            return children
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         elastic = job.spec.elastic
         children += [
@@ -167,14 +165,13 @@ class HorovodJobKind:
         ]
         ready = sum(is_ready(observed.get(PODS, name)) for name in names)
         needed = elastic.min_replicas if elastic else len(names)
-        if observed.get(PODS, launcher_name(job)) is not None or debugging(job) or ready >= needed:
+        launcher_exists = observed.get(PODS, launcher_name(job)) is not None
+        if launcher_exists or job.debugging or job.gang or ready >= needed:
             children.append(_horovod.launcher_pod(job))
         return children
 
     def interpret(self, job: Job[HorovodJobSpec], observed: Observed) -> Outcome:
         """The launcher's exit decides; a static job's worker that stops first fails it."""
-        if paused(job):
-            return Outcome("pending", "Paused", "The job is paused: its pods are deleted.")
         launcher = observed.get(PODS, launcher_name(job))
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         workers = {name: observed.get(PODS, name) for name in names}

@@ -34,9 +34,7 @@ from jobkinds import _checks, _mpi, _pods, _ssh, _t9kshape
 from jobkinds._launch import (
     LAUNCHER,
     WORKER,
-    debugging,
     launcher_name,
-    paused,
     service,
     ssh_secret_name,
     worker_name,
@@ -159,6 +157,8 @@ class MPIJobKind:
     spec_model: type[MPIJobSpec] = MPIJobSpec
     replica_types: Sequence[str] = (LAUNCHER, WORKER)
     child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS)
+    containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
+    debug_commands: Mapping[str, Sequence[str] | None] = {WORKER: None}  # sshd, to ssh in
     kept_after_cleanup: Sequence[str] = (LAUNCHER,)
     printer_columns: Sequence[Mapping[str, Any]] = (
         {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
@@ -186,7 +186,6 @@ class MPIJobKind:
                 mount_paths={spec.ssh.ssh_auth_mount_path.rstrip("/"), _mpi.HOSTFILE_DIR},
                 message="is where the job mounts its ssh keys or hostfile",
             ),
-            *_checks.run_mode_errors(spec, LAUNCHER, WORKER),
         ]
 
     def replicas(self, job: Job[MPIJobSpec]) -> Mapping[str, int]:
@@ -197,21 +196,21 @@ class MPIJobKind:
 
         An existing ssh Secret is returned as observed: a new keypair would lock the launcher
         out of running workers. A launcher that exists is always returned, so it is never
-        deleted because a worker stopped being Ready. In debug mode the launcher does not wait
-        (its command is `sleep inf`); a paused job gets no pods.
+        deleted because a worker stopped being Ready. In debug mode (the launcher runs
+        `sleep inf`) and under a gang scheduler (which admits no pod until all exist) the
+        launcher does not wait.
         """
         secret = observed.get(SECRETS, ssh_secret_name(job)) or _ssh.ssh_secret(
             job, ssh_secret_name(job)
         )
         children = [secret, _mpi.hostfile_configmap(job), service(job)]
-        if paused(job):
-            return children
         workers = [_mpi.worker_pod(job, i) for i in range(job.spec.worker.replicas)]
         children += workers
         launcher_exists = observed.get(PODS, launcher_name(job)) is not None
         if (
             launcher_exists
-            or debugging(job)
+            or job.debugging
+            or job.gang
             or all(_pods.is_ready(observed.get(PODS, w["metadata"]["name"])) for w in workers)
         ):
             children.append(_mpi.launcher_pod(job))
@@ -219,8 +218,6 @@ class MPIJobKind:
 
     def interpret(self, job: Job[MPIJobSpec], observed: Observed) -> Outcome:
         """The launcher's exit decides; a worker that stops first fails the job."""
-        if paused(job):
-            return Outcome("pending", "Paused", "The job is paused: its pods are deleted.")
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         return _pods.outcome(
             observed.get(PODS, launcher_name(job)),

@@ -3,7 +3,8 @@
 Plugin authors use it as the project's own tests do: `ControlPlane` runs etcd and
 kube-apiserver from `KUBEBUILDER_ASSETS`; `SimulatedNode` plays scheduler and kubelet for
 Pods; `background` keeps a runnable going for the length of a block; `eventually` waits
-for a condition. The pytest plugin
+for a condition; `install_crd`, `job_status`, `wait_for_phase`, `condition`, `live_pods` and
+`event_reasons` are what a job kind's tests check. The pytest plugin
 (`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides the
 `control_plane`, `kubeconfig_path`, `client`, `namespace` and `simulated_node` fixtures.
 """
@@ -11,6 +12,15 @@ for a condition. The pytest plugin
 from jobcore.testing._background import background
 from jobcore.testing._controlplane import ControlPlane, ControlPlaneError
 from jobcore.testing._eventually import eventually
+from jobcore.testing._jobs import (
+    condition,
+    event_reasons,
+    install_crd,
+    job_status,
+    live_pods,
+    schemaless_crd,
+    wait_for_phase,
+)
 from jobcore.testing._node import PodMatcher, PodOutcome, SimulatedNode
 from jobcore.testing._processnode import ProcessNode, process_node_available
 from jobcore.testing._requests import api_requests
@@ -24,6 +34,13 @@ __all__ = [
     "SimulatedNode",
     "api_requests",
     "background",
+    "condition",
+    "event_reasons",
     "eventually",
+    "install_crd",
+    "job_status",
+    "live_pods",
     "process_node_available",
+    "schemaless_crd",
+    "wait_for_phase",
 ]

@@ -10,9 +10,8 @@ import time
 
 import pytest
 
-from controllers.sandbox import install_crd
 from jobcore import PODS, REPLICA_TYPE_LABEL, Client, crd_for
-from jobcore.testing import SimulatedNode, background, eventually
+from jobcore.testing import SimulatedNode, background, eventually, install_crd
 from jobkinds.mpijob import MPIJobKind
 
 MPIJOBS = MPIJobKind().resource

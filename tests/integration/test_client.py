@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from controllers.sandbox import install_crd
 from jobcore import (
     CONFIGMAPS,
     PODS,
@@ -15,6 +14,7 @@ from jobcore import (
     NotFoundError,
     crd_for,
 )
+from jobcore.testing import install_crd
 from jobkinds.mpijob import MPIJobKind
 
 MPIJOBS = MPIJobKind().resource

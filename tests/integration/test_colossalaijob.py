@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.sandbox import install_crd
 from jobcore import (
     CONFIGMAPS,
     PODS,
@@ -24,7 +23,7 @@ from jobcore import (
     add_job_controller,
     crd_for,
 )
-from jobcore.testing import SimulatedNode, background, eventually
+from jobcore.testing import SimulatedNode, background, eventually, install_crd
 from jobkinds.colossalaijob import ColossalAIJobKind
 
 pytestmark = pytest.mark.integration
@@ -150,7 +149,7 @@ async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
     assert condition(status, "Failed")["status"] == "True"
     failure = condition(status, "ReplicaFailure")
     assert failure["status"] == "True"
-    assert failure["message"] == "Pod[bad-launcher] exited with error code 1"
+    assert failure["message"] == "Pod[bad-launcher] exited with error code 1 (container launcher)"
 
 
 async def test_a_failed_worker_fails_the_job_naming_it(

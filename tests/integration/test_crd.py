@@ -14,7 +14,6 @@ import pytest
 import pytest_asyncio
 from pydantic import Field
 
-from controllers.sandbox import install_crd
 from jobcore import (
     CUSTOM_RESOURCE_DEFINITIONS,
     PODS,
@@ -36,6 +35,7 @@ from jobcore._jobmodels import (
     ReplicaStatus,
     TaskStatus,
 )
+from jobcore.testing import install_crd
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.sandbox import install_crd
 from jobcore import (
     CONFIGMAPS,
     PODS,
@@ -21,7 +20,7 @@ from jobcore import (
     add_job_controller,
     crd_for,
 )
-from jobcore.testing import SimulatedNode, background, eventually
+from jobcore.testing import SimulatedNode, background, eventually, install_crd
 from jobkinds.horovodjob import HorovodJobKind
 
 pytestmark = pytest.mark.integration
@@ -127,7 +126,7 @@ async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
     status = await wait_for_phase(client, namespace, "bad", "Failed")
     assert condition(status, "Failed")["message"] == "The job exited with an error code."
     failure = condition(status, "ReplicaFailure")
-    assert failure["message"] == "Pod[bad-launcher] exited with error code 3"
+    assert failure["message"] == "Pod[bad-launcher] exited with error code 3 (container launcher)"
 
 
 async def test_a_static_jobs_failed_worker_fails_it(
@@ -138,7 +137,10 @@ async def test_a_static_jobs_failed_worker_fails_it(
     await simulated_node.fail(namespace, "killed-worker-1", exit_code=137, reason="OOMKilled")
     status = await wait_for_phase(client, namespace, "killed", "Failed")
     failure = condition(status, "ReplicaFailure")
-    assert failure["message"] == "Pod[killed-worker-1] exited with error code 137 (OOMKilled)"
+    assert (
+        failure["message"]
+        == "Pod[killed-worker-1] exited with error code 137 (container worker, OOMKilled)"
+    )
 
 
 async def test_clean_up_workers_keeps_the_launcher(

@@ -9,7 +9,6 @@ import time
 import aiohttp
 import pytest
 
-from controllers.sandbox import install_crd
 from jobcore import (
     CONFIGMAPS,
     CUSTOM_RESOURCE_DEFINITIONS,
@@ -25,7 +24,7 @@ from jobcore import (
     Resource,
     Result,
 )
-from jobcore.testing import api_requests, background, eventually
+from jobcore.testing import api_requests, background, eventually, install_crd
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from controllers.allreduce import compile_allreduce
-from controllers.sandbox import install_crd, run_sandbox
+from controllers.sandbox import run_sandbox
 from jobcore import PODS, Client, Controller, Manager, Object, add_job_controller, crd_for
-from jobcore.testing import ProcessNode, background, eventually, process_node_available
+from jobcore.testing import ProcessNode, background, eventually, install_crd, process_node_available
 from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()

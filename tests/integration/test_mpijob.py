@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.sandbox import install_crd
 from jobcore import (
     CONFIGMAPS,
     EVENTS,
@@ -26,10 +25,18 @@ from jobcore import (
     NotFoundError,
     Object,
     Request,
+    T9kScheduler,
     add_job_controller,
     crd_for,
 )
-from jobcore.testing import SimulatedNode, api_requests, background, eventually
+from jobcore.testing import (
+    SimulatedNode,
+    api_requests,
+    background,
+    eventually,
+    install_crd,
+    schemaless_crd,
+)
 from jobkinds.mpijob import MPIJobKind
 
 pytestmark = pytest.mark.integration
@@ -314,6 +321,8 @@ async def test_each_sample_is_accepted_and_reconciled(
 ) -> None:
     job = copy.deepcopy(SAMPLE_JOBS[sample_name])
     job["metadata"]["namespace"] = namespace
+    if job["spec"].get("scheduler"):
+        await install_crd(client, schemaless_crd(T9kScheduler.resource))
     await client.create(MPIJOBS, job)
     name = job["metadata"]["name"]
 
@@ -326,12 +335,7 @@ async def test_each_sample_is_accepted_and_reconciled(
 
     await eventually(initialized)
     spec = KIND.spec_model.model_validate(job["spec"])  # either T9k shape
-    paused = (
-        spec.run_mode is not None
-        and spec.run_mode.pause is not None
-        and spec.run_mode.pause.enabled
-    )
-    replicas = 0 if paused else spec.worker.replicas
+    replicas = 0 if spec.run_mode and spec.run_mode.paused else spec.worker.replicas
     workers = [n for n in await pods(client, namespace) if "-worker-" in n]
     assert len(workers) == replicas
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.sandbox import install_crd
 from jobcore import (
     CONFIGMAPS,
     JOB_NAME_LABEL,
@@ -24,7 +23,7 @@ from jobcore import (
     add_job_controller,
     crd_for,
 )
-from jobcore.testing import background, eventually
+from jobcore.testing import background, eventually, install_crd
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.mpijob import MPIJobKind
 

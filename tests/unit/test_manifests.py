@@ -42,7 +42,7 @@ def test_rbac_is_least_privilege() -> None:
     rules = {
         (tuple(r["apiGroups"]), tuple(r["resources"])): r["verbs"] for r in cluster_role["rules"]
     }
-    assert rules[(("batch.tensorstack.dev",), ("mpijobs",))] == ["get", "list", "watch"]
+    assert rules[(("batch.tensorstack.dev",), ("mpijobs",))] == ["get", "list", "watch", "delete"]
     assert rules[(("batch.tensorstack.dev",), ("mpijobs/status",))] == ["get", "patch", "update"]
     assert "create" in rules[(("",), ("configmaps", "pods", "secrets", "services"))]
     assert rules[(("",), ("events",))] == ["create", "patch"]

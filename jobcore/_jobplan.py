@@ -1,0 +1,128 @@
+"""What the controller creates for a job: the kind's children with run modes and scheduling.
+
+A kind renders its children for a normal run; jobcore applies what every kind shares on
+top: a paused job gets no pods, a debugging job's pods run their debug commands, pods made
+after a pause follow `resumeSpecs`, and a gang scheduler's fields go on every pod. Pure, so
+that `jobcore render` shows exactly what the controller would create.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from jobcore._jobkind import REPLICA_TYPE_LABEL, FieldError, Job, JobKind, Observed
+from jobcore._jobmodels import JobSpec, ResumeSpec
+from jobcore._resources import PODS, Object
+from jobcore._scheduling import GangScheduler
+
+RUN_MODE_LABEL = "jobcore.dev/run-mode"
+"""On pods created in debug mode (`debug`); a pod whose mode is not the job's is replaced."""
+
+DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
+"""A debugging replica's command when neither the job nor the kind names one."""
+
+_PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+
+
+def run_mode_errors(spec: JobSpec, replica_types: Sequence[str]) -> list[FieldError]:
+    """Every `spec.runMode` entry must name one of the kind's replica types."""
+    mode = spec.run_mode
+    entries: list[tuple[str, str]] = []
+    if mode and mode.debug:
+        entries += [
+            (f"spec.runMode.debug.replicaSpecs[{i}].type", r.type)
+            for i, r in enumerate(mode.debug.replica_specs or ())
+        ]
+    if mode and mode.pause:
+        entries += [
+            (f"spec.runMode.pause.resumeSpecs[{i}].type", r.type)
+            for i, r in enumerate(mode.pause.resume_specs or ())
+        ]
+    allowed = " or ".join(repr(t) for t in replica_types)
+    return [
+        FieldError(path, f"must be {allowed}, got {value!r}")
+        for path, value in entries
+        if value not in replica_types
+    ]
+
+
+def plan(
+    kind: JobKind[Any],
+    job: Job[Any],
+    observed: Observed,
+    *,
+    scheduler: GangScheduler | None = None,
+    resume_specs: Sequence[ResumeSpec] | None = None,
+) -> list[Object]:
+    """The children the job should have now, in the kind's order.
+
+    `resume_specs` is given once the job has been paused and resumed: the pods created from
+    then on follow it.
+    """
+    children = kind.render(job, observed)
+    if job.paused:
+        return [child for child in children if child.get("kind") != PODS.kind]
+    for pod in children:
+        if pod.get("kind") != PODS.kind:
+            continue
+        replica_type = (pod["metadata"].get("labels") or {}).get(REPLICA_TYPE_LABEL, "")
+        if job.debugging:
+            _debug(kind, job, pod, replica_type)
+        elif resume_specs is not None:
+            _resume(kind, resume_specs, pod, replica_type)
+        if scheduler is not None:
+            scheduler.decorate(job, pod)
+    return children
+
+
+def run_mode_of(pod: Object) -> str:
+    return str((pod["metadata"].get("labels") or {}).get(RUN_MODE_LABEL, ""))
+
+
+def _main_container(kind: JobKind[Any], pod: Object, replica_type: str) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = pod["spec"]["containers"]
+    name = kind.containers.get(replica_type)
+    return next((c for c in containers if c["name"] == name), containers[0])
+
+
+def _debug(kind: JobKind[Any], job: Job[Any], pod: Object, replica_type: str) -> None:
+    """The debug command in place of the replica's (probes it could not pass dropped)."""
+    debug = job.spec.run_mode.debug
+    entry = next((r for r in debug.replica_specs or () if r.type == replica_type), None)
+    command = (entry and entry.command) or _default_debug_command(kind.debug_commands, replica_type)
+    if command is not None:
+        container = _main_container(kind, pod, replica_type)
+        container["command"] = list(command)
+        container.pop("args", None)
+        for probe in _PROBES:
+            container.pop(probe, None)
+    if entry is not None and entry.skip_init_container:
+        pod["spec"].pop("initContainers", None)
+    pod["metadata"].setdefault("labels", {})[RUN_MODE_LABEL] = "debug"
+
+
+def _default_debug_command(
+    defaults: Mapping[str, Sequence[str] | None], replica_type: str
+) -> Sequence[str] | None:
+    """The kind's default; None keeps the rendered command (e.g. sshd on MPI workers)."""
+    if replica_type in defaults:
+        return defaults[replica_type]
+    return DEFAULT_DEBUG_COMMAND
+
+
+def _resume(
+    kind: JobKind[Any], resume_specs: Sequence[ResumeSpec], pod: Object, replica_type: str
+) -> None:
+    entry = next((r for r in resume_specs if r.type == replica_type), None)
+    if entry is None:
+        return
+    if entry.command is not None or entry.args is not None:
+        container = _main_container(kind, pod, replica_type)
+        if entry.command is not None:
+            container["command"] = list(entry.command)
+            container.pop("args", None)
+        if entry.args is not None:
+            container["args"] = list(entry.args)
+    if entry.skip_init_container:
+        pod["spec"].pop("initContainers", None)

@@ -1,0 +1,128 @@
+"""Gang scheduling: a PodGroup per job, and the pod fields each gang scheduler reads.
+
+MPI and torchrun gangs cannot start with part of their pods: a gang scheduler admits all of
+a job's pods or none. The job's `spec.scheduler.t9kScheduler` asks for T9k Scheduler; a
+controller-wide option picks Volcano or the Kubernetes scheduler-plugins' coscheduling for
+every other job. Each scheduler names its own PodGroup resource, scheduler and pod labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from jobcore._jobkind import REPLICA_TYPE_LABEL, Job
+from jobcore._resources import Object, Resource
+
+
+class GangScheduler(Protocol):
+    """A gang scheduler: the PodGroup it reads and what it needs on each pod."""
+
+    @property
+    def resource(self) -> Resource: ...
+
+    def pod_group(self, job: Job[Any], min_member: int, pods: Sequence[Object]) -> Object:
+        """The job's PodGroup, named after the job; jobcore adds namespace, labels, owner."""
+        ...
+
+    def decorate(self, job: Job[Any], pod: Object) -> None:
+        """Point `pod` at the scheduler and its PodGroup (in place)."""
+        ...
+
+
+def _pod_group(resource: Resource, job: Job[Any], spec: dict[str, Any]) -> Object:
+    return {
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "metadata": {"name": job.name},
+        "spec": spec,
+    }
+
+
+def _priority_class(pods: Sequence[Object]) -> str | None:
+    return next(
+        (p["spec"]["priorityClassName"] for p in pods if p["spec"].get("priorityClassName")), None
+    )
+
+
+class T9kScheduler:
+    """T9k Scheduler, asked for by the job's `spec.scheduler.t9kScheduler{queue, priority}`."""
+
+    resource = Resource("scheduler.tensorstack.dev", "v1beta1", "PodGroup", "podgroups")
+    scheduler_name = "t9k-scheduler"
+
+    def pod_group(self, job: Job[Any], min_member: int, pods: Sequence[Object]) -> Object:
+        policy = job.spec.scheduler.t9k_scheduler
+        spec = {"minMember": min_member, "queue": policy.queue, "priority": policy.priority}
+        return _pod_group(self.resource, job, spec)
+
+    def decorate(self, job: Job[Any], pod: Object) -> None:
+        labels = pod["metadata"].setdefault("labels", {})
+        labels["scheduler.tensorstack.dev/group-name"] = job.name
+        labels["scheduler.tensorstack.dev/queue"] = job.spec.scheduler.t9k_scheduler.queue
+        labels["scheduler.tensorstack.dev/role"] = labels.get(REPLICA_TYPE_LABEL, "")
+        pod["spec"]["schedulerName"] = self.scheduler_name
+
+
+class Volcano:
+    """Volcano: `scheduling.volcano.sh/v1beta1` PodGroups, found through a pod annotation.
+
+    The queue is the job's `scheduling.volcano.sh/queue-name` annotation, else `queue`; the
+    priority class is the pods' `priorityClassName`, as Volcano's own job controller does.
+    """
+
+    resource = Resource("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups")
+    QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+    GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+
+    def __init__(self, *, queue: str | None = None, scheduler_name: str = "volcano") -> None:
+        self.queue = queue
+        self.scheduler_name = scheduler_name
+
+    def pod_group(self, job: Job[Any], min_member: int, pods: Sequence[Object]) -> Object:
+        annotations = job.obj["metadata"].get("annotations") or {}
+        spec: dict[str, Any] = {"minMember": min_member}
+        if queue := annotations.get(self.QUEUE_ANNOTATION) or self.queue:
+            spec["queue"] = queue
+        if priority_class := _priority_class(pods):
+            spec["priorityClassName"] = priority_class
+        return _pod_group(self.resource, job, spec)
+
+    def decorate(self, job: Job[Any], pod: Object) -> None:
+        pod["metadata"].setdefault("annotations", {})[self.GROUP_ANNOTATION] = job.name
+        pod["spec"]["schedulerName"] = self.scheduler_name
+
+
+class SchedulerPlugins:
+    """The coscheduling plugin of kubernetes-sigs/scheduler-plugins: `scheduling.x-k8s.io`
+    PodGroups, found through a pod label; `schedule_timeout` bounds a partial gang's wait."""
+
+    resource = Resource("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups")
+    GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+    def __init__(
+        self,
+        *,
+        scheduler_name: str = "scheduler-plugins-scheduler",
+        schedule_timeout_seconds: int | None = None,
+    ) -> None:
+        self.scheduler_name = scheduler_name
+        self.schedule_timeout_seconds = schedule_timeout_seconds
+
+    def pod_group(self, job: Job[Any], min_member: int, pods: Sequence[Object]) -> Object:
+        spec: dict[str, Any] = {"minMember": min_member}
+        if self.schedule_timeout_seconds is not None:
+            spec["scheduleTimeoutSeconds"] = self.schedule_timeout_seconds
+        return _pod_group(self.resource, job, spec)
+
+    def decorate(self, job: Job[Any], pod: Object) -> None:
+        pod["metadata"].setdefault("labels", {})[self.GROUP_LABEL] = job.name
+        pod["spec"]["schedulerName"] = self.scheduler_name
+
+
+def scheduler_for(job: Job[Any], default: GangScheduler | None) -> GangScheduler | None:
+    """The job's own T9k Scheduler request wins over the controller's default."""
+    policy = job.spec.scheduler
+    if policy is not None and policy.t9k_scheduler is not None:
+        return T9kScheduler()
+    return default

@@ -1,0 +1,100 @@
+"""Helpers for testing job kinds against the real API server: CRDs, status, pods, events."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from jobcore._client import Client
+from jobcore._errors import AlreadyExistsError
+from jobcore._resources import CUSTOM_RESOURCE_DEFINITIONS, EVENTS, PODS, Object, Resource
+from jobcore.testing._eventually import eventually
+
+
+async def install_crd(client: Client, crd: Object) -> None:
+    """Create the CRD (if new) and wait until the API server serves it."""
+    with contextlib.suppress(AlreadyExistsError):
+        await client.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
+    for _ in range(100):
+        current = await client.get(CUSTOM_RESOURCE_DEFINITIONS, crd["metadata"]["name"])
+        conditions = current.get("status", {}).get("conditions") or []
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"CRD {crd['metadata']['name']} was not established")
+
+
+def schemaless_crd(resource: Resource) -> Object:
+    """A namespaced CRD that accepts any spec: stands in for a third party's (a PodGroup)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{resource.plural}.{resource.group}"},
+        "spec": {
+            "group": resource.group,
+            "scope": "Namespaced",
+            "names": {
+                "kind": resource.kind,
+                "plural": resource.plural,
+                "singular": resource.kind.lower(),
+                "listKind": f"{resource.kind}List",
+            },
+            "versions": [
+                {
+                    "name": resource.version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+async def job_status(client: Client, resource: Resource, namespace: str, name: str) -> Any:
+    """The job's status as stored, `{}` before the controller wrote one."""
+    return (await client.get(resource, name, namespace)).get("status") or {}
+
+
+async def wait_for_phase(
+    client: Client,
+    resource: Resource,
+    namespace: str,
+    name: str,
+    phase: str,
+    *,
+    timeout: float = 30,
+) -> Any:
+    """Wait until the job's status.phase is `phase`; return its status."""
+
+    async def reached() -> bool:
+        return bool((await job_status(client, resource, namespace, name)).get("phase") == phase)
+
+    await eventually(reached, timeout=timeout)
+    return await job_status(client, resource, namespace, name)
+
+
+def condition(status: Any, kind: str) -> Any:
+    """The status condition of type `kind`; KeyError if it has none."""
+    for found in status.get("conditions") or ():
+        if found["type"] == kind:
+            return found
+    raise KeyError(kind)
+
+
+async def live_pods(client: Client, namespace: str) -> dict[str, Object]:
+    """The namespace's pods that are not being deleted, by name."""
+    items = (await client.list(PODS, namespace))["items"]
+    return {p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")}
+
+
+async def event_reasons(client: Client, namespace: str, name: str) -> list[str]:
+    """The reasons of the events recorded about the object `name`, oldest first."""
+    items = (await client.list(EVENTS, namespace))["items"]
+    return [e["reason"] for e in items if e["involvedObject"]["name"] == name]
