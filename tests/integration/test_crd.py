@@ -60,6 +60,8 @@ class TinyKind:
     spec_model: type[TinySpec] = TinySpec
     replica_types: Sequence[str] = ("worker",)
     child_resources: Sequence[Resource] = (PODS,)
+    containers: Mapping[str, str] = {}
+    debug_commands: Mapping[str, Sequence[str] | None] = {}
     kept_after_cleanup: Sequence[str] = ()
     printer_columns: Sequence[Mapping[str, Any]] = (
         {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import subprocess
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from jobcore import (
     CONFIGMAPS,
     PODS,
+    RUN_MODE_LABEL,
     SECRETS,
     SERVICES,
     Job,
@@ -25,6 +27,8 @@ from jobcore import (
     Observed,
     Outcome,
     Resource,
+    plan,
+    run_mode_errors,
 )
 from jobkinds import _colossalai, _ssh
 from jobkinds.colossalaijob import ColossalAIJobKind, ColossalAIJobSpec
@@ -294,7 +298,6 @@ def test_validation_catches_what_would_fail_later() -> None:
     main = spec["worker"]["template"]["spec"]["containers"][0]
     main.pop("image")
     spec["worker"]["template"]["spec"]["volumes"].append({"name": "jobcore-ssh", "emptyDir": {}})
-    spec["runMode"] = {"debug": {"enabled": True, "replicaSpecs": [{"type": "master"}]}}
     errors = errors_of(spec, name="9-bad.name")
     assert set(errors) == {
         "metadata.name",
@@ -303,7 +306,6 @@ def test_validation_catches_what_would_fail_later() -> None:
         "spec.ssh.authMountPath",
         "spec.worker.command[0]",
         "spec.worker.template.spec.volumes[1].name",
-        "spec.runMode.debug.replicaSpecs[0].type",
     }
     assert "'train.sh'" in errors["spec.worker.command[0]"]
 
@@ -343,6 +345,13 @@ def test_torch_args_must_fit_extra_launch_args(arg: str, problem: str | None) ->
 
 def test_long_names_are_rejected() -> None:
     assert "exceeds 63" in errors_of(seed_spec(), name="j" * 55)["metadata.name"]
+
+
+def test_run_modes_name_the_kinds_replica_types() -> None:
+    spec = seed_spec()
+    spec["runMode"] = {"pause": {"resumeSpecs": [{"type": "launcher"}, {"type": "master"}]}}
+    errors = run_mode_errors(make_job(spec).spec, KIND.replica_types)
+    assert [e.path for e in errors] == ["spec.runMode.pause.resumeSpecs[1].type"]
 
 
 # Rendering ------------------------------------------------------------------------------
@@ -528,30 +537,32 @@ def test_launcher_is_built_from_spec_launcher() -> None:
     ]
 
 
+def test_a_gang_gets_its_launcher_at_once() -> None:
+    job = dataclasses.replace(make_job(), gang=True)
+    assert f"{JOB}-launcher" in by_name(KIND.render(job, observed()))
+
+
 def test_debug_mode_runs_sleep_and_starts_the_launcher_at_once() -> None:
     spec = seed_spec()
     spec["runMode"] = {
-        "debug": {
-            "enabled": True,
-            "replicaSpecs": [{"type": "worker", "skipInitContainer": True, "command": ["/bin/x"]}],
-        }
+        "debug": {"enabled": True, "replicaSpecs": [{"type": "worker", "skipInitContainer": True}]}
     }
     spec["worker"]["template"]["spec"]["initContainers"] = [{"name": "init", "image": "i"}]
-    objects = by_name(KIND.render(make_job(spec), observed()))
+    objects = by_name(plan(KIND, make_job(spec), observed()))
     assert container(objects[f"{JOB}-launcher"], "launcher")["command"] == ["sleep", "inf"]
     worker = objects[f"{JOB}-worker-0"]
-    assert container(worker, "worker")["command"] == ["/bin/x"]
+    assert container(worker, "worker")["command"] == ["sleep", "inf"]
     assert "readinessProbe" not in container(worker, "worker")
     assert "initContainers" not in worker["spec"]
+    assert worker["metadata"]["labels"][RUN_MODE_LABEL] == "debug"
 
 
 def test_paused_job_has_no_pods() -> None:
     spec = seed_spec()
     spec["runMode"] = {"pause": {"enabled": True}}
     job = make_job(spec)
-    objects = KIND.render(job, observed({**workers(), **launcher()}))
+    objects = plan(KIND, job, observed({**workers(), **launcher()}))
     assert [o["kind"] for o in objects] == ["Secret", "ConfigMap", "Service"]
-    assert KIND.interpret(job, observed()).reason == "Paused"
 
 
 # Outcomes -------------------------------------------------------------------------------
@@ -573,7 +584,9 @@ def test_launcher_error_fails_naming_pod_and_code() -> None:
         {**workers(), **launcher(phase="Failed", containers=[terminated("launcher", 1)])}
     )
     assert (outcome.state, outcome.message) == ("failed", "The job exited with an error code.")
-    assert outcome.replica_failure == f"Pod[{JOB}-launcher] exited with error code 1"
+    assert outcome.replica_failure == (
+        f"Pod[{JOB}-launcher] exited with error code 1 (container launcher)"
+    )
 
 
 def test_a_failed_worker_fails_the_job_naming_it() -> None:
@@ -588,7 +601,9 @@ def test_a_failed_worker_fails_the_job_naming_it() -> None:
     outcome = interpret(pods)
     assert outcome.state == "failed"
     assert outcome.message == "A worker stopped before the launcher finished."
-    assert outcome.replica_failure == f"Pod[{JOB}-worker-1] exited with error code 137 (OOMKilled)"
+    assert outcome.replica_failure == (
+        f"Pod[{JOB}-worker-1] exited with error code 137 (container worker, OOMKilled)"
+    )
     evicted = pod(f"{JOB}-worker-0", "worker", 0, phase="Failed", reason="Evicted")
     outcome = interpret({**workers(), f"{JOB}-worker-0": evicted})
     assert (outcome.state, outcome.replica_failure) == (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import os
 import socket
 import subprocess
@@ -27,6 +28,8 @@ from jobcore import (
     Observed,
     Outcome,
     Resource,
+    plan,
+    run_mode_errors,
 )
 from jobkinds import _horovod, _ssh
 from jobkinds.horovodjob import HorovodJobKind, HorovodJobSpec
@@ -253,7 +256,8 @@ def test_long_names_count_max_replicas_and_run_modes_are_checked() -> None:
     spec = base_spec(elastic={"minReplicas": 1, "maxReplicas": 11})
     assert "exceeds 63" in errors_of(spec, name=name)["metadata.name"]
     debug = base_spec(runMode={"debug": {"enabled": True, "replicaSpecs": [{"type": "master"}]}})
-    assert list(errors_of(debug)) == ["spec.runMode.debug.replicaSpecs[0].type"]
+    errors = run_mode_errors(make_job(debug).spec, KIND.replica_types)
+    assert [e.path for e in errors] == ["spec.runMode.debug.replicaSpecs[0].type"]
 
 
 # Rendering: static ------------------------------------------------------------------------
@@ -386,15 +390,23 @@ def test_existing_secret_is_reused_and_paused_jobs_have_no_pods() -> None:
     objects = KIND.render(make_job(), Observed({SECRETS: {"hvd-ssh": secret}}))
     assert objects[0] is secret
     paused = make_job(base_spec(runMode={"pause": {"enabled": True}}))
-    kinds = [o["kind"] for o in KIND.render(paused, observed(pod("worker", 0), pod("launcher")))]
+    kinds = [o["kind"] for o in plan(KIND, paused, observed(pod("worker", 0), pod("launcher")))]
     assert kinds == ["Secret", "ConfigMap", "Service"]
-    assert KIND.interpret(paused, observed()).reason == "Paused"
 
 
-def test_debug_mode_starts_the_launcher_at_once_with_sleep() -> None:
+def test_a_gang_gets_its_launcher_at_once() -> None:
+    for spec in (base_spec(), elastic_spec()):
+        job = dataclasses.replace(make_job(spec), gang=True)
+        assert "hvd-launcher" in by_name(KIND.render(job, observed()))
+
+
+def test_debug_mode_starts_the_launcher_at_once_with_sleep_and_workers_keep_sshd() -> None:
     job = make_job(base_spec(runMode={"debug": {"enabled": True}}))
-    launcher = launcher_of(job)
-    assert launcher["spec"]["containers"][0]["command"] == ["sleep", "inf"]
+    objects = by_name(plan(KIND, job, observed()))
+    assert objects["hvd-launcher"]["spec"]["containers"][0]["command"] == ["sleep", "inf"]
+    [worker] = objects["hvd-worker-0"]["spec"]["containers"]
+    assert worker["command"] == _ssh.sshd_command("/usr/sbin/sshd", "/root/.ssh")
+    assert worker["readinessProbe"]["tcpSocket"] == {"port": 22}
 
 
 # Rendering: elastic -------------------------------------------------------------------------
@@ -529,10 +541,14 @@ def test_launcher_exit_decides() -> None:
     for spec in (base_spec(), elastic_spec()):
         outcome = KIND.interpret(make_job(spec), observed(*workers, failed))
         assert (outcome.state, outcome.reason) == ("failed", "Failed")
-        assert outcome.replica_failure == "Pod[hvd-launcher] exited with error code 3"
+        assert outcome.replica_failure == (
+            "Pod[hvd-launcher] exited with error code 3 (container launcher)"
+        )
     oom = pod("launcher", phase="Failed", containers=[terminated("launcher", 137, "OOMKilled")])
     outcome = KIND.interpret(job, observed(*workers, oom))
-    assert outcome.replica_failure == "Pod[hvd-launcher] exited with error code 137 (OOMKilled)"
+    assert outcome.replica_failure == (
+        "Pod[hvd-launcher] exited with error code 137 (container launcher, OOMKilled)"
+    )
 
 
 def test_a_static_jobs_failed_worker_fails_it_an_elastic_jobs_does_not() -> None:
@@ -541,7 +557,9 @@ def test_a_static_jobs_failed_worker_fails_it_an_elastic_jobs_does_not() -> None
     outcome = KIND.interpret(make_job(), pods)
     assert outcome.state == "failed"
     assert outcome.message == "A worker stopped before the launcher finished."
-    assert outcome.replica_failure == "Pod[hvd-worker-1] exited with error code 137"
+    assert outcome.replica_failure == (
+        "Pod[hvd-worker-1] exited with error code 137 (container worker)"
+    )
     assert KIND.interpret(make_job(elastic_spec()), pods) == Outcome("running")
 
 

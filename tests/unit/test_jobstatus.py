@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobcore import REPLICA_TYPE_LABEL, JobStatus, Outcome
-from jobcore._jobstatus import derive_status, invalid_status, replica_phase
+from jobcore import REPLICA_TYPE_LABEL, JobStatus, Outcome, ResumeSpec
+from jobcore._jobstatus import Lifecycle, derive_status, invalid_status, replica_phase
 
 TYPES = ("launcher", "worker")
 
@@ -30,6 +30,7 @@ def derive(
     outcome: Outcome,
     previous: JobStatus | None = None,
     timestamp: str = "2026-01-01T00:00:00Z",
+    lifecycle: Lifecycle | None = None,
 ) -> JobStatus:
     return derive_status(
         previous=previous or JobStatus(),
@@ -37,6 +38,7 @@ def derive(
         replica_types=TYPES,
         desired={"launcher": 1, "worker": 2},
         outcome=outcome,
+        lifecycle=lifecycle or Lifecycle(),
         timestamp=timestamp,
     )
 
@@ -170,3 +172,75 @@ def test_status_round_trips_through_its_api_form() -> None:
     }
     assert JobStatus.model_validate(wire) == status
     assert JobStatus.model_validate({**wire, "fromANewerVersion": 1}) == status
+
+
+# Lifecycle -------------------------------------------------------------------------------
+
+PAUSED_OUTCOME = Outcome("pending", "Paused", "The job is paused.")
+
+
+def test_pausing_keeps_the_phase_until_the_pods_are_gone_then_paused() -> None:
+    running = derive([ready(pod("j-worker-0", "worker"))], Outcome("running"))
+    pausing = derive(
+        [ready(pod("j-worker-0", "worker"))],
+        PAUSED_OUTCOME,
+        previous=running,
+        lifecycle=Lifecycle(pause="pausing"),
+    )
+    assert pausing.phase == "Running"
+    assert conditions(pausing)["Paused"] == ("False", "Pausing")
+    paused = derive([], PAUSED_OUTCOME, previous=pausing, lifecycle=Lifecycle(pause="paused"))
+    assert paused.phase == "Paused"
+    assert conditions(paused)["Paused"] == ("True", "Paused")
+    assert conditions(paused)["Running"][0] == "False"
+    again = derive([], PAUSED_OUTCOME, previous=paused, lifecycle=Lifecycle(pause="pausing"))
+    assert again.phase == "Pending", "a phase other than Pending or Running is not kept"
+
+
+def test_a_resumed_job_is_resuming_while_pending_then_running() -> None:
+    paused = derive([], PAUSED_OUTCOME, lifecycle=Lifecycle(pause="paused"))
+    resumed = Lifecycle(pause="resumed")
+    resuming = derive([pod("j-worker-0", "worker")], Outcome("pending"), paused, lifecycle=resumed)
+    assert resuming.phase == "Resuming"
+    assert conditions(resuming)["Paused"] == ("False", "Resumed")
+    still = derive([pod("j-worker-0", "worker")], Outcome("pending"), resuming, lifecycle=resumed)
+    assert still.phase == "Resuming"
+    running = derive(
+        [ready(pod("j-worker-0", "worker"))], Outcome("running"), still, lifecycle=resumed
+    )
+    assert running.phase == "Running"
+    assert derive([], Outcome("pending"), running, lifecycle=resumed).phase == "Pending"
+
+
+def test_job_restarts_add_to_every_tasks_restart_count() -> None:
+    restarted = pod("j-worker-0", "worker", containerStatuses=[{"name": "main", "restartCount": 1}])
+    status = derive([restarted], Outcome("running"), lifecycle=Lifecycle(restarts=2))
+    assert [(t.type, t.restart_count) for t in status.tasks] == [("launcher", 2), ("worker", 3)]
+    assert status.restarts == 2
+    assert status.to_api()["restarts"] == 2
+    assert "restarts" not in derive([restarted], Outcome("running")).to_api()
+
+
+def test_uninitialized_says_why() -> None:
+    missing = ("PodGroupUnavailable", "PodGroup scheduling.volcano.sh/v1beta1 is not installed")
+    status = derive([], Outcome("pending"), lifecycle=Lifecycle(uninitialized=missing))
+    initialized = status.condition("Initialized")
+    assert initialized is not None
+    assert (initialized.status, initialized.reason, initialized.message) == ("False", *missing)
+    assert conditions(derive([], Outcome("pending"), status))["Initialized"][0] == "True"
+
+
+def test_a_rejected_spec_is_reported_until_it_is_put_back() -> None:
+    assert "SpecRejected" not in conditions(derive([], Outcome("pending")))
+    kept = [ResumeSpec.model_validate({"type": "worker", "command": ["resume"]})]
+    rejected = derive(
+        [],
+        Outcome("pending"),
+        lifecycle=Lifecycle(rejected="resumeSpecs cannot change", resume_specs=kept),
+    )
+    condition = rejected.condition("SpecRejected")
+    assert condition is not None
+    assert (condition.status, condition.message) == ("True", "resumeSpecs cannot change")
+    assert JobStatus.model_validate(rejected.to_api()).resume_specs == kept
+    accepted = derive([], Outcome("pending"), rejected, lifecycle=Lifecycle(resume_specs=kept))
+    assert conditions(accepted)["SpecRejected"] == ("False", "Accepted")

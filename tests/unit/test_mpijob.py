@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import os
 import socket
 import subprocess
@@ -20,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from jobcore import (
     CONFIGMAPS,
     PODS,
+    RUN_MODE_LABEL,
     SECRETS,
     SERVICES,
     Job,
@@ -29,6 +31,8 @@ from jobcore import (
     Observed,
     Outcome,
     Resource,
+    plan,
+    run_mode_errors,
 )
 from jobkinds import _mpi, _ssh
 from jobkinds.mpijob import MPIJobKind, MPIJobSpec
@@ -282,10 +286,10 @@ def test_extra_mpi_args_a_user_would_trip_on(args: list[str], problem: str) -> N
 
 
 def test_long_names_and_unknown_replica_types_are_rejected() -> None:
-    errors = errors_of(seed_spec(), name="j" * 55)
-    assert "exceeds 63" in errors["metadata.name"]
+    assert "exceeds 63" in errors_of(seed_spec(), name="j" * 55)["metadata.name"]
     spec = with_spec(runMode={"debug": {"enabled": True, "replicaSpecs": [{"type": "master"}]}})
-    assert list(errors_of(spec)) == ["spec.runMode.debug.replicaSpecs[0].type"]
+    errors = run_mode_errors(make_job(spec).spec, KIND.replica_types)
+    assert [e.path for e in errors] == ["spec.runMode.debug.replicaSpecs[0].type"]
 
 
 # Rendering ------------------------------------------------------------------------------
@@ -437,7 +441,23 @@ def test_launcher_copies_the_worker_container_and_mounts_keys_and_hostfile() -> 
         assert "-i /root/.ssh/id_ed25519" in env[name]
 
 
-def test_debug_mode_starts_the_launcher_at_once_with_sleep() -> None:
+def test_a_gang_gets_its_launcher_at_once() -> None:
+    job = dataclasses.replace(make_job(), gang=True)
+    assert "mpi-example-launcher" in by_name(KIND.render(job, observed()))
+
+
+def test_debug_mode_starts_the_launcher_at_once_with_sleep_and_workers_keep_sshd() -> None:
+    job = make_job(with_spec(runMode={"debug": {"enabled": True}}))
+    objects = by_name(plan(KIND, job, observed()))
+    launcher_pod = objects["mpi-example-launcher"]
+    assert container(launcher_pod, "mpi-launcher")["command"] == ["sleep", "inf"]
+    assert launcher_pod["metadata"]["labels"][RUN_MODE_LABEL] == "debug"
+    worker = container(objects["mpi-example-worker-0"], "mpi-worker")
+    assert worker["command"][:3] == ["/usr/sbin/sshd", "-D", "-e"]
+    assert worker["readinessProbe"]["tcpSocket"] == {"port": 22}
+
+
+def test_debug_commands_replace_sshd_and_can_skip_init_containers() -> None:
     spec = with_spec(
         runMode={
             "debug": {
@@ -449,11 +469,7 @@ def test_debug_mode_starts_the_launcher_at_once_with_sleep() -> None:
         }
     )
     spec["worker"]["template"]["spec"]["initContainers"] = [{"name": "init", "image": "i"}]
-    objects = by_name(KIND.render(make_job(spec), observed()))
-    assert container(objects["mpi-example-launcher"], "mpi-launcher")["command"] == [
-        "sleep",
-        "inf",
-    ]
+    objects = by_name(plan(KIND, make_job(spec), observed()))
     assert "initContainers" in objects["mpi-example-launcher"]["spec"]
     worker = objects["mpi-example-worker-0"]
     assert container(worker, "mpi-worker")["command"] == ["sleep", "inf"]
@@ -463,9 +479,8 @@ def test_debug_mode_starts_the_launcher_at_once_with_sleep() -> None:
 
 def test_paused_job_has_no_pods() -> None:
     job = make_job(with_spec(runMode={"pause": {"enabled": True}}))
-    objects = KIND.render(job, observed({**workers(), **launcher()}))
+    objects = plan(KIND, job, observed({**workers(), **launcher()}))
     assert [o["kind"] for o in objects] == ["Secret", "ConfigMap", "Service"]
-    assert KIND.interpret(job, observed()).reason == "Paused"
 
 
 # The ssh Secret -------------------------------------------------------------------------
@@ -530,14 +545,16 @@ def test_launcher_error_fails_naming_pod_and_code() -> None:
     pods = {**workers(), **launcher(phase="Failed", containers=[terminated("mpi-launcher", 3)])}
     outcome = interpret(pods)
     assert outcome.state == "failed"
-    assert outcome.replica_failure == "Pod[mpi-example-launcher] exited with error code 3"
+    assert outcome.replica_failure == (
+        "Pod[mpi-example-launcher] exited with error code 3 (container mpi-launcher)"
+    )
 
 
 def test_launcher_oom_and_eviction_are_named() -> None:
     oom = launcher(phase="Failed", containers=[terminated("mpi-launcher", 137, "OOMKilled")])
     outcome = interpret({**workers(), **oom})
     assert outcome.replica_failure == (
-        "Pod[mpi-example-launcher] exited with error code 137 (OOMKilled)"
+        "Pod[mpi-example-launcher] exited with error code 137 (container mpi-launcher, OOMKilled)"
     )
     evicted = launcher(
         phase="Failed", reason="Evicted", message="The node was low on resource: memory."
@@ -561,7 +578,8 @@ def test_a_failed_worker_fails_the_job_before_the_launcher_ends() -> None:
     outcome = interpret(pods)
     assert outcome.state == "failed"
     assert outcome.replica_failure == (
-        "Pod[mpi-example-worker-2] exited with error code 255: sshd: no hostkeys available"
+        "Pod[mpi-example-worker-2] exited with error code 255 (container mpi-worker): "
+        "sshd: no hostkeys available"
     )
     before_launch = {k: v for k, v in pods.items() if "launcher" not in k}
     assert interpret(before_launch).state == "failed"

@@ -1,0 +1,117 @@
+"""Gang schedulers on plain objects: each one's PodGroup and pod fields, and who gets which."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jobcore import (
+    REPLICA_TYPE_LABEL,
+    GangScheduler,
+    Job,
+    JobSpec,
+    JobStatus,
+    Object,
+    SchedulerPlugins,
+    T9kScheduler,
+    Volcano,
+)
+from jobcore._scheduling import scheduler_for
+
+T9K = {"scheduler": {"t9kScheduler": {"queue": "team-a", "priority": 50}}}
+
+
+def make_job(
+    spec: Mapping[str, Any] | None = None, annotations: Mapping[str, str] | None = None
+) -> Job[JobSpec]:
+    raw = dict(spec or {})
+    meta = {"name": "j", "namespace": "ns", "annotations": dict(annotations or {})}
+    return Job(
+        kind="TestJob",
+        name="j",
+        namespace="ns",
+        uid="uid-1",
+        spec=JobSpec.model_validate(raw),
+        status=JobStatus(),
+        obj={"metadata": meta, "spec": raw},
+    )
+
+
+def pod(replica_type: str = "worker", **spec: Any) -> Object:
+    return {
+        "metadata": {"name": f"j-{replica_type}-0", "labels": {REPLICA_TYPE_LABEL: replica_type}},
+        "spec": {"containers": [{"name": "main"}], **spec},
+    }
+
+
+def decorated(scheduler: GangScheduler, job: Job[JobSpec]) -> Object:
+    obj = pod("launcher")
+    obj["metadata"]["labels"]["app"] = "x"
+    scheduler.decorate(job, obj)
+    assert obj["metadata"]["labels"]["app"] == "x", "the pod's own labels stay"
+    return obj
+
+
+def test_t9k_pod_group_has_the_jobs_queue_and_priority() -> None:
+    job = make_job(T9K)
+    assert T9kScheduler().pod_group(job, 3, [pod()]) == {
+        "apiVersion": "scheduler.tensorstack.dev/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "j"},
+        "spec": {"minMember": 3, "queue": "team-a", "priority": 50},
+    }
+
+
+def test_t9k_pods_name_group_queue_and_role() -> None:
+    obj = decorated(T9kScheduler(), make_job(T9K))
+    assert obj["spec"]["schedulerName"] == "t9k-scheduler"
+    labels = obj["metadata"]["labels"]
+    assert labels["scheduler.tensorstack.dev/group-name"] == "j"
+    assert labels["scheduler.tensorstack.dev/queue"] == "team-a"
+    assert labels["scheduler.tensorstack.dev/role"] == "launcher"
+
+
+def test_volcano_pod_group_queue_comes_from_the_job_annotation_else_the_default() -> None:
+    pods = [pod("launcher"), pod(priorityClassName="high")]
+    group = Volcano(queue="default-q").pod_group(make_job(), 4, pods)
+    assert (group["apiVersion"], group["kind"]) == ("scheduling.volcano.sh/v1beta1", "PodGroup")
+    assert group["metadata"] == {"name": "j"}
+    assert group["spec"] == {"minMember": 4, "queue": "default-q", "priorityClassName": "high"}
+    annotated = make_job(annotations={"scheduling.volcano.sh/queue-name": "team-q"})
+    assert Volcano(queue="default-q").pod_group(annotated, 4, pods)["spec"]["queue"] == "team-q"
+    assert Volcano().pod_group(make_job(), 2, [pod()])["spec"] == {"minMember": 2}
+
+
+def test_volcano_pods_name_their_group_in_an_annotation() -> None:
+    obj = decorated(Volcano(), make_job())
+    assert obj["spec"]["schedulerName"] == "volcano"
+    assert obj["metadata"]["annotations"] == {"scheduling.k8s.io/group-name": "j"}
+    assert "scheduling.k8s.io/group-name" not in obj["metadata"]["labels"]
+    assert decorated(Volcano(scheduler_name="vc"), make_job())["spec"]["schedulerName"] == "vc"
+
+
+def test_scheduler_plugins_pod_group_bounds_a_partial_gangs_wait() -> None:
+    group = SchedulerPlugins(schedule_timeout_seconds=60).pod_group(make_job(), 5, [pod()])
+    assert group == {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "j"},
+        "spec": {"minMember": 5, "scheduleTimeoutSeconds": 60},
+    }
+    assert SchedulerPlugins().pod_group(make_job(), 5, [pod()])["spec"] == {"minMember": 5}
+
+
+def test_scheduler_plugins_pods_name_their_group_in_a_label() -> None:
+    obj = decorated(SchedulerPlugins(), make_job())
+    assert obj["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
+    assert obj["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "j"
+    assert "annotations" not in obj["metadata"]
+
+
+def test_a_jobs_own_t9k_scheduler_wins_over_the_controllers_default() -> None:
+    volcano = Volcano()
+    assert isinstance(scheduler_for(make_job(T9K), volcano), T9kScheduler)
+    assert isinstance(scheduler_for(make_job(T9K), None), T9kScheduler)
+    assert scheduler_for(make_job(), volcano) is volcano
+    assert scheduler_for(make_job({"scheduler": {}}), volcano) is volcano
+    assert scheduler_for(make_job(), None) is None
