@@ -19,6 +19,7 @@ from jobcore import (
     LeaderElectionLost,
     Manager,
     SchedulerPlugins,
+    T9kScheduler,
     Volcano,
     add_job_controller,
     configure_logging,
@@ -54,11 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-concurrent-reconciles", type=int, default=16, help="per kind")
     run.add_argument(
         "--gang-scheduler",
-        choices=["none", "volcano", "scheduler-plugins"],
+        choices=["none", "t9k", "volcano", "scheduler-plugins"],
         default="none",
         help="give every job without spec.scheduler a PodGroup of this scheduler",
     )
-    run.add_argument("--gang-queue", help="Volcano queue of jobs without their own annotation")
+    run.add_argument("--gang-queue", help="the queue of jobs that name none (t9k, volcano)")
     run.add_argument("--gang-scheduler-name", help="the gang scheduler's schedulerName")
 
     manifests = commands.add_parser("manifests", help="write CRDs, RBAC and the Deployment")
@@ -81,6 +82,8 @@ def _kinds(text: str | None) -> list[JobKind[Any]]:
 
 def _gang_scheduler(args: argparse.Namespace) -> GangScheduler | None:
     named = {"scheduler_name": args.gang_scheduler_name} if args.gang_scheduler_name else {}
+    if args.gang_scheduler == "t9k":
+        return T9kScheduler(queue=args.gang_queue or "default", **named)
     if args.gang_scheduler == "volcano":
         return Volcano(queue=args.gang_queue, **named)
     if args.gang_scheduler == "scheduler-plugins":

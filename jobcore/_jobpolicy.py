@@ -59,9 +59,10 @@ def pod_failures(pods: Iterable[Object], containers: Mapping[str, str]) -> list[
             for s in status.get("containerStatuses") or ()
             if "terminated" in (s.get("state") or {})
         ]
-        chosen = next((t for n, t in exits if n == main), None) or next(
-            (t for _, t in exits if t.get("exitCode")), None
-        )
+        # The main container's exit, unless another container failed where it did not.
+        own = next((t for n, t in exits if n == main), None)
+        other = next((t for _, t in exits if t.get("exitCode")), None)
+        chosen = own if own and own.get("exitCode") else other or own
         found.append(
             PodFailure(
                 pod=pod["metadata"]["name"],
@@ -86,8 +87,10 @@ def should_retry(policy: RunPolicy, failures: Sequence[PodFailure]) -> bool:
         return True
     if not failures:
         return False
-    first = min(f.finished_at for f in failures)
-    return any(f.retryable_by_exit_code for f in failures if f.finished_at == first)
+    # A pod lost before any container ended has no time: it cannot claim to be first.
+    decisive = [f for f in failures if f.finished_at] or list(failures)
+    first = min(f.finished_at for f in decisive)
+    return any(f.retryable_by_exit_code for f in decisive if f.finished_at == first)
 
 
 def deadline_left(policy: RunPolicy, created: str | None, now: float) -> float | None:

@@ -294,9 +294,11 @@ class JobReconciler(Generic[SpecT]):
             await self._delete_pods(request, observed, keep=set())
             restarts = lifecycle.restarts + 1
             _metrics.jobs_restarted_total.labels(self._kind_name, job.namespace).inc()
+            # The failed pods go now: the condition and its Warning keep what happened.
+            cause = f": {outcome.replica_failure}" if outcome.replica_failure else "."
             message = (
                 f"Recreating every pod after a failure (restart {restarts} of "
-                f"{policy.backoff_limit})."
+                f"{policy.backoff_limit}){cause}"
             )
             restarting = Outcome("running", RESTARTING, message, outcome.replica_failure)
             return restarting, dataclasses.replace(lifecycle, restarts=restarts)
@@ -633,8 +635,8 @@ def _resume_specs(job: Job[Any], previous: JobStatus) -> tuple[list[ResumeSpec] 
     """
     mode = job.spec.run_mode
     given = (mode.pause.resume_specs if mode and mode.pause else None) or None
-    if previous.phase is None:
-        return given, None
+    if previous.phase is None or _invalid(previous):
+        return given, None  # nothing recorded yet: an invalid spec's status records nothing
     kept = previous.resume_specs or None
     if given == kept:
         return kept, None

@@ -46,20 +46,33 @@ def _priority_class(pods: Sequence[Object]) -> str | None:
 
 
 class T9kScheduler:
-    """T9k Scheduler, asked for by the job's `spec.scheduler.t9kScheduler{queue, priority}`."""
+    """T9k Scheduler, asked for by the job's `spec.scheduler.t9kScheduler{queue, priority}`.
+
+    As a controller-wide default, jobs without their own setting go to `queue` at `priority`.
+    """
 
     resource = Resource("scheduler.tensorstack.dev", "v1beta1", "PodGroup", "podgroups")
-    scheduler_name = "t9k-scheduler"
+
+    def __init__(
+        self, *, queue: str = "default", priority: int = 0, scheduler_name: str = "t9k-scheduler"
+    ) -> None:
+        self.queue = queue
+        self.priority = priority
+        self.scheduler_name = scheduler_name
+
+    def _policy(self, job: Job[Any]) -> tuple[str, int]:
+        own = job.spec.scheduler.t9k_scheduler if job.spec.scheduler else None
+        return (own.queue, own.priority) if own else (self.queue, self.priority)
 
     def pod_group(self, job: Job[Any], min_member: int, pods: Sequence[Object]) -> Object:
-        policy = job.spec.scheduler.t9k_scheduler
-        spec = {"minMember": min_member, "queue": policy.queue, "priority": policy.priority}
+        queue, priority = self._policy(job)
+        spec = {"minMember": min_member, "queue": queue, "priority": priority}
         return _pod_group(self.resource, job, spec)
 
     def decorate(self, job: Job[Any], pod: Object) -> None:
         labels = pod["metadata"].setdefault("labels", {})
         labels["scheduler.tensorstack.dev/group-name"] = job.name
-        labels["scheduler.tensorstack.dev/queue"] = job.spec.scheduler.t9k_scheduler.queue
+        labels["scheduler.tensorstack.dev/queue"] = self._policy(job)[0]
         labels["scheduler.tensorstack.dev/role"] = labels.get(REPLICA_TYPE_LABEL, "")
         pod["spec"]["schedulerName"] = self.scheduler_name
 

@@ -164,7 +164,10 @@ class SimulatedNode(NodeBase):
             restart == "Always" or (restart == "OnFailure" and outcome.exit_code != 0)
         ):
             return await self._restart(pod, outcome)
-        status = pod.get("status") or {}
+        return await self._write_status(pod, self._ended_status(pod, outcome))
+
+    def _ended_status(self, pod: Object, outcome: PodOutcome) -> dict[str, Any]:
+        status: dict[str, Any] = pod.get("status") or {}
         finished = _now()
         for container in status.get("containerStatuses") or ():
             started = (container["state"].get("running") or {}).get("startedAt", finished)
@@ -184,7 +187,7 @@ class SimulatedNode(NodeBase):
             _condition(c["type"], False, reason) if c["type"] in ("Ready", "ContainersReady") else c
             for c in status.get("conditions") or ()
         ]
-        return await self._write_status(pod, status)
+        return status
 
     async def _restart(self, pod: Object, outcome: PodOutcome) -> Object:
         status = pod["status"]
@@ -211,10 +214,11 @@ class SimulatedNode(NodeBase):
 
     async def evict(self, namespace: str, name: str) -> Object:
         """Fail the Pod as the kubelet does under memory pressure: never restarted in place."""
-        pod = await self.terminate(namespace, name, PodOutcome(137, "Error"), may_restart=False)
-        pod["status"]["reason"] = "Evicted"
-        pod["status"]["message"] = "The node was low on resource: memory."
-        return await self._write_status(pod, pod["status"])
+        pod = await self._current(namespace, name)
+        status = self._ended_status(pod, PodOutcome(137, "Error"))
+        # One write, as the kubelet sends it: nobody sees a plain exit 137 first.
+        status.update(reason="Evicted", message="The node was low on resource: memory.")
+        return await self._write_status(pod, status)
 
     async def set_waiting(
         self, namespace: str, name: str, *, reason: str = "ImagePullBackOff", message: str = ""

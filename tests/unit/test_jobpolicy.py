@@ -188,3 +188,20 @@ def test_clean_up_policies_choose_the_pods_to_delete() -> None:
     assert doomed_after_end(
         policy(cleanUpWorkers=True, cleanUpPolicy="Unfinished"), running_launcher, ["launcher"]
     ) == {"l", *workers}
+
+
+def test_a_failed_sidecar_counts_when_the_main_container_exited_0() -> None:
+    sidecar_killed = pod(
+        "w-0", phase="Failed", containerStatuses=[exited("worker", 0), exited("sidecar", 137)]
+    )
+    [found] = pod_failures([sidecar_killed], CONTAINERS)
+    assert found.exit_code == 137
+    assert should_retry(policy(restartPolicy="ExitCode"), [found])
+
+
+def test_a_pod_lost_without_a_finish_time_does_not_outrank_a_timed_failure() -> None:
+    bug = failed("w-0", 1, finished=1)
+    lost = pod("w-1", phase="Failed", reason="UnexpectedAdmissionError")
+    failures = pod_failures([bug, lost], CONTAINERS)
+    assert not should_retry(policy(restartPolicy="ExitCode"), failures)
+    assert should_retry(policy(restartPolicy="ExitCode"), pod_failures([lost], CONTAINERS))

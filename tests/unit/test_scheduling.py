@@ -115,3 +115,16 @@ def test_a_jobs_own_t9k_scheduler_wins_over_the_controllers_default() -> None:
     assert scheduler_for(make_job(), volcano) is volcano
     assert scheduler_for(make_job({"scheduler": {}}), volcano) is volcano
     assert scheduler_for(make_job(), None) is None
+
+
+def test_t9k_as_the_controllers_default_uses_its_own_queue_for_jobs_that_name_none() -> None:
+    scheduler = T9kScheduler(queue="batch", priority=10)
+    job = make_job()
+    assert scheduler.pod_group(job, 2, [pod()])["spec"] == {
+        "minMember": 2,
+        "queue": "batch",
+        "priority": 10,
+    }
+    assert decorated(scheduler, job)["metadata"]["labels"]["scheduler.tensorstack.dev/queue"] == (
+        "batch"
+    )
