@@ -88,6 +88,17 @@ def _frozen_outcome(status: JobStatus) -> Outcome:
     )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Step(Generic[SpecT]):
+    """What one reconcile of a job works from: the job, its last status, its children, the clock."""
+
+    request: Request
+    job: Job[SpecT]
+    previous: JobStatus
+    observed: Observed
+    time: float
+
+
 class JobReconciler(Generic[SpecT]):
     """Reconciles the jobs of one kind.
 
@@ -143,62 +154,36 @@ class JobReconciler(Generic[SpecT]):
             await self._write_invalid(obj, previous, errors)
             return Result()
         _metrics.job_info.labels(self._kind_name, job.namespace, job.name).set(1)
-        observed = self._observe(job.uid)
+        step = _Step(request, job, previous, self._observe(job.uid), self.clock())
         resume_specs, rejected = _resume_specs(job, previous)
+        ended = previous.finished and not _invalid(previous)
         lifecycle = Lifecycle(
             restarts=previous.restarts or 0,
-            pause=_pause_state(job, previous, observed),
+            # An ended job never runs again: pausing it does nothing.
+            pause=_pause_state(job, previous, step.observed, ended=ended),
             rejected=rejected,
             resume_specs=resume_specs,
         )
-        if previous.finished and not _invalid(previous):
-            # An ended job never runs again: pausing it does nothing.
-            ended = dataclasses.replace(
-                lifecycle, pause=_pause_state(job, previous, observed, ended=True)
-            )
-            return await self._end(
-                request,
-                job,
-                previous=previous,
-                observed=observed,
-                outcome=_frozen_outcome(previous),
-                lifecycle=ended,
-            )
-        return await self._run(
-            request, job, previous=previous, observed=observed, lifecycle=lifecycle
-        )
+        if ended:
+            return await self._end(step, _frozen_outcome(previous), lifecycle)
+        return await self._run(step, lifecycle)
 
-    async def _run(
-        self,
-        request: Request,
-        job: Job[SpecT],
-        *,
-        previous: JobStatus,
-        observed: Observed,
-        lifecycle: Lifecycle,
-    ) -> Result:
+    async def _run(self, step: _Step[SpecT], lifecycle: Lifecycle) -> Result:
         """Drive a job that has not ended: its mode, its children, its policy, its status."""
+        job, observed = step.job, step.observed
         policy = job.spec.run_policy
-        now = self.clock()
-        deadline = deadline_left(policy, job.obj["metadata"].get("creationTimestamp"), now)
+        deadline = deadline_left(policy, job.obj["metadata"].get("creationTimestamp"), step.time)
         if deadline is not None and deadline <= 0:
-            await self._delete_pods(request, observed, keep=_ended_pods(observed))
+            await self._delete_pods(step.request, observed, keep=_ended_pods(observed))
             message = (
                 f"The job did not end within runPolicy.activeDeadlineSeconds "
                 f"({policy.active_deadline_seconds} s); its pods were stopped."
             )
-            outcome = Outcome("failed", "DeadlineExceeded", message)
-            return await self._end(
-                request,
-                job,
-                previous=previous,
-                observed=observed,
-                outcome=outcome,
-                lifecycle=lifecycle,
-            )
+            return await self._end(step, Outcome("failed", "DeadlineExceeded", message), lifecycle)
         scheduler = None if job.paused else scheduler_for(job, self.gang_scheduler)
         if scheduler is not None:
             job = dataclasses.replace(job, gang=True)
+            step = dataclasses.replace(step, job=job)
         resume = lifecycle.resume_specs if lifecycle.pause == "resumed" else None
         desired = plan(self.kind, job, observed, scheduler=scheduler, resume_specs=resume or None)
         if scheduler is not None and (
@@ -207,20 +192,17 @@ class JobReconciler(Generic[SpecT]):
             lifecycle = dataclasses.replace(
                 lifecycle, uninitialized=("PodGroupUnavailable", missing)
             )
-            outcome = Outcome("pending", "PodGroupUnavailable", missing)
-            await self._write_status(
-                job.obj, previous, self._derive(job, previous, observed, outcome, lifecycle)
-            )
+            await self._write(step, Outcome("pending", "PodGroupUnavailable", missing), lifecycle)
             return Result(requeue_after=_RECHECK_SECONDS)
         # ConfigMaps first, so a Pod created in this pass mounts current data.
         await self._update_config(desired, observed)
-        if await self._create_missing(request, job, desired, observed):
+        if await self._create_missing(step.request, job, desired, observed):
             # The cache will show the new children and bring us back: the status written
             # then includes them, and this pass leaves the API server to the creations.
             return Result()
         wanted = {o["metadata"]["name"] for o in desired if o["kind"] == PODS.kind}
         stale = _other_mode_pods(desired, observed)
-        await self._delete_pods(request, observed, keep=wanted - stale)
+        await self._delete_pods(step.request, observed, keep=wanted - stale)
         if stale:
             return Result()  # pods of the other run mode go first; the deletions bring us back
         if job.paused:
@@ -228,50 +210,27 @@ class JobReconciler(Generic[SpecT]):
         elif job.debugging:
             outcome = _debugging(self.kind.interpret(job, observed), observed, desired)
         else:
-            outcome = self.kind.interpret(job, observed)
             outcome, lifecycle = await self._apply_policy(
-                request,
-                job,
-                previous=previous,
-                observed=observed,
-                outcome=outcome,
-                lifecycle=lifecycle,
-                now=now,
+                step, self.kind.interpret(job, observed), lifecycle
             )
             if outcome.state in ("succeeded", "failed"):
-                return await self._end(
-                    request,
-                    job,
-                    previous=previous,
-                    observed=observed,
-                    outcome=outcome,
-                    lifecycle=lifecycle,
-                )
-        await self._write_status(
-            job.obj, previous, self._derive(job, previous, observed, outcome, lifecycle)
-        )
-        pending = pending_too_long(policy, observed.pods.values(), now)[1]
+                return await self._end(step, outcome, lifecycle)
+        await self._write(step, outcome, lifecycle)
+        pending = pending_too_long(policy, observed.pods.values(), step.time)[1]
         return Result(requeue_after=_soonest(deadline, pending))
 
     async def _apply_policy(
-        self,
-        request: Request,
-        job: Job[SpecT],
-        *,
-        previous: JobStatus,
-        observed: Observed,
-        outcome: Outcome,
-        lifecycle: Lifecycle,
-        now: float,
+        self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle
     ) -> tuple[Outcome, Lifecycle]:
         """`pendingTimeoutSeconds`, then `backoffLimit` under `restartPolicy`.
 
         A retried failure tears the whole gang down (MPI cannot re-admit one rank); the pods
         are recreated once the deletions are seen, and the job stays Running meanwhile.
         """
-        policy = job.spec.run_policy
+        policy = step.job.spec.run_policy
+        pods = step.observed.pods.values()
         if outcome.state not in ("succeeded", "failed"):
-            stuck, _ = pending_too_long(policy, observed.pods.values(), now)
+            stuck, _ = pending_too_long(policy, pods, step.time)
             if stuck is not None:
                 message = (
                     f"Pod[{stuck}] was Pending for more than runPolicy.pendingTimeoutSeconds "
@@ -280,7 +239,7 @@ class JobReconciler(Generic[SpecT]):
                 detail = outcome.replica_failure or message
                 return Outcome("failed", "PendingTimeout", message, detail), lifecycle
         if outcome.state == "failed":
-            retry = should_retry(policy, pod_failures(observed.pods.values(), self.kind.containers))
+            retry = should_retry(policy, pod_failures(pods, self.kind.containers))
             if not retry or policy.backoff_limit == 0:
                 return outcome, lifecycle
             if lifecycle.restarts >= policy.backoff_limit:
@@ -288,13 +247,14 @@ class JobReconciler(Generic[SpecT]):
                     f"The job failed {lifecycle.restarts + 1} times; runPolicy.backoffLimit is "
                     f"{policy.backoff_limit}. {outcome.message}"
                 ).strip()
-                return dataclasses.replace(
+                exceeded = dataclasses.replace(
                     outcome, reason="BackoffLimitExceeded", message=message
-                ), lifecycle
-            await self._delete_pods(request, observed, keep=set())
+                )
+                return exceeded, lifecycle
+            await self._delete_pods(step.request, step.observed, keep=set())
             restarts = lifecycle.restarts + 1
-            _metrics.jobs_restarted_total.labels(self._kind_name, job.namespace).inc()
-            # The failed pods go now: the condition and its Warning keep what happened.
+            _metrics.jobs_restarted_total.labels(self._kind_name, step.job.namespace).inc()
+            # The failed pods go at once: the condition and its Warning keep what happened.
             cause = f": {outcome.replica_failure}" if outcome.replica_failure else "."
             message = (
                 f"Recreating every pod after a failure (restart {restarts} of "
@@ -302,33 +262,23 @@ class JobReconciler(Generic[SpecT]):
             )
             restarting = Outcome("running", RESTARTING, message, outcome.replica_failure)
             return restarting, dataclasses.replace(lifecycle, restarts=restarts)
-        running = previous.condition("Running")
+        running = step.previous.condition("Running")
         if outcome.state == "pending" and running is not None and running.reason == RESTARTING:
-            return Outcome(
-                "running", RESTARTING, running.message or "", outcome.replica_failure
-            ), lifecycle
+            # Still coming back from a restart: the job stays Running meanwhile.
+            still = Outcome("running", RESTARTING, running.message or "", outcome.replica_failure)
+            return still, lifecycle
         return outcome, lifecycle
 
-    async def _end(
-        self,
-        request: Request,
-        job: Job[SpecT],
-        *,
-        previous: JobStatus,
-        observed: Observed,
-        outcome: Outcome,
-        lifecycle: Lifecycle,
-    ) -> Result:
+    async def _end(self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle) -> Result:
         """A job that ended: its clean-up policies, its final status, its TTL."""
+        job = step.job
         policy = job.spec.run_policy
-        doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
-        await self._delete_pods(request, observed, keep=set(observed.pods) - doomed)
-        status = self._derive(job, previous, observed, outcome, lifecycle)
-        await self._write_status(job.obj, previous, status)
-        left = ttl_left(policy, status, self.clock())
+        doomed = doomed_after_end(policy, step.observed.pods, self.kind.kept_after_cleanup)
+        await self._delete_pods(step.request, step.observed, keep=set(step.observed.pods) - doomed)
+        status = await self._write(step, outcome, lifecycle)
+        left = ttl_left(policy, status, step.time)
         if left is None or left > 0:
             return Result(requeue_after=left)
-        meta = job.obj["metadata"]
         self.recorder.emit(
             job.obj,
             type="Normal",
@@ -336,25 +286,22 @@ class JobReconciler(Generic[SpecT]):
             message=f"Deleting the job {policy.ttl_seconds_after_finished} s after it ended.",
         )
         with contextlib.suppress(NotFoundError):
-            await self.client.delete(self.kind.resource, job.name, job.namespace, uid=meta["uid"])
+            await self.client.delete(self.kind.resource, job.name, job.namespace, uid=job.uid)
         return Result()
 
-    def _derive(
-        self,
-        job: Job[SpecT],
-        previous: JobStatus,
-        observed: Observed,
-        outcome: Outcome,
-        lifecycle: Lifecycle,
-    ) -> JobStatus:
-        return derive_status(
+    async def _write(self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle) -> JobStatus:
+        """Derive the job's status for this pass and write it if it changed."""
+        previous = step.previous
+        status = derive_status(
             previous=previous if not _invalid(previous) else JobStatus(),
-            pods=observed.pods.values(),
+            pods=step.observed.pods.values(),
             replica_types=self.kind.replica_types,
-            desired=self.kind.replicas(job),
+            desired=self.kind.replicas(step.job),
             outcome=outcome,
             lifecycle=lifecycle,
         )
+        await self._write_status(step.job.obj, previous, status)
+        return status
 
     # Parsing -----------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from jobcore import (
     Resource,
     Result,
 )
-from jobcore.testing import api_requests, background, eventually, install_crd
+from jobcore.testing import api_requests, background, eventually, install_crd, schemaless_crd
 
 pytestmark = pytest.mark.integration
 
@@ -131,32 +131,6 @@ async def test_serves_health_readiness_and_controller_runtime_metrics(
             assert line in body, line
 
 
-def late_crd(group: str) -> Object:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}"},
-        "spec": {
-            "group": group,
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
 async def test_a_missing_crd_holds_back_only_its_own_controller(
     client: Client, namespace: str
 ) -> None:
@@ -178,7 +152,7 @@ async def test_a_missing_crd_holds_back_only_its_own_controller(
         status, body = await get_text(url)
         assert status == 500, "not ready while any cache is unsynced"
         assert "informers-synced" in body
-        await install_crd(client, late_crd(group))
+        await install_crd(client, schemaless_crd(widgets))
 
         async def ready() -> bool:
             return await get_text(url) == (200, "ok")
