@@ -141,6 +141,13 @@ def deployment(namespace: str = NAMESPACE, image: str = IMAGE) -> list[Object]:
             "capabilities": {"drop": ["ALL"]},
         },
     }
+    spread = {
+        "weight": 100,
+        "podAffinityTerm": {
+            "labelSelector": {"matchLabels": dict(_LABELS)},
+            "topologyKey": "kubernetes.io/hostname",
+        },
+    }
     return [
         {
             "apiVersion": "apps/v1",
@@ -149,18 +156,61 @@ def deployment(namespace: str = NAMESPACE, image: str = IMAGE) -> list[Object]:
             "spec": {
                 "replicas": 2,
                 "selector": {"matchLabels": dict(_LABELS)},
+                # One replica at a time: the other keeps (or takes over) the lease meanwhile.
+                "strategy": {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0},
+                },
                 "template": {
                     "metadata": {"labels": dict(_LABELS)},
                     "spec": {
                         "serviceAccountName": NAME,
                         "terminationGracePeriodSeconds": 45,
                         "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
+                        "affinity": {
+                            "podAntiAffinity": {
+                                "preferredDuringSchedulingIgnoredDuringExecution": [spread]
+                            }
+                        },
                         "containers": [container],
                     },
                 },
             },
         },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _meta(f"{NAME}-metrics", namespace),
+            "spec": {
+                "selector": dict(_LABELS),
+                "ports": [{"name": "metrics", "port": 8080, "targetPort": "metrics"}],
+            },
+        },
     ]
+
+
+def disruption_budget(namespace: str = NAMESPACE) -> list[Object]:
+    """At most one of the two replicas evicted at a time: a standby is always there to lead.
+
+    `policy/v1`, served from Kubernetes 1.21 on (1.20 has only `policy/v1beta1`).
+    """
+    return [
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": _meta(NAME, namespace),
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": dict(_LABELS)}},
+        }
+    ]
+
+
+def _kustomization(resources: Sequence[str]) -> Object:
+    """Files only under `resources`: the kustomize inside kubectl 1.20 takes no folders there."""
+    return {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": list(resources),
+    }
 
 
 def _dump(path: Path, objects: Sequence[Object]) -> Path:
@@ -170,10 +220,20 @@ def _dump(path: Path, objects: Sequence[Object]) -> Path:
 
 
 def write_manifests(kinds: Sequence[JobKind[Any]], output: str | Path) -> list[Path]:
-    """Write `crds/`, `rbac/` and `deploy/` under `output`; samples are kept by hand."""
+    """Write a kustomize layout under `output`: `crds/`, `rbac/`, `deploy/` and a
+    `kustomization.yaml` installing them (`kubectl apply -k`), and one for the job samples
+    found in `samples/` (kept by hand)."""
     root = Path(output)
-    return [
+    written = [
         *write_crds(kinds, root / "crds"),
         _dump(root / "rbac" / "rbac.yaml", rbac(kinds)),
         _dump(root / "deploy" / "controller.yaml", deployment()),
+        _dump(root / "deploy" / "pdb.yaml", disruption_budget()),
     ]
+    names = sorted(str(path.relative_to(root)) for path in written)
+    written.append(_dump(root / "kustomization.yaml", [_kustomization(names)]))
+    samples = sorted(path.name for path in (root / "samples").glob("*.yaml"))
+    if samples:
+        samples = [name for name in samples if name != "kustomization.yaml"]
+        written.append(_dump(root / "samples" / "kustomization.yaml", [_kustomization(samples)]))
+    return written

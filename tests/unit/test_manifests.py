@@ -11,7 +11,7 @@ import yaml
 
 from controllers import kinds as kinds_module
 from controllers.kinds import ENTRY_POINT_GROUP, KindLoadError, installed_kinds
-from controllers.manifests import deployment, rbac, write_manifests
+from controllers.manifests import deployment, disruption_budget, rbac, write_manifests
 from jobcore import crd_for
 from jobkinds.mpijob import MPIJobKind
 
@@ -20,7 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_committed_crds_match_the_models(tmp_path: Path) -> None:
     """`jobcore manifests` output is committed; this fails when the models drift from it."""
-    generated = write_manifests([k.kind for k in installed_kinds()], tmp_path)
+    bundled = installed_kinds(["colossalaijob", "horovodjob", "mpijob"])  # not plugins
+    (tmp_path / "samples").mkdir()
+    for sample in (ROOT / "manifests" / "samples").glob("*.yaml"):
+        if sample.name != "kustomization.yaml":
+            (tmp_path / "samples" / sample.name).write_text(sample.read_text())
+    generated = write_manifests([k.kind for k in bundled], tmp_path)
     for path in generated:
         committed = ROOT / "manifests" / path.relative_to(tmp_path)
         assert committed.exists(), f"run `jobcore manifests`: {committed} is missing"
@@ -61,7 +66,7 @@ def test_rbac_is_least_privilege() -> None:
 
 
 def test_deployment_runs_two_leader_elected_replicas_with_probes() -> None:
-    (deploy,) = deployment()
+    deploy, metrics = deployment()
     spec = deploy["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     assert deploy["spec"]["replicas"] == 2
@@ -73,6 +78,17 @@ def test_deployment_runs_two_leader_elected_replicas_with_probes() -> None:
         "health": 8081,
     }
     assert spec["securityContext"]["runAsNonRoot"] is True
+    assert container["resources"]["requests"]
+    assert metrics["kind"] == "Service"
+    assert metrics["spec"]["ports"][0]["targetPort"] == "metrics"
+
+
+def test_a_disruption_never_takes_both_replicas() -> None:
+    (budget,) = disruption_budget()
+    (deploy, _) = deployment()
+    assert budget["spec"]["maxUnavailable"] == 1
+    assert budget["spec"]["selector"]["matchLabels"] == deploy["spec"]["selector"]["matchLabels"]
+    assert deploy["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 1, "maxSurge": 0}
 
 
 def test_the_bundled_kind_is_found_through_its_entry_point() -> None:
@@ -104,7 +120,11 @@ def test_a_broken_kind_asked_for_by_name_fails_loudly(monkeypatch: pytest.Monkey
 
 def test_samples_are_valid_yaml_jobs_of_an_installed_kind() -> None:
     kinds = {k.kind.resource.kind: k.kind for k in installed_kinds()}
-    for path in (ROOT / "manifests" / "samples").glob("*.yaml"):
+    samples = ROOT / "manifests" / "samples"
+    listed = yaml.safe_load((samples / "kustomization.yaml").read_text())["resources"]
+    paths = sorted(p for p in samples.glob("*.yaml") if p.name != "kustomization.yaml")
+    assert listed == [p.name for p in paths], "run `jobcore manifests`: samples/kustomization.yaml"
+    for path in paths:
         job = yaml.safe_load(path.read_text())
         assert job["kind"] in kinds, path
         kinds[job["kind"]].spec_model.model_validate(job["spec"])
