@@ -1,0 +1,168 @@
+"""API reference pages: the committed ones match the models; what a page says about a model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from controllers.apidocs import (
+    BUNDLED_KINDS,
+    REGENERATE,
+    api_reference,
+    main,
+    write_api_reference,
+)
+from controllers.kinds import installed_kinds
+from jobcore import (
+    PODS,
+    ApiModel,
+    FieldError,
+    Job,
+    JobKind,
+    JobSpec,
+    Object,
+    Observed,
+    Outcome,
+    PodTemplateSpec,
+    Resource,
+)
+
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference"
+
+
+def test_committed_pages_match_the_models(tmp_path: Path) -> None:
+    kinds = [installed.kind for installed in installed_kinds(BUNDLED_KINDS)]
+    written = {path.name: path.read_text() for path in write_api_reference(kinds, tmp_path)}
+    committed = {path.name: path.read_text() for path in REFERENCE.glob("*.md")}
+    stale = sorted(
+        name
+        for name in written.keys() | committed.keys()
+        if written.get(name) != committed.get(name)
+    )
+    assert not stale, (
+        f"docs/reference is out of date ({', '.join(stale)}): the job kinds' models changed. "
+        f"Regenerate the pages with `{REGENERATE}` and commit them."
+    )
+
+
+class Retry(ApiModel):
+    """How often the tiny job is retried."""
+
+    limit: int = Field(default=3, ge=0, le=10, description="Attempts before giving up.")
+    mode: Literal["Never", "Always"] = "Never"
+
+
+class WorkerSpec(ApiModel):
+    replicas: int = Field(default=1, ge=1, description="How many workers run.")
+    args: list[str] = Field(default_factory=list, description="Passed to the program.")
+    template: PodTemplateSpec
+
+
+def _worker_optional_in_crd(schema: dict[str, Any]) -> None:
+    schema.pop("required", None)
+
+
+class TinySpec(JobSpec):
+    """A tiny job to document."""
+
+    model_config = ConfigDict(json_schema_extra=_worker_optional_in_crd)
+
+    worker: WorkerSpec = Field(description="The workers.")
+    retry: Retry = Field(default_factory=Retry, description="The retry policy.")
+    labels: dict[str, str] = Field(default_factory=dict)
+    port: int | str | None = None
+
+
+class TinyKind:
+    resource: Resource = Resource("tiny.example.com", "v1alpha1", "TinyJob", "tinyjobs")
+    short_names: Sequence[str] = ("tj",)
+    spec_model: type[TinySpec] = TinySpec
+    replica_types: Sequence[str] = ("worker",)
+    child_resources: Sequence[Resource] = (PODS,)
+    containers: Mapping[str, str] = {}
+    debug_commands: Mapping[str, Sequence[str] | None] = {}
+    kept_after_cleanup: Sequence[str] = ()
+    printer_columns: Sequence[Mapping[str, Any]] = (
+        {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
+    )
+
+    def validate(self, job: Job[TinySpec]) -> list[FieldError]:
+        return []
+
+    def replicas(self, job: Job[TinySpec]) -> Mapping[str, int]:
+        return {"worker": job.spec.worker.replicas}
+
+    def render(self, job: Job[TinySpec], observed: Observed) -> list[Object]:
+        return []
+
+    def interpret(self, job: Job[TinySpec], observed: Observed) -> Outcome:
+        return Outcome("pending")
+
+
+KIND: JobKind[Any] = TinyKind()
+
+
+def section(page: str, name: str) -> str:
+    """The text of one `### name` section."""
+    start = page.index(f"\n### {name}\n")
+    end = page.find("\n##", start + 1)
+    return page[start : end if end != -1 else None]
+
+
+def test_a_field_shows_its_wire_name_type_default_and_description() -> None:
+    retry = section(api_reference(KIND), "Retry")
+    assert "How often the tiny job is retried." in retry  # the model's docstring
+    assert "| `limit` | integer (0 to 10) | `3` | Attempts before giving up. |" in retry
+    assert "| `mode` | one of `Never`, `Always` | `Never` |  |" in retry
+    worker = section(api_reference(KIND), "WorkerSpec")
+    assert "| `args` | list of string | `[]` | Passed to the program. |" in worker  # factory
+
+
+def test_nested_models_get_sections_linked_from_their_fields() -> None:
+    page = api_reference(KIND)
+    spec = section(page, "TinySpec")
+    assert "| `retry` | [Retry](#retry) | its fields' defaults | The retry policy. |" in spec
+    assert "| `labels` | map of string to string | `{}` |  |" in spec
+    assert "| `port` | integer or string | — |  |" in spec
+    assert "Appears at `spec.retry`." in section(page, "Retry")
+    assert page.index("### TinySpec") < page.index("## Status") < page.index("### JobStatus")
+    assert "Appears at `status.conditions[]`." in section(page, "JobCondition")
+    assert "[Job status](../status.md)" in page
+
+
+def test_a_field_the_crd_leaves_optional_but_the_model_requires_is_marked() -> None:
+    spec = section(api_reference(KIND), "TinySpec")
+    assert "| `worker` | [WorkerSpec](#workerspec) | required\\* | The workers. |" in spec
+    assert "\\* Required by the kind, but not by the CRD's schema" in spec
+
+
+def test_a_pod_template_is_summarized_by_the_fields_jobcore_reads() -> None:
+    page = api_reference(KIND)
+    template = section(page, "PodTemplateSpec")
+    assert "A Kubernetes [PodTemplateSpec](https://kubernetes.io/" in template
+    assert "| `spec.containers[].name` | string | required |  |" in template
+    assert "The same fields as `spec.containers[]`." in template
+    assert "### Container\n" not in page and "### PodSpec\n" not in page
+
+
+def test_the_page_names_the_resource_and_its_columns() -> None:
+    page = api_reference(KIND)
+    assert page.startswith("# TinyJob API reference\n")
+    assert "| API version | `tiny.example.com/v1alpha1` |" in page
+    assert "| short names | `tj` |" in page
+    assert "| Workers | integer | `.spec.worker.replicas` |  |" in page
+
+
+def test_main_writes_the_bundled_kinds_and_the_index(tmp_path: Path) -> None:
+    assert main([str(tmp_path)]) == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "README.md",
+        "colossalaijob.md",
+        "horovodjob.md",
+        "mpijob.md",
+    ]
+    index = (tmp_path / "README.md").read_text()
+    assert "| MPIJob | `batch.tensorstack.dev/v1beta1` | `mpijobs` |" in index
