@@ -74,6 +74,8 @@ CleanUpPolicy = Literal["None", "Unfinished", "All"]
 
 
 class RunPolicy(ApiModel):
+    """What happens around the job's run: retries, time limits, clean-up."""
+
     clean_up_workers: bool = Field(
         default=False, description="Delete the workers (never the launcher) once the job ends."
     )
@@ -111,15 +113,23 @@ class RunPolicy(ApiModel):
 
 
 class T9kScheduler(ApiModel):
-    queue: str
-    priority: int = Field(default=0, ge=0, le=100)
+    """Gang scheduling by T9k Scheduler, through a PodGroup named after the job."""
+
+    queue: str = Field(description="The T9k Scheduler queue the job waits in.")
+    priority: int = Field(default=0, ge=0, le=100, description="Priority within the queue.")
 
 
 class SchedulerPolicy(ApiModel):
-    t9k_scheduler: T9kScheduler | None = Field(default=None, alias="t9kScheduler")
+    """Which scheduler places the pods; the cluster's default scheduler when unset."""
+
+    t9k_scheduler: T9kScheduler | None = Field(
+        default=None, alias="t9kScheduler", description="Use T9k Scheduler."
+    )
 
 
 class DebugReplicaSpec(ApiModel):
+    """How one replica type's pods run in debug mode."""
+
     type: str = Field(description="The replica type this entry applies to.")
     skip_init_container: bool = Field(default=False, description="Drop the init containers.")
     command: list[str] | None = Field(
@@ -128,13 +138,19 @@ class DebugReplicaSpec(ApiModel):
 
 
 class DebugMode(ApiModel):
+    """Set up the job's pods without training, to debug them with kubectl exec."""
+
     enabled: bool = Field(
         default=False, description="Create the pods with their debug commands; do not train."
     )
-    replica_specs: list[DebugReplicaSpec] | None = None
+    replica_specs: list[DebugReplicaSpec] | None = Field(
+        default=None, description="Per replica type; the defaults for types not listed."
+    )
 
 
 class ResumeSpec(ApiModel):
+    """How one replica type's pods run when a paused job resumes."""
+
     type: str = Field(description="The replica type this entry applies to.")
     skip_init_container: bool = Field(default=False, description="Drop the init containers.")
     command: list[str] | None = Field(default=None, description="Replaces the command.")
@@ -142,6 +158,8 @@ class ResumeSpec(ApiModel):
 
 
 class PauseMode(ApiModel):
+    """Stop the job and free its pods, keeping everything else, until it is resumed."""
+
     enabled: bool = Field(
         default=False, description="Delete the job's pods; turning it off recreates them."
     )
@@ -152,8 +170,10 @@ class PauseMode(ApiModel):
 
 
 class RunMode(ApiModel):
-    debug: DebugMode | None = None
-    pause: PauseMode | None = None
+    """Debug and pause modes; a job runs normally without them."""
+
+    debug: DebugMode | None = Field(default=None, description="Debug mode.")
+    pause: PauseMode | None = Field(default=None, description="Pause mode.")
 
     @property
     def debugging(self) -> bool:
@@ -167,9 +187,13 @@ class RunMode(ApiModel):
 class JobSpec(ApiModel):
     """Fields every kind's spec has; kinds subclass it and add their own."""
 
-    run_policy: RunPolicy = Field(default_factory=RunPolicy)
-    scheduler: SchedulerPolicy | None = None
-    run_mode: RunMode | None = None
+    run_policy: RunPolicy = Field(
+        default_factory=RunPolicy, description="Retries, time limits and clean-up."
+    )
+    scheduler: SchedulerPolicy | None = Field(
+        default=None, description="Gang scheduling by T9k Scheduler."
+    )
+    run_mode: RunMode | None = Field(default=None, description="Debug and pause modes.")
 
 
 # Status ----------------------------------------------------------------------------------
@@ -190,34 +214,56 @@ class StatusModel(ApiModel):
 
 
 class JobCondition(StatusModel):
-    type: ConditionType
-    status: Literal["True", "False", "Unknown"]
-    last_transition_time: str | None = None
-    reason: str | None = None
-    message: str | None = None
+    """One aspect of the job's state; see docs/status.md."""
+
+    type: ConditionType = Field(description="Which aspect.")
+    status: Literal["True", "False", "Unknown"] = Field(description="Whether it holds.")
+    last_transition_time: str | None = Field(
+        default=None, description="When `status` last changed."
+    )
+    reason: str | None = Field(default=None, description="Why, in one CamelCase word.")
+    message: str | None = Field(default=None, description="Why, for a human.")
 
 
 class ContainerState(StatusModel):
-    name: str
-    state: Literal["waiting", "running", "terminated"] | None = None
-    exit_code: int | None = None
-    reason: str | None = None
+    """A container of a replica (init containers included), as its pod reports it."""
+
+    name: str = Field(description="The container's name.")
+    state: Literal["waiting", "running", "terminated"] | None = Field(
+        default=None, description="Its current state."
+    )
+    exit_code: int | None = Field(default=None, description="Its exit code once terminated.")
+    reason: str | None = Field(
+        default=None, description="Why it waits or ended, e.g. ImagePullBackOff, OOMKilled."
+    )
 
 
 class ReplicaStatus(StatusModel):
-    phase: ReplicaPhase
-    name: str
-    uid: str | None = None
-    containers: list[ContainerState] = Field(default_factory=list)
+    """One pod of the job."""
+
+    phase: ReplicaPhase = Field(
+        description="The pod's phase, Creating before it is scheduled, Deleted once it goes."
+    )
+    name: str = Field(description="The pod's name.")
+    uid: str | None = Field(default=None, description="The pod's uid.")
+    containers: list[ContainerState] = Field(
+        default_factory=list, description="Its containers' states."
+    )
 
 
 class TaskStatus(StatusModel):
-    type: str
-    restart_count: int = 0
-    status: list[ReplicaStatus] = Field(default_factory=list)
+    """The pods of one replica type."""
+
+    type: str = Field(description="The replica type, e.g. worker.")
+    restart_count: int = Field(
+        default=0, description="Container restarts plus whole-job restarts, over the type."
+    )
+    status: list[ReplicaStatus] = Field(default_factory=list, description="Its pods, by name.")
 
 
 class Aggregate(StatusModel):
+    """How many of the job's pods are in each replica phase."""
+
     creating: int = 0
     pending: int = 0
     running: int = 0
@@ -230,10 +276,14 @@ class Aggregate(StatusModel):
 class JobStatus(StatusModel):
     """The T9k job status (conditions, phase, tasks, aggregate) and jobcore's own fields."""
 
-    conditions: list[JobCondition] = Field(default_factory=list)
-    phase: JobPhase | None = None
-    tasks: list[TaskStatus] = Field(default_factory=list)
-    aggregate: Aggregate = Field(default_factory=Aggregate)
+    conditions: list[JobCondition] = Field(
+        default_factory=list, description="Initialized, Running, ReplicaFailure, Completed..."
+    )
+    phase: JobPhase | None = Field(default=None, description="Where the job is in its life.")
+    tasks: list[TaskStatus] = Field(default_factory=list, description="Pods by replica type.")
+    aggregate: Aggregate = Field(
+        default_factory=Aggregate, description="Pod counts by replica phase."
+    )
     ready: str | None = Field(default=None, description="Ready replicas of all, for kubectl get.")
     restarts: int | None = Field(
         default=None,

@@ -23,9 +23,12 @@ JsonSchema = dict[str, Any]
 class ReplicaSpec(ApiModel):
     """One entry of `spec.replicaSpecs` in T9k's current shape."""
 
-    type: Literal["worker", "launcher"]
-    replicas: int | None = Field(default=None, ge=1)
-    restart_policy: str | None = None
+    type: Literal["worker", "launcher"] = Field(description="Which replica type.")
+    replicas: int | None = Field(default=None, ge=1, description="How many pods (workers).")
+    restart_policy: str | None = Field(
+        default=None,
+        description="The workers' restartPolicy; Never when unset (ColossalAIJob: always Never).",
+    )
     template: dict[str, Any] = Field(
         default_factory=dict,
         description="A Pod template; for the launcher, {} means the defaults.",

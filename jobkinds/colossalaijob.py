@@ -45,6 +45,8 @@ from jobkinds._launch import (
 
 
 class ColossalAISSHSpec(ApiModel):
+    """Where sshd is in the worker image, and where the job's ssh keys are mounted."""
+
     auth_mount_path: str = Field(
         default="/root/.ssh",
         description="Where the job's ssh keys are mounted, in launcher and workers: the "
@@ -71,6 +73,8 @@ class ColossalAISSHSpec(ApiModel):
 
 
 class LauncherSpec(ApiModel):
+    """The launcher pod that runs `colossalai run`."""
+
     image: str = Field(min_length=1, description="Image of the launcher; needs colossalai.")
     working_dir: str | None = Field(
         default=None,
@@ -88,6 +92,8 @@ class LauncherSpec(ApiModel):
 
 
 class ColossalAIWorkerSpec(ApiModel):
+    """The workers, and the training script torchrun starts on each."""
+
     replicas: int = Field(default=1, ge=1, description="Number of worker pods.")
     proc_per_worker: int = Field(
         default=1, ge=1, description="Training processes per worker (--nproc_per_node)."

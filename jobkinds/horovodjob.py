@@ -54,6 +54,8 @@ _INTERFACE = re.compile(r"[A-Za-z0-9_.:@-]+")
 
 
 class HorovodWorkerSpec(ApiModel):
+    """The workers, and the program horovodrun starts on them."""
+
     replicas: int = Field(default=1, ge=1, description="Number of worker pods.")
     slots_per_worker: int = Field(
         default=1, ge=1, description="Horovod processes per worker (the hostfile's slots)."
@@ -68,6 +70,8 @@ class HorovodWorkerSpec(ApiModel):
 
 
 class HorovodSpec(ApiModel):
+    """horovodrun's options."""
+
     backend: Literal["gloo", "mpi"] = Field(
         default="gloo",
         description="Controller and collectives: gloo (default; needed for elastic) or mpi.",
@@ -81,6 +85,8 @@ class HorovodSpec(ApiModel):
 
 
 class ElasticSpec(ApiModel):
+    """Elastic Horovod: the job runs on between minReplicas and the workers' replicas."""
+
     min_replicas: int = Field(ge=1, description="Fewest workers the job runs with.")
     max_replicas: int = Field(ge=1, description="Most workers the job scales up to.")
     reset_limit: int | None = Field(
@@ -89,6 +95,8 @@ class ElasticSpec(ApiModel):
 
 
 class SSHSpec(ApiModel):
+    """Where sshd is in the worker image, and where the job's ssh keys are mounted."""
+
     sshd_path: str = Field(
         default="/usr/sbin/sshd", description="Absolute path of sshd in the worker image."
     )

@@ -50,6 +50,8 @@ _MCA_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 
 class MPIWorkerSpec(ApiModel):
+    """The workers, and the MPI program mpirun starts on them."""
+
     replicas: int = Field(default=1, ge=1, description="Number of worker pods.")
     extra_mpi_args: list[str] = Field(
         default_factory=list,
@@ -66,6 +68,8 @@ class MPIWorkerSpec(ApiModel):
 
 
 class SSHSpec(ApiModel):
+    """Where sshd is in the worker image, and where the job's ssh keys are mounted."""
+
     sshd_path: str = Field(
         default="/usr/sbin/sshd", description="Absolute path of sshd in the worker image."
     )

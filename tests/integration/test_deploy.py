@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import os
 import socket
 import sys
@@ -186,12 +185,12 @@ async def test_kubectl_apply_k_installs_a_controller_whose_rbac_is_enough_and_le
     node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.5)
     port = free_port()
     async with controller_process(sa_kubeconfig, port) as log, background(node.run()):
-        jobs = []
-        for sample in SAMPLES:
-            job = copy.deepcopy(sample)
-            job["metadata"]["namespace"] = namespace
-            await client.create(resource_of(job), job)
-            jobs.append(job)
+        samples = str(MANIFESTS / "samples")
+        code, out, err = await run(
+            kubectl(kubeconfig_path, "apply", "-n", namespace, "-k", samples)
+        )
+        assert code == 0, err
+        jobs = SAMPLES
 
         async def all_reconciled() -> bool:
             for job in jobs:
@@ -202,7 +201,16 @@ async def test_kubectl_apply_k_installs_a_controller_whose_rbac_is_enough_and_le
                     return False
             return True
 
-        await eventually(all_reconciled, timeout=60)
+        try:
+            await eventually(all_reconciled, timeout=60)
+        except TimeoutError:
+            phases = {
+                job["metadata"]["name"]: (
+                    await job_status(client, resource_of(job), namespace, job["metadata"]["name"])
+                ).get("phase")
+                for job in jobs
+            }
+            raise AssertionError(f"not reconciled: {phases}; log: {log[-20:]}") from None
         body = await metrics(port)
     refused_requests = [
         line
