@@ -155,11 +155,11 @@ def test_root_requires_spec_and_describes_status(crd: Object) -> None:
     condition = status["conditions"]["items"]
     assert condition["required"] == ["type", "status"]
     assert "ReplicaFailure" in condition["properties"]["type"]["enum"]
-    assert condition["properties"]["lastTransitionTime"] == {"type": "string"}
+    assert condition["properties"]["lastTransitionTime"]["type"] == "string"
     replica = status["tasks"]["items"]["properties"]["status"]["items"]
-    assert replica["properties"]["containers"]["items"]["properties"]["exitCode"] == {
-        "type": "integer"
-    }
+    exit_code = replica["properties"]["containers"]["items"]["properties"]["exitCode"]
+    assert exit_code["type"] == "integer"
+    assert exit_code["description"]
     assert status["aggregate"]["properties"]["running"] == {"type": "integer"}
 
 
