@@ -1,4 +1,5 @@
-"""The `jobcore` command: run the controller, write its manifests, or try it in a sandbox."""
+"""The `jobcore` command: run the controller, list its kinds, check and render jobs offline,
+write its manifests, or try it in a sandbox."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import signal
 import socket
 import sys
 import uuid
+from importlib.metadata import entry_points
 from typing import Any
 
-from controllers.kinds import KindLoadError, installed_kinds
+from controllers import render
+from controllers.kinds import ENTRY_POINT_GROUP, InstalledKind, KindLoadError, installed_kinds
 from jobcore import (
     Client,
     GangScheduler,
@@ -37,6 +40,67 @@ def _kind_names(text: str | None) -> list[str] | None:
     return [name.strip() for name in text.split(",") if name.strip()] if text else None
 
 
+_KINDS_HELP = """\
+List the job kinds installed through the entry-point group jobcore.jobkinds: entry-point name
+(what --kinds takes), kind, group/version, short names and the distribution that provides it.
+
+A kind that fails to load is reported on stderr with its error and skipped, as the controller
+skips it; the others are still listed. Exit status: 0 when every installed kind loads, 1 when
+one fails to load or none is installed.
+"""
+
+_VALIDATE_HELP = """\
+Check job files as the API server and the controller would, with no cluster: apiVersion and
+kind name an installed kind, metadata.name and namespace are valid, the spec matches the
+kind's schema (an unknown field is an error here; the API server would drop it silently), and
+the controller's own checks pass. Files may hold several YAML documents; "-" reads stdin.
+
+Each problem is printed to stderr with its line and field path, e.g.
+  job.yaml:14: spec.worker.replicas: Input should be greater than or equal to 1
+and each valid job to stdout. Exit status: 0 when every document is a valid job, 1 otherwise
+(including a file that cannot be read, is not YAML or holds no document).
+"""
+
+_RENDER_HELP = """\
+Validate job files as `jobcore validate` does, then print every object the controller would
+create for them, as a YAML stream (or a JSON List with --output json), with no cluster:
+namespace, labels and ownerReference included (the job's uid is a placeholder of zeros), and
+the PodGroup first when a gang scheduler admits the job (spec.scheduler.t9kScheduler, or
+--gang-scheduler). A job that names no namespace is rendered in --namespace.
+
+By default nothing exists yet, as on a new job's first reconcile. --workers-ready renders a
+later reconcile: everything of the first render exists and its pods are Running and Ready, so
+a kind that waits for Ready workers (MPIJob, HorovodJob, ColossalAIJob) adds its launcher.
+
+The ssh Secret holds a private key generated afresh on every run, as the controller generates
+one per job: it is printed as it would be created. --redact-secrets replaces Secret values
+with "<redacted>", for review or a stable diff (the output is then not applicable as is).
+Nothing is printed if any document is invalid. Exit status: 0 when everything rendered, 1
+otherwise.
+"""
+
+
+def _add_gang_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gang-scheduler",
+        choices=["none", "t9k", "volcano", "scheduler-plugins"],
+        default="none",
+        help="give every job without spec.scheduler a PodGroup of this scheduler",
+    )
+    parser.add_argument("--gang-queue", help="the queue of jobs that name none (t9k, volcano)")
+    parser.add_argument("--gang-scheduler-name", help="the gang scheduler's schedulerName")
+
+
+def _add_job_files(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="JOB.yaml", help='job files; "-" is stdin')
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        default=render.DEFAULT_NAMESPACE,
+        help="the namespace of jobs that name none (default: default)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jobcore", description=__doc__)
     parser.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
@@ -53,14 +117,36 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-election-namespace", default="default")
     run.add_argument("--leader-election-id", default="jobcore-controller")
     run.add_argument("--max-concurrent-reconciles", type=int, default=16, help="per kind")
-    run.add_argument(
-        "--gang-scheduler",
-        choices=["none", "t9k", "volcano", "scheduler-plugins"],
-        default="none",
-        help="give every job without spec.scheduler a PodGroup of this scheduler",
+    _add_gang_arguments(run)
+
+    raw = argparse.RawDescriptionHelpFormatter
+    commands.add_parser(
+        "kinds", help="list the installed job kinds", description=_KINDS_HELP, formatter_class=raw
     )
-    run.add_argument("--gang-queue", help="the queue of jobs that name none (t9k, volcano)")
-    run.add_argument("--gang-scheduler-name", help="the gang scheduler's schedulerName")
+    validate = commands.add_parser(
+        "validate",
+        help="check job files offline (exit status 0 or 1, for CI)",
+        description=_VALIDATE_HELP,
+        formatter_class=raw,
+    )
+    _add_job_files(validate)
+    rendering = commands.add_parser(
+        "render",
+        help="print what the controller would create for job files, offline",
+        description=_RENDER_HELP,
+        formatter_class=raw,
+    )
+    _add_job_files(rendering)
+    rendering.add_argument(
+        "--workers-ready",
+        action="store_true",
+        help="as if the first render's pods exist, Running and Ready (adds launchers)",
+    )
+    rendering.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
+    rendering.add_argument(
+        "--redact-secrets", action="store_true", help="replace Secret values with <redacted>"
+    )
+    _add_gang_arguments(rendering)
 
     manifests = commands.add_parser("manifests", help="write CRDs, RBAC and the Deployment")
     manifests.add_argument("--output", default="manifests", help="folder (default: manifests)")
@@ -132,6 +218,67 @@ async def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _list_kinds(args: argparse.Namespace) -> int:
+    names = sorted({entry.name for entry in entry_points(group=ENTRY_POINT_GROUP)})
+    loaded: list[InstalledKind] = []
+    for name in names:
+        try:
+            loaded += installed_kinds([name])  # asked for by name: a failure raises, not logs
+        except KindLoadError as error:
+            print(f"jobcore kinds: skipped, failed to load: {error}", file=sys.stderr)
+    if not names:
+        print(f"jobcore kinds: no job kinds installed ({ENTRY_POINT_GROUP})", file=sys.stderr)
+    rows = [("NAME", "KIND", "GROUP/VERSION", "SHORT NAMES", "SOURCE")]
+    rows += [
+        (
+            installed.name,
+            installed.kind.resource.kind,
+            installed.kind.resource.api_version,
+            ",".join(installed.kind.short_names) or "-",
+            installed.source,
+        )
+        for installed in loaded
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows if loaded else ():
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        print("  ".join(cells).rstrip())
+    return 0 if names and len(loaded) == len(names) else 1
+
+
+async def _validate(args: argparse.Namespace) -> int:
+    jobs, problems = render.load_jobs(args.files, _kinds(None), namespace=args.namespace)
+    for job in jobs:
+        print(f"{job}: valid")
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+async def _render(args: argparse.Namespace) -> int:
+    jobs, problems = render.load_jobs(args.files, _kinds(None), namespace=args.namespace)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        return 1
+    children = []
+    for job in jobs:
+        try:
+            children += render.render_job(
+                job.kind,
+                job.job,
+                workers_ready=args.workers_ready,
+                gang_scheduler=_gang_scheduler(args),
+            )
+        except render.RenderError as error:
+            print(f"{job}: {error}", file=sys.stderr)
+            return 1
+    if args.redact_secrets:
+        children = render.redact_secrets(children)
+    sys.stdout.write(render.dump(children, args.output))
+    return 0
+
+
 async def _manifests(args: argparse.Namespace) -> int:
     from controllers.manifests import write_manifests  # noqa: PLC0415
 
@@ -167,7 +314,14 @@ async def _sandbox(args: argparse.Namespace) -> int:
     return 0 if phase == "Succeeded" else 1
 
 
-_COMMANDS = {"run": _run, "manifests": _manifests, "sandbox": _sandbox}
+_COMMANDS = {
+    "run": _run,
+    "kinds": _list_kinds,
+    "validate": _validate,
+    "render": _render,
+    "manifests": _manifests,
+    "sandbox": _sandbox,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

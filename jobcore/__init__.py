@@ -14,8 +14,9 @@ Modules, from the bottom up:
 - `_jobmodels`, `_jobkind`, `_jobstatus`, `_jobreconciler`, `_crd`: the job layer — the T9k
   job API models, the `JobKind` plugin interface, status derivation, the generic reconciler
   that drives any kind, and CRD generation from the models.
-- `_jobplan`, `_jobpolicy`, `_scheduling`: what every kind gets on top of its own render —
-  run modes, the run policy (retries, timeouts, deadlines, clean-up, TTL), gang scheduling.
+- `_jobparse`, `_jobplan`, `_jobpolicy`, `_scheduling`: what every kind gets on top of its
+  own render — one way to parse and check a job, run modes and owned children, the run policy
+  (retries, timeouts, deadlines, clean-up, TTL), gang scheduling.
 - `testing`: a real control plane, a simulated node and a pytest plugin (public).
 
 Everything a plugin may use is imported here; the underscored modules are private.
@@ -79,7 +80,15 @@ from jobcore._jobmodels import (
     RunPolicy,
     SchedulerPolicy,
 )
-from jobcore._jobplan import RUN_MODE_LABEL, plan, run_mode_errors
+from jobcore._jobparse import parse_job
+from jobcore._jobplan import (
+    RUN_MODE_LABEL,
+    adopt,
+    gang_scheduling,
+    plan,
+    pod_group,
+    run_mode_errors,
+)
 from jobcore._jobreconciler import JobReconciler, add_job_controller
 from jobcore._labels import parse_selector, selector_to_string
 from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
@@ -199,13 +208,17 @@ __all__ = [
     "WatchEvent",
     "WorkQueue",
     "add_job_controller",
+    "adopt",
     "configure_logging",
     "controller_of",
     "crd_for",
     "default_controller_rate_limiter",
+    "gang_scheduling",
     "owner_reference",
+    "parse_job",
     "parse_selector",
     "plan",
+    "pod_group",
     "reconcile_context",
     "reconciler_from",
     "request_for_object",

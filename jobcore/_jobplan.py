@@ -2,19 +2,21 @@
 
 A kind renders its children for a normal run; jobcore applies what every kind shares on
 top: a paused job gets no pods, a debugging job's pods run their debug commands, pods made
-after a pause follow `resumeSpecs`, and a gang scheduler's fields go on every pod. Pure, so
-that `jobcore render` shows exactly what the controller would create.
+after a pause follow `resumeSpecs`, and a gang scheduler's fields go on every pod, with the
+job's PodGroup before them. Every child gets the job's namespace, labels and ownerReference.
+Pure, so that `jobcore render` shows exactly what the controller would create.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jobcore._jobkind import REPLICA_TYPE_LABEL, FieldError, Job, JobKind, Observed
+from jobcore._jobkind import REPLICA_TYPE_LABEL, FieldError, Job, JobKind, Observed, SpecT
 from jobcore._jobmodels import JobSpec, ResumeSpec
-from jobcore._resources import PODS, Object
-from jobcore._scheduling import GangScheduler
+from jobcore._resources import PODS, Object, owner_reference
+from jobcore._scheduling import GangScheduler, scheduler_for
 
 RUN_MODE_LABEL = "jobcore.dev/run-mode"
 """On pods created in debug mode (`debug`); a pod whose mode is not the job's is replaced."""
@@ -74,6 +76,39 @@ def plan(
         if scheduler is not None:
             scheduler.decorate(job, pod)
     return children
+
+
+def gang_scheduling(
+    job: Job[SpecT], default: GangScheduler | None
+) -> tuple[Job[SpecT], GangScheduler | None]:
+    """The gang scheduler that admits the job's pods, if any, and the job to plan with.
+
+    The job's own `spec.scheduler.t9kScheduler` wins over the controller's `default`; a
+    paused job has no pods, so no gang. With a scheduler, the job comes back with `gang` set.
+    """
+    scheduler = None if job.paused else scheduler_for(job, default)
+    return (dataclasses.replace(job, gang=True) if scheduler is not None else job), scheduler
+
+
+def pod_group(
+    kind: JobKind[Any], job: Job[Any], scheduler: GangScheduler, children: Sequence[Object]
+) -> Object:
+    """The job's PodGroup for the planned `children`, adopted: all its pods, or none."""
+    pods = [child for child in children if child.get("kind") == PODS.kind]
+    return adopt(job, scheduler.pod_group(job, sum(kind.replicas(job).values()), pods))
+
+
+def adopt(job: Job[Any], child: Object) -> Object:
+    """`child` (changed in place) in the job's namespace, with its labels, owned by it.
+
+    What the controller does to every child before creating it: the job's labels are added to
+    the child's own, and the job becomes its controller, so the child goes with the job.
+    """
+    meta = child["metadata"]
+    meta["namespace"] = job.namespace
+    meta["labels"] = {**(meta.get("labels") or {}), **job.labels()}
+    meta["ownerReferences"] = [owner_reference(job.obj)]
+    return child
 
 
 def run_mode_of(pod: Object) -> str:

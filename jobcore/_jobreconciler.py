@@ -31,7 +31,8 @@ from jobcore._jobkind import (
     SpecT,
 )
 from jobcore._jobmodels import ConditionType, JobStatus, ResumeSpec
-from jobcore._jobplan import plan, run_mode_errors, run_mode_of
+from jobcore._jobparse import parse_job
+from jobcore._jobplan import adopt, gang_scheduling, plan, pod_group, run_mode_of
 from jobcore._jobpolicy import (
     deadline_left,
     doomed_after_end,
@@ -50,9 +51,8 @@ from jobcore._resources import (
     ObjectKey,
     Resource,
     controller_of,
-    owner_reference,
 )
-from jobcore._scheduling import GangScheduler, scheduler_for
+from jobcore._scheduling import GangScheduler
 
 _log = structlog.get_logger("jobcore.jobs")
 
@@ -66,14 +66,6 @@ _WARNINGS: tuple[tuple[ConditionType, str], ...] = (
     ("SpecRejected", "ResumeSpecsImmutable"),
 )
 _WARNING_STATUS = {"Running": "True", "Initialized": "False", "SpecRejected": "True"}
-
-
-def field_errors(error: ValidationError) -> list[FieldError]:
-    """pydantic's errors as field paths in the API's camelCase, under `spec`."""
-    return [
-        FieldError(".".join(["spec", *(str(part) for part in item["loc"])]), item["msg"])
-        for item in error.errors()
-    ]
 
 
 def _frozen_outcome(status: JobStatus) -> Outcome:
@@ -102,13 +94,14 @@ class _Step(Generic[SpecT]):
 class JobReconciler(Generic[SpecT]):
     """Reconciles the jobs of one kind.
 
-    Each run: parse and validate the spec (an invalid job is marked Failed once, with the
-    field named, and not retried); plan the children (`jobcore.plan`: the kind's render with
-    run modes and gang scheduling applied); create those that do not exist (non-Pod children
-    first, then Pods, each group concurrently) and, if it created any, stop there until the
-    cache shows them; else update ConfigMaps whose data changed, delete owned Pods it no
-    longer wants, apply the run policy (retries, timeouts, deadline, clean-up, TTL), derive
-    the status and write it through the status subresource only when it changed.
+    Each run: parse and validate the job (`jobcore.parse_job`; an invalid job is marked
+    Failed once, with the field named, and not retried); plan the children (`jobcore.plan`:
+    the kind's render with run modes and gang scheduling applied); create those that do not
+    exist, owned by the job (`jobcore.adopt`; non-Pod children first, then Pods, each group
+    concurrently) and, if it created any, stop there until the cache shows them; else update
+    ConfigMaps whose data changed, delete owned Pods it no longer wants, apply the run policy
+    (retries, timeouts, deadline, clean-up, TTL), derive the status and write it through the
+    status subresource only when it changed.
     Expectations keep a lagging cache from creating or deleting a child twice.
     """
 
@@ -149,7 +142,7 @@ class JobReconciler(Generic[SpecT]):
         if not self.expectations.satisfied(request):
             return Result(requeue_after=5.0)  # our own creations' events bring us back sooner
         previous = self._latest_status(obj)
-        job, errors = self._parse(obj, previous)
+        job, errors = parse_job(self.kind, obj, previous)
         if job is None:
             await self._write_invalid(obj, previous, errors)
             return Result()
@@ -180,10 +173,8 @@ class JobReconciler(Generic[SpecT]):
                 f"({policy.active_deadline_seconds} s); its pods were stopped."
             )
             return await self._end(step, Outcome("failed", "DeadlineExceeded", message), lifecycle)
-        scheduler = None if job.paused else scheduler_for(job, self.gang_scheduler)
-        if scheduler is not None:
-            job = dataclasses.replace(job, gang=True)
-            step = dataclasses.replace(step, job=job)
+        job, scheduler = gang_scheduling(job, self.gang_scheduler)
+        step = dataclasses.replace(step, job=job)
         resume = lifecycle.resume_specs if lifecycle.pause == "resumed" else None
         desired = plan(self.kind, job, observed, scheduler=scheduler, resume_specs=resume or None)
         if scheduler is not None and (
@@ -303,27 +294,7 @@ class JobReconciler(Generic[SpecT]):
         await self._write_status(step.job.obj, previous, status)
         return status
 
-    # Parsing -----------------------------------------------------------------------------
-
-    def _parse(
-        self, obj: Object, previous: JobStatus
-    ) -> tuple[Job[SpecT] | None, list[FieldError]]:
-        meta = obj["metadata"]
-        try:
-            spec = self.kind.spec_model.model_validate(obj.get("spec") or {})
-        except ValidationError as error:
-            return None, field_errors(error)
-        job = Job(
-            kind=self._kind_name,
-            name=meta["name"],
-            namespace=meta.get("namespace") or "",
-            uid=meta["uid"],
-            spec=spec,
-            status=previous,
-            obj=obj,
-        )
-        errors = [*run_mode_errors(spec, self.kind.replica_types), *self.kind.validate(job)]
-        return (None, errors) if errors else (job, [])
+    # Children ----------------------------------------------------------------------------
 
     def _observe(self, uid: str) -> Observed:
         return Observed(
@@ -334,8 +305,6 @@ class JobReconciler(Generic[SpecT]):
                 for resource, informer in self.children.items()
             }
         )
-
-    # Children ----------------------------------------------------------------------------
 
     async def _create_missing(
         self, request: Request, job: Job[SpecT], desired: Sequence[Object], observed: Observed
@@ -368,10 +337,7 @@ class JobReconciler(Generic[SpecT]):
     async def _create(
         self, request: Request, job: Job[SpecT], resource: Resource, obj: Object
     ) -> None:
-        meta = obj["metadata"]
-        meta["namespace"] = job.namespace
-        meta["labels"] = {**(meta.get("labels") or {}), **job.labels()}
-        meta["ownerReferences"] = [owner_reference(job.obj)]
+        meta = adopt(job, obj)["metadata"]
         try:
             await self.client.create(resource, obj)
         except AlreadyExistsError:
@@ -423,11 +389,7 @@ class JobReconciler(Generic[SpecT]):
 
         Applied again only when it changed since this process last applied it.
         """
-        pods = [o for o in desired if o["kind"] == PODS.kind]
-        group = scheduler.pod_group(job, sum(self.kind.replicas(job).values()), pods)
-        group["metadata"].update(
-            namespace=job.namespace, labels=job.labels(), ownerReferences=[owner_reference(job.obj)]
-        )
+        group = pod_group(self.kind, job, scheduler, desired)
         key = ObjectKey(job.namespace, job.name)
         if self._pod_groups.get(key) == (job.uid, group):
             return None
@@ -623,10 +585,14 @@ def _ended_pods(observed: Observed) -> set[str]:
 
 
 def _debugging(outcome: Outcome, observed: Observed, desired: Sequence[Object]) -> Outcome:
-    """A job in debug mode runs until debug is turned off: Running once its pods all run."""
+    """A job in debug mode runs until debug is turned off: Running once its pods all started.
+
+    A debug command that ends (the user's, not `sleep inf`) leaves its pod ended, not the job.
+    """
     names = [o["metadata"]["name"] for o in desired if o["kind"] == PODS.kind]
     running = all(
-        ((observed.pods.get(name) or {}).get("status") or {}).get("phase") == "Running"
+        ((observed.pods.get(name) or {}).get("status") or {}).get("phase")
+        in ("Running", "Succeeded", "Failed")
         for name in names
     )
     message = (

@@ -1,0 +1,118 @@
+"""`jobcore render --workers-ready` shows what the controller creates on a real API server."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controllers.render import PLACEHOLDER_UID
+from jobcore import (
+    CONFIGMAPS,
+    JOB_NAME_LABEL,
+    PODS,
+    SECRETS,
+    SERVICES,
+    Client,
+    Manager,
+    Object,
+    add_job_controller,
+    crd_for,
+)
+from jobcore.testing import SimulatedNode, background, eventually, install_crd
+from jobkinds.mpijob import MPIJobKind
+
+pytestmark = pytest.mark.integration
+
+KIND = MPIJobKind()
+SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
+
+
+@pytest.fixture
+async def controller(client: Client, namespace: str) -> AsyncIterator[None]:
+    await install_crd(client, crd_for(KIND))
+    manager = Manager(client, metrics_address=None, health_address=None)
+    add_job_controller(manager, KIND, namespace=namespace)
+    async with background(manager.run()):
+        yield
+
+
+def contains(actual: Any, expected: Any, where: str = "") -> list[str]:
+    """Where `expected` is not part of `actual`: the API server adds defaults, never removes."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return [f"{where}: {actual!r} is not a mapping"]
+        return [
+            difference
+            for key, value in expected.items()
+            for difference in (
+                contains(actual[key], value, f"{where}.{key}")
+                if key in actual
+                else [f"{where}.{key}: missing"]
+            )
+        ]
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return [f"{where}: {actual!r} != {expected!r}"]
+        return [
+            difference
+            for i, (a, e) in enumerate(zip(actual, expected, strict=True))
+            for difference in contains(a, e, f"{where}[{i}]")
+        ]
+    return [] if actual == expected else [f"{where}: {actual!r} != {expected!r}"]
+
+
+async def test_render_matches_what_the_controller_creates(
+    client: Client, namespace: str, controller: None
+) -> None:
+    sample = SAMPLES / "mpijob-random-walk.yaml"
+    job: Object = yaml.safe_load(sample.read_text())
+    name = job["metadata"]["name"]
+    node = SimulatedNode(client, name=f"n-{namespace}"[:63], namespace=namespace)
+    async with background(node.run()):
+        job["metadata"]["namespace"] = namespace
+        created = await client.create(KIND.resource, job)
+
+        async def launched() -> bool:
+            pods = (await client.list(PODS, namespace))["items"]
+            return any(p["metadata"]["name"] == f"{name}-launcher" for p in pods)
+
+        await eventually(launched, timeout=30)
+
+    command = ["-m", "controllers", "render", "--workers-ready", "-n", namespace, str(sample)]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    rendered = list(yaml.safe_load_all(out))
+
+    selector = f"{JOB_NAME_LABEL}={name}"
+    actual = {
+        (resource.kind, obj["metadata"]["name"]): {
+            "apiVersion": resource.api_version,  # not on the items of a list
+            "kind": resource.kind,
+            **obj,
+        }
+        for resource in (SECRETS, CONFIGMAPS, SERVICES, PODS)
+        for obj in (await client.list(resource, namespace, label_selector=selector))["items"]
+    }
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in rendered) == sorted(actual)
+    assert (PODS.kind, f"{name}-launcher") in actual
+    uid = created["metadata"]["uid"]
+    for expected in rendered:
+        expected["metadata"]["ownerReferences"][0]["uid"] = uid
+        assert PLACEHOLDER_UID not in str(expected)
+        if expected["kind"] == SECRETS.kind:
+            # a fresh keypair on every render: the same files, other keys
+            expected["data"] = dict.fromkeys(expected["data"])
+            current = actual[("Secret", expected["metadata"]["name"])]
+            current = {**current, "data": dict.fromkeys(current["data"])}
+        else:
+            current = actual[(expected["kind"], expected["metadata"]["name"])]
+        assert contains(current, expected) == [], expected["metadata"]["name"]

@@ -1,0 +1,252 @@
+"""`jobcore kinds`, `validate` and `render` as users run them: no cluster needed."""
+
+from __future__ import annotations
+
+import io
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+import yaml
+
+from controllers import cli, kinds
+from controllers.kinds import ENTRY_POINT_GROUP
+
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "samples"
+SAMPLES = sorted(p for p in SAMPLES_DIR.glob("*.yaml") if p.name != "kustomization.yaml")
+RANDOM_WALK = SAMPLES_DIR / "mpijob-random-walk.yaml"
+
+INVALID = """\
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: MPIJob
+metadata:
+  name: bad
+spec:
+  worker:
+    replicas: 0
+    cmd: ["./hello"]
+    template:
+      spec:
+        containers: [{name: mpi-worker, image: mpi}]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _keep_logging() -> Iterator[None]:
+    """`main` configures logging for the process: put back what the test run had."""
+    root = logging.getLogger()
+    handlers, level, config = list(root.handlers), root.level, structlog.get_config()
+    yield
+    root.handlers, root.level = handlers, level
+    structlog.configure(**config)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["--log-format", "json", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def kinds_of(stream: str) -> list[tuple[str, str]]:
+    return [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(stream)]
+
+
+def test_there_are_samples() -> None:
+    assert RANDOM_WALK in SAMPLES
+
+
+# kinds -----------------------------------------------------------------------------------------
+
+
+def test_kinds_lists_the_bundled_kinds_with_their_source(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "kinds")
+    assert code == 0, err
+    header, *rows = out.splitlines()
+    assert header.split() == ["NAME", "KIND", "GROUP/VERSION", "SHORT", "NAMES", "SOURCE"]
+    mpijob = next(row.split() for row in rows if row.startswith("mpijob "))
+    assert mpijob[:4] == ["mpijob", "MPIJob", "batch.tensorstack.dev/v1beta1", "mj,mpij"]
+    assert mpijob[4] == "jobcore"  # the distribution, then its version
+
+
+def fake_entry_points(monkeypatch: pytest.MonkeyPatch, extra: list[EntryPoint]) -> None:
+    real = entry_points(group=ENTRY_POINT_GROUP)
+
+    def with_extra(*, group: str) -> list[EntryPoint]:
+        assert group == ENTRY_POINT_GROUP
+        return [*real, *extra]
+
+    monkeypatch.setattr(kinds, "entry_points", with_extra)
+    monkeypatch.setattr(cli, "entry_points", with_extra)
+
+
+def test_a_broken_kind_is_reported_and_skipped_and_fails_the_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = EntryPoint("broken", "no_such_module_jobcore:Kind", ENTRY_POINT_GROUP)
+    fake_entry_points(monkeypatch, [broken])
+    code, out, err = run(capsys, "kinds")
+    assert code == 1
+    assert "mpijob" in out and "broken" not in out
+    assert "job kind 'broken'" in err and "ModuleNotFoundError" in err
+
+
+def test_no_kinds_installed_fails_the_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli, "entry_points", lambda *, group: [])
+    code, out, err = run(capsys, "kinds")
+    assert (code, out) == (1, "")
+    assert "no job kinds installed" in err
+
+
+# validate --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_every_sample_validates(capsys: pytest.CaptureFixture[str], sample: Path) -> None:
+    code, out, err = run(capsys, "validate", str(sample))
+    assert code == 0, err
+    assert out.rstrip().endswith(": valid")
+
+
+def test_validate_takes_several_files_and_reports_each_job(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "validate", *(str(p) for p in SAMPLES))
+    assert code == 0
+    assert len(out.splitlines()) == len(SAMPLES)
+
+
+def test_an_invalid_job_exits_1_with_its_line_and_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(RANDOM_WALK.read_text() + "---\n" + INVALID)
+    code, out, err = run(capsys, "validate", str(path))
+    assert code == 1
+    assert out.splitlines() == [f"{path}:2: MPIJob mpi-example: valid"]
+    lines = len(RANDOM_WALK.read_text().splitlines()) + 1
+    assert err.splitlines() == [
+        f"{path}:{lines + 7}: spec.worker.replicas: Input should be greater than or equal to 1"
+    ]
+
+
+def test_validate_fails_on_unreadable_or_empty_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "empty.yaml").write_text("# nothing\n")
+    (tmp_path / "broken.yaml").write_text("a: [1\n")
+    files = [str(tmp_path / name) for name in ("missing.yaml", "empty.yaml", "broken.yaml")]
+    code, _, err = run(capsys, "validate", *files)
+    assert code == 1
+    assert err.splitlines()[:2] == [
+        f"{files[0]}: cannot read: No such file or directory",
+        f"{files[1]}: no documents",
+    ]
+    assert err.splitlines()[2].startswith(f"{files[2]}:2: not valid YAML: ")
+
+
+def test_validate_reads_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(INVALID))
+    code, _, err = run(capsys, "validate", "-")
+    assert code == 1
+    assert err.startswith("<stdin>:7: spec.worker.replicas: ")
+
+
+# render ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_every_sample_renders(capsys: pytest.CaptureFixture[str], sample: Path) -> None:
+    code, out, err = run(capsys, "render", "--workers-ready", str(sample))
+    assert code == 0, err
+    job = yaml.safe_load(sample.read_text())
+    for child in yaml.safe_load_all(out):
+        owner = child["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["name"]) == (job["kind"], job["metadata"]["name"])
+
+
+def test_render_shows_the_launcher_only_once_workers_are_ready(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, first, _ = run(capsys, "render", str(RANDOM_WALK))
+    assert code == 0
+    assert ("Pod", "mpi-example-launcher") not in kinds_of(first)
+    code, ready, _ = run(capsys, "render", "--workers-ready", str(RANDOM_WALK))
+    assert code == 0
+    children = kinds_of(ready)
+    assert children[:3] == [
+        ("Secret", "mpi-example-ssh"),
+        ("ConfigMap", "mpi-example-hostfile"),
+        ("Service", "mpi-example"),
+    ]
+    assert children[-1] == ("Pod", "mpi-example-launcher")
+    assert len(children) == 3 + 5 + 1
+
+
+def test_render_gang_scheduler_and_namespace_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["render", str(RANDOM_WALK), "-n", "team-a", "--gang-scheduler", "volcano"]
+    code, out, _ = run(capsys, *argv, "--gang-queue", "research")
+    assert code == 0
+    group, *rest = yaml.safe_load_all(out)
+    assert (group["kind"], group["spec"]["queue"]) == ("PodGroup", "research")
+    assert {child["metadata"]["namespace"] for child in [group, *rest]} == {"team-a"}
+
+
+def test_render_the_t9k_scheduler_sample_has_its_pod_group(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "render", str(SAMPLES_DIR / "mpijob-t9k-scheduler.yaml"))
+    assert code == 0
+    group: dict[str, Any] = next(yaml.safe_load_all(out))
+    assert group["apiVersion"] == "scheduler.tensorstack.dev/v1beta1"
+    assert group["spec"] == {"minMember": 3, "queue": "default", "priority": 50}
+
+
+def test_render_redacts_secrets_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "render", "--redact-secrets", str(RANDOM_WALK))
+    assert code == 0
+    secret = next(yaml.safe_load_all(out))
+    assert set(secret["data"].values()) == {"<redacted>"}
+    assert "PRIVATE KEY" not in out
+
+
+def test_render_json_is_a_list(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "render", "-o", "json", str(RANDOM_WALK))
+    assert code == 0
+    assert yaml.safe_load(out)["kind"] == "List"
+
+
+def test_render_prints_nothing_for_an_invalid_job(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(INVALID)
+    code, out, err = run(capsys, "render", str(RANDOM_WALK), str(path))
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{path}:7: spec.worker.replicas: ")
+
+
+def test_the_installed_command_reads_stdin() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "controllers", "render", "--workers-ready", "-"],
+        input=RANDOM_WALK.read_text(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert kinds_of(result.stdout)[-1] == ("Pod", "mpi-example-launcher")

@@ -1,0 +1,144 @@
+"""jobcore.parse_job, adopt, gang_scheduling and pod_group: the reconciler's steps, shared."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from jobcore import (
+    JOB_KIND_LABEL,
+    JOB_NAME_LABEL,
+    JobStatus,
+    Object,
+    Observed,
+    T9kScheduler,
+    Volcano,
+    adopt,
+    gang_scheduling,
+    parse_job,
+    plan,
+    pod_group,
+)
+from jobkinds.mpijob import MPIJobKind
+
+KIND = MPIJobKind()
+
+
+def mpijob(**spec: Any) -> Object:
+    worker = {
+        "replicas": 2,
+        "cmd": ["./hello"],
+        "template": {"spec": {"containers": [{"name": "mpi-worker", "image": "mpi"}]}},
+    }
+    return {
+        "apiVersion": KIND.resource.api_version,
+        "kind": KIND.resource.kind,
+        "metadata": {"name": "job", "namespace": "team", "uid": "u-1"},
+        "spec": {"worker": worker, **spec},
+    }
+
+
+def test_a_valid_job_parses_with_its_identity_and_a_fresh_status() -> None:
+    obj = mpijob()
+    job, errors = parse_job(KIND, obj)
+    assert errors == []
+    assert job is not None
+    assert (job.kind, job.name, job.namespace, job.uid) == ("MPIJob", "job", "team", "u-1")
+    assert job.spec.worker.replicas == 2
+    assert job.status == JobStatus()
+    assert job.obj is obj
+
+
+def test_the_given_status_is_the_jobs() -> None:
+    status = JobStatus(phase="Running")
+    job, _ = parse_job(KIND, mpijob(), status)
+    assert job is not None and job.status is status
+
+
+def test_schema_errors_are_field_paths_under_spec() -> None:
+    obj = mpijob()
+    obj["spec"]["worker"]["replicas"] = 0
+    obj["spec"]["worker"]["extra"] = 1
+    job, errors = parse_job(KIND, obj)
+    assert job is None
+    assert [str(error) for error in errors] == [
+        "spec.worker.replicas: Input should be greater than or equal to 1",
+        "spec.worker.extra: Extra inputs are not permitted",
+    ]
+
+
+def test_run_mode_and_kind_checks_follow_the_schema() -> None:
+    obj = mpijob(runMode={"debug": {"enabled": True, "replicaSpecs": [{"type": "master"}]}})
+    obj["metadata"]["name"] = "a.b"
+    job, errors = parse_job(KIND, obj)
+    assert job is None
+    assert [error.path for error in errors] == [
+        "spec.runMode.debug.replicaSpecs[0].type",
+        "metadata.name",
+    ]
+
+
+def test_a_missing_namespace_or_uid_reads_as_empty() -> None:
+    obj = mpijob()
+    obj["metadata"] = {"name": "job"}
+    job, _ = parse_job(KIND, obj)
+    assert job is not None and (job.namespace, job.uid) == ("", "")
+
+
+def test_adopt_puts_namespace_labels_and_the_controller_reference() -> None:
+    job, _ = parse_job(KIND, mpijob())
+    assert job is not None
+    child = {"kind": "ConfigMap", "metadata": {"name": "c", "labels": {"own": "x"}}}
+    assert adopt(job, child) is child
+    assert child["metadata"] == {
+        "name": "c",
+        "namespace": "team",
+        "labels": {"own": "x", JOB_NAME_LABEL: "job", JOB_KIND_LABEL: "MPIJob"},
+        "ownerReferences": [
+            {
+                "apiVersion": "batch.tensorstack.dev/v1beta1",
+                "kind": "MPIJob",
+                "name": "job",
+                "uid": "u-1",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+
+
+def test_gang_scheduling_prefers_the_jobs_own_t9k_request() -> None:
+    job, _ = parse_job(KIND, mpijob(scheduler={"t9kScheduler": {"queue": "q"}}))
+    assert job is not None
+    ganged, scheduler = gang_scheduling(job, Volcano())
+    assert isinstance(scheduler, T9kScheduler)
+    assert ganged.gang and not job.gang
+
+
+def test_gang_scheduling_uses_the_default_else_none() -> None:
+    job, _ = parse_job(KIND, mpijob())
+    assert job is not None
+    default = Volcano()
+    assert gang_scheduling(job, default)[1] is default
+    assert gang_scheduling(job, None) == (job, None)
+
+
+def test_a_paused_job_has_no_gang() -> None:
+    job, _ = parse_job(KIND, mpijob(runMode={"pause": {"enabled": True}}))
+    assert job is not None
+    assert gang_scheduling(job, Volcano()) == (job, None)
+
+
+def test_pod_group_counts_the_job_at_full_strength_and_is_adopted() -> None:
+    job, _ = parse_job(KIND, mpijob(scheduler={"t9kScheduler": {"queue": "q", "priority": 3}}))
+    assert job is not None
+    job, scheduler = gang_scheduling(job, None)
+    assert scheduler is not None
+    desired = plan(KIND, job, Observed({}), scheduler=scheduler)
+    before = copy.deepcopy(desired)
+    group = pod_group(KIND, job, scheduler, desired)
+    assert group["kind"] == "PodGroup"
+    assert group["spec"] == {"minMember": 3, "queue": "q", "priority": 3}
+    assert group["metadata"]["namespace"] == "team"
+    assert group["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+    assert desired == before
