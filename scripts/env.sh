@@ -1,7 +1,8 @@
 # Sourced by the other scripts: puts the project's virtualenv first on PATH (creating it, and
-# reinstalling the project whenever pyproject.toml changed) and exports KUBEBUILDER_ASSETS, the
-# folder of control-plane binaries the integration tests run. Fails with `return 1`, so a shell
-# that sources it by hand survives; the scripts run under `set -e` and stop there.
+# reinstalling the project and the example plugin examples/torchjob whenever either's
+# pyproject.toml changed) and exports KUBEBUILDER_ASSETS, the folder of control-plane binaries
+# the integration tests run. Fails with `return 1`, so a shell that sources it by hand
+# survives; the scripts run under `set -e` and stop there.
 # shellcheck shell=bash
 
 jobcore_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,12 +31,16 @@ export PATH="$VIRTUAL_ENV/bin:$PATH"
 
 _jobcore_stamp="$VIRTUAL_ENV/.jobcore-pyproject.sha256"
 _jobcore_hash=$(python -c 'import hashlib, pathlib, sys
-print(hashlib.sha256(pathlib.Path(sys.argv[1]).read_bytes()).hexdigest())' \
-  "$jobcore_root/pyproject.toml") || return 1
+digest = hashlib.sha256()
+for path in sys.argv[1:]:
+    digest.update(pathlib.Path(path).read_bytes())
+print(digest.hexdigest())' \
+  "$jobcore_root/pyproject.toml" "$jobcore_root/examples/torchjob/pyproject.toml") || return 1
 if [[ "$(cat "$_jobcore_stamp" 2>/dev/null)" != "$_jobcore_hash" ]]; then
-  echo "env.sh: pyproject.toml is new or changed: pip install -e '.[test]' into .venv" >&2
+  echo "env.sh: a pyproject.toml is new or changed:" \
+    "pip install -e '.[test]' -e examples/torchjob into .venv" >&2
   if ! python -m pip install --disable-pip-version-check -e "$jobcore_root[test]" \
-      >"$VIRTUAL_ENV/pip.log" 2>&1; then
+      -e "$jobcore_root/examples/torchjob" >"$VIRTUAL_ENV/pip.log" 2>&1; then
     cat "$VIRTUAL_ENV/pip.log" >&2
     echo "env.sh: pip install failed; its log is above and in .venv/pip.log" >&2
     return 1

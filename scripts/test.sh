@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: lint, format, types, import layers, then pytest ("$@" goes to
-# pytest). Stops at the first failure.
+# pytest; its testpaths are tests/ and the example plugin's examples/torchjob/tests/). Stops at
+# the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh

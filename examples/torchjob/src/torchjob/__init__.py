@@ -1,0 +1,26 @@
+"""TorchJob: an example jobcore plugin, kept outside jobcore, that runs torchrun without ssh.
+
+A master (rank 0) and `spec.worker.replicas` workers, all created at once, reach each other
+through a headless Service; every Pod's `pytorch` container gets MASTER_ADDR, MASTER_PORT,
+WORLD_SIZE and RANK (and torchrun's `PET_*` equivalents) and runs the user's command as is.
+The master's exit decides the job; a worker that fails first fails it.
+
+Modules: `_spec` (the API models), `_children` (the Service and Pods), `_kind` (validation,
+render, interpret). It imports only `jobcore`'s public API, and is registered in this
+package's pyproject.toml under the entry-point group `jobcore.jobkinds` as `torchjob`.
+"""
+
+from torchjob._children import MASTER, MASTER_PORT, WORKER
+from torchjob._kind import TorchJobKind
+from torchjob._spec import CONTAINER, MasterSpec, TorchJobSpec, WorkerSpec
+
+__all__ = [
+    "CONTAINER",
+    "MASTER",
+    "MASTER_PORT",
+    "WORKER",
+    "MasterSpec",
+    "TorchJobKind",
+    "TorchJobSpec",
+    "WorkerSpec",
+]
