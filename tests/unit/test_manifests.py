@@ -16,6 +16,7 @@ from jobcore import crd_for
 from jobkinds.mpijob import MPIJobKind
 
 ROOT = Path(__file__).resolve().parents[2]
+REGENERATE = "run `jobcore manifests --kinds colossalaijob,horovodjob,mpijob`"
 
 
 def test_committed_crds_match_the_models(tmp_path: Path) -> None:
@@ -28,12 +29,8 @@ def test_committed_crds_match_the_models(tmp_path: Path) -> None:
     generated = write_manifests([k.kind for k in bundled], tmp_path)
     for path in generated:
         committed = ROOT / "manifests" / path.relative_to(tmp_path)
-        assert committed.exists(), (
-            f"run `jobcore manifests --kinds colossalaijob,horovodjob,mpijob`: {committed} is missing"
-        )
-        assert committed.read_text() == path.read_text(), (
-            f"run `jobcore manifests --kinds colossalaijob,horovodjob,mpijob`: {committed}"
-        )
+        assert committed.exists(), f"{REGENERATE}: {committed} is missing"
+        assert committed.read_text() == path.read_text(), f"{REGENERATE}: {committed}"
 
 
 def _strings(value: Any) -> list[str]:
@@ -127,9 +124,7 @@ def test_samples_are_valid_yaml_jobs_of_an_installed_kind() -> None:
     samples = ROOT / "manifests" / "samples"
     listed = yaml.safe_load((samples / "kustomization.yaml").read_text())["resources"]
     paths = sorted(p for p in samples.glob("*.yaml") if p.name != "kustomization.yaml")
-    assert listed == [p.name for p in paths], (
-        "run `jobcore manifests --kinds colossalaijob,horovodjob,mpijob`: samples/kustomization.yaml"
-    )
+    assert listed == [p.name for p in paths], f"{REGENERATE}: samples/kustomization.yaml"
     for path in paths:
         job = yaml.safe_load(path.read_text())
         assert job["kind"] in kinds, path
