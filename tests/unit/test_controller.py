@@ -343,12 +343,14 @@ async def test_shutdown_of_an_idle_controller_returns_run() -> None:
 
 async def test_shutdown_drops_pending_retries() -> None:
     reconciler = Recording(lambda _request, _attempt: RuntimeError())
-    limiter = ItemExponentialFailureRateLimiter(base_delay=0.2, max_delay=1.0)
+    # The retry is due 0.5 s after the failure: long enough for the shutdown to come first
+    # on a loaded machine, short enough to wait past.
+    limiter = ItemExponentialFailureRateLimiter(base_delay=0.5, max_delay=1.0)
     controller = Controller(unique_name(), reconciler, rate_limiter=limiter)
     async with running(controller):
         controller.queue.add(A)
         await wait_until(lambda: reconciler.count[A] == 1)
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.8)
     assert reconciler.count[A] == 1
 
 
