@@ -115,6 +115,7 @@ class JobReconciler(Generic[SpecT]):
         recorder: EventRecorder,
         gang_scheduler: GangScheduler | None = None,
         clock: Callable[[], float] = time.time,
+        status_interval: float = 1.0,
     ) -> None:
         self.kind = kind
         self.client = client
@@ -123,14 +124,16 @@ class JobReconciler(Generic[SpecT]):
         self.recorder = recorder
         self.gang_scheduler = gang_scheduler
         self.clock = clock
+        self.status_interval = status_interval
         self.expectations = Expectations()
-        # The last status written per job (by uid): the cache may not show it yet.
-        self._written: dict[ObjectKey, tuple[str, JobStatus]] = {}
+        # The last status written per job, until the cache shows that write.
+        self._written: dict[ObjectKey, _Written] = {}
         # The last PodGroup applied per job (by uid): applied again only when it changes.
         self._pod_groups: dict[ObjectKey, tuple[str, Object]] = {}
         self._kind_name = kind.resource.kind
         for informer in children.values():
             informer.add_handler(_ExpectationObserver(self.expectations, kind.resource))
+        jobs.add_handler(_WriteObserver(self._written))
 
     async def reconcile(self, request: Request) -> Result:
         obj = self.jobs.get(request.name, request.namespace)
@@ -184,7 +187,7 @@ class JobReconciler(Generic[SpecT]):
                 lifecycle, uninitialized=("PodGroupUnavailable", missing)
             )
             await self._write(step, Outcome("pending", "PodGroupUnavailable", missing), lifecycle)
-            return Result(requeue_after=_RECHECK_SECONDS)
+            return Result(requeue_after=_RECHECK_SECONDS)  # a held-back write waits as long
         # ConfigMaps first, so a Pod created in this pass mounts current data.
         await self._update_config(desired, observed)
         if await self._create_missing(step.request, job, desired, observed):
@@ -206,9 +209,9 @@ class JobReconciler(Generic[SpecT]):
             )
             if outcome.state in ("succeeded", "failed"):
                 return await self._end(step, outcome, lifecycle)
-        await self._write(step, outcome, lifecycle)
+        _, held = await self._write(step, outcome, lifecycle)
         pending = pending_too_long(policy, observed.pods.values(), step.time)[1]
-        return Result(requeue_after=_soonest(deadline, pending))
+        return Result(requeue_after=_soonest(deadline, pending, held))
 
     async def _apply_policy(
         self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle
@@ -266,10 +269,10 @@ class JobReconciler(Generic[SpecT]):
         policy = job.spec.run_policy
         doomed = doomed_after_end(policy, step.observed.pods, self.kind.kept_after_cleanup)
         await self._delete_pods(step.request, step.observed, keep=set(step.observed.pods) - doomed)
-        status = await self._write(step, outcome, lifecycle)
+        status, held = await self._write(step, outcome, lifecycle)
         left = ttl_left(policy, status, step.time)
         if left is None or left > 0:
-            return Result(requeue_after=left)
+            return Result(requeue_after=_soonest(left, held))
         self.recorder.emit(
             job.obj,
             type="Normal",
@@ -280,8 +283,11 @@ class JobReconciler(Generic[SpecT]):
             await self.client.delete(self.kind.resource, job.name, job.namespace, uid=job.uid)
         return Result()
 
-    async def _write(self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle) -> JobStatus:
-        """Derive the job's status for this pass and write it if it changed."""
+    async def _write(
+        self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle
+    ) -> tuple[JobStatus, float | None]:
+        """Derive the job's status for this pass and write it if it changed; the status, and
+        when to come back for a write held back."""
         previous = step.previous
         status = derive_status(
             previous=previous if not _invalid(previous) else JobStatus(),
@@ -291,8 +297,7 @@ class JobReconciler(Generic[SpecT]):
             outcome=outcome,
             lifecycle=lifecycle,
         )
-        await self._write_status(step.job.obj, previous, status)
-        return status
+        return status, await self._write_status(step.job.obj, previous, status)
 
     # Children ----------------------------------------------------------------------------
 
@@ -415,20 +420,36 @@ class JobReconciler(Generic[SpecT]):
         status = invalid_status(previous, message)
         await self._write_status(obj, previous, status)
 
-    async def _write_status(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
+    async def _write_status(
+        self, obj: Object, previous: JobStatus, status: JobStatus
+    ) -> float | None:
+        """Patch the status if it changed; seconds until a held-back write is due, if one is.
+
+        A change of phase or conditions is written at once. A change only in the pods'
+        progress (tasks, aggregate, ready) waits until `status_interval` has passed since the
+        job's last write: a gang of pods starting together then costs one write, not one per
+        pod event.
+        """
         meta = obj["metadata"]
         new, old = status.to_api(), previous.to_api()
         if new == old:
-            return
-        await self.client.patch(
+            return None
+        key = ObjectKey.of(obj)
+        if _progress_only(new, old) and (last := self._written.get(key)) is not None:
+            wait = last.at + self.status_interval - self.clock()
+            if wait > 0:
+                return wait
+        written = await self.client.patch(
             self.kind.resource,
             meta["name"],
             {"status": new},
             meta["namespace"],
             subresource="status",
         )
-        self._written[ObjectKey.of(obj)] = (meta["uid"], status)
+        version = written["metadata"]["resourceVersion"]
+        self._written[key] = _Written(meta["uid"], version, status, self.clock())
         self._announce(obj, previous, status)
+        return None
 
     def _announce(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
         """Events and job counters for each transition, judged from the stored status."""
@@ -477,14 +498,14 @@ class JobReconciler(Generic[SpecT]):
             self.recorder.emit(obj, type="Warning", reason=reason, message=new.message or reason)
 
     def _latest_status(self, obj: Object) -> JobStatus:
-        """The job's status: what we last wrote, when the cache does not show it yet.
+        """The job's status: what we last wrote, until the cache shows that write.
 
-        This process is the only writer of a job's status while it leads, so its last write
-        is never older than the cache; deriving from a stale cache would restamp conditions.
+        Deriving from a cache that lags our own write would restamp conditions; once the
+        cache has caught up it is the truth again, other writers' changes included.
         """
-        uid, written = self._written.get(ObjectKey.of(obj), ("", None))
-        if written is not None and uid == obj["metadata"]["uid"]:
-            return written
+        written = self._written.get(ObjectKey.of(obj))
+        if written is not None and written.current and written.uid == obj["metadata"]["uid"]:
+            return written.status
         return _read_status(obj)
 
     def _forget(self, request: Request) -> None:
@@ -492,6 +513,50 @@ class JobReconciler(Generic[SpecT]):
         self._written.pop(request, None)
         self._pod_groups.pop(request, None)
         _metrics.remove_job_info(self._kind_name, request.namespace, request.name)
+
+
+@dataclasses.dataclass(slots=True)
+class _Written:
+    """The status this process last wrote to a job, and whether the cache still lags it."""
+
+    uid: str
+    version: str
+    status: JobStatus
+    at: float
+    current: bool = True
+
+
+class _WriteObserver:
+    """Marks a written status as seen once the job cache shows its resourceVersion.
+
+    From then on the reconciler reads the cache again, so a change by another writer is seen
+    (and corrected) rather than hidden behind this process's own last write.
+    """
+
+    def __init__(self, written: Mapping[ObjectKey, _Written]) -> None:
+        self._written = written
+
+    def _seen(self, obj: Object) -> None:
+        written = self._written.get(ObjectKey.of(obj))
+        if written is not None and written.version == obj["metadata"].get("resourceVersion"):
+            written.current = False
+
+    def on_add(self, obj: Object) -> None:
+        self._seen(obj)
+
+    def on_update(self, old: Object, new: Object) -> None:
+        self._seen(new)
+
+    def on_delete(self, obj: Object) -> None:
+        pass
+
+
+_PROGRESS = frozenset({"tasks", "aggregate", "ready"})
+
+
+def _progress_only(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    """Whether two statuses differ only in the pods' progress, not in phase or conditions."""
+    return all(new.get(key) == old.get(key) for key in (new.keys() | old.keys()) - _PROGRESS)
 
 
 class _ExpectationObserver:

@@ -1,0 +1,302 @@
+"""MPIJobs at scale, driven to Succeeded: the controller process against the API server's floor.
+
+    python -m benchmarks.bench_scale [--jobs 200] [--workers 8] [--cache-pods 10000]
+
+One fresh control plane; `jobcore run` as its own process (so its RSS and CPU are its own);
+the simulated node in this process binds, starts and ends the pods (launchers exit 0 after
+half a second). Per run it reports the time from submitting N jobs to all workers created,
+all jobs Running and all Succeeded; the same creations by a plain concurrent asyncio client
+(the floor, measured before and after the controller and averaged) and the ratio to it; the
+controller's API requests per job beyond its creations (from its own /metrics), its peak RSS
+and CPU seconds, reconcile p50/p99 and errors. `--cache-pods` then measures the controller's
+peak RSS with that many pods in its cache. Targets (issue 8): ratio <= 1.25, <= 12 requests
+per job beyond creations, RSS <= 200 MB at 10,000 cached pods, no reconcile error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import aiohttp
+
+from benchmarks._common import machine, print_table
+from benchmarks.bench_mpijob import children, mpijob
+from jobcore import (
+    JOB_NAME_LABEL,
+    NAMESPACES,
+    PODS,
+    REPLICA_TYPE_LABEL,
+    Client,
+    Object,
+    configure_logging,
+    crd_for,
+)
+from jobcore.testing import ControlPlane, SimulatedNode, background, eventually, install_crd
+from jobkinds.mpijob import MPIJobKind
+
+KIND = MPIJobKind()
+LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
+PAGE = 4096
+
+
+@dataclass
+class Process:
+    """The controller process and what /proc says of it."""
+
+    pid: int
+    metrics_port: int
+
+    def peak_rss_mb(self) -> float:
+        with open(f"/proc/{self.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    async def metrics(self) -> dict[str, float]:
+        """The controller's /metrics, one value per sample line (labels kept in the key)."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            text = await response.text()
+        samples = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                key, _, value = line.rpartition(" ")
+                samples[key] = float(value)
+        return samples
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.asynccontextmanager
+async def controller(kubeconfig: str, namespace: str) -> AsyncIterator[Process]:
+    """`jobcore run` for MPIJobs in `namespace`, until the block ends."""
+    port = _free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "controllers.cli",
+        "--log-level",
+        "warning",
+        "run",
+        "--kubeconfig",
+        kubeconfig,
+        "--kinds",
+        "mpijob",
+        "--namespace",
+        namespace,
+        "--metrics-bind-address",
+        f"127.0.0.1:{port}",
+        "--health-probe-bind-address",
+        "off",
+    )
+    proc = Process(process.pid, port)
+    try:
+
+        async def serving() -> bool:
+            with contextlib.suppress(aiohttp.ClientError):
+                return "workqueue_depth" in str(await proc.metrics())
+            return False
+
+        await eventually(serving, timeout=30, interval=0.1)
+        yield proc
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), timeout=40)
+
+
+def requests(samples: dict[str, float], method: str | None = None) -> float:
+    return sum(
+        value
+        for key, value in samples.items()
+        if key.startswith("rest_client_requests_total{")
+        and (method is None or f'method="{method}"' in key)
+    )
+
+
+def quantile(samples: dict[str, float], q: float) -> float:
+    """A quantile of the reconcile-time histogram, by linear interpolation in its buckets."""
+    prefix = "controller_runtime_reconcile_time_seconds_bucket{"
+    buckets = sorted(
+        (float(key.split('le="')[1].split('"')[0]), value)
+        for key, value in samples.items()
+        if key.startswith(prefix)
+    )
+    total = buckets[-1][1] if buckets else 0.0
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= q * total:
+            if count == lower_count or bound == float("inf"):
+                return lower_bound
+            return lower_bound + (bound - lower_bound) * (q * total - lower_count) / (
+                count - lower_count
+            )
+        lower_bound, lower_count = bound, count
+    return lower_bound
+
+
+async def floor(client: Client, namespace: str, jobs: int, workers: int) -> float:
+    """Seconds for a plain client to create what the controller creates, all at once.
+
+    The simulated node binds and starts these pods as they come, as it does the controller's,
+    so both meet the same load on the API server.
+    """
+    await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+    objects = children(namespace, jobs, workers)
+    node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace, workers=64)
+    async with background(node.run()):
+        started = time.perf_counter()
+        await asyncio.gather(*(client.create(resource, obj) for resource, obj in objects))
+        return time.perf_counter() - started
+
+
+def _phase(job: Object) -> str:
+    return str((job.get("status") or {}).get("phase") or "")
+
+
+async def run_jobs(
+    plane: ControlPlane, client: Client, namespace: str, jobs: int, workers: int
+) -> dict[str, float]:
+    """Submit the jobs to a fresh controller process; time them to Succeeded."""
+    await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+    node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace, workers=64)
+    node.when(LAUNCHER, exit_code=0, after=0.5)
+    wanted = jobs * workers
+
+    def workers_created() -> bool:
+        # The node's own pod cache: counting adds no watch, so no load the floor lacks.
+        return sum("-worker-" in p["metadata"]["name"] for p in node.pods.list()) >= wanted
+
+    async def all_in(*phases: str) -> bool:
+        listed = (await client.list(KIND.resource, namespace))["items"]
+        return len(listed) == jobs and all(_phase(job) in phases for job in listed)
+
+    async with (
+        controller(plane.kubeconfig_path, namespace) as proc,
+        background(node.run()),
+    ):
+        await node.pods.wait_for_sync()
+        before = await proc.metrics()
+        cpu = proc.cpu_seconds()
+        started = time.perf_counter()
+        await asyncio.gather(
+            *(
+                client.create(KIND.resource, mpijob(namespace, f"job-{j}", workers))
+                for j in range(jobs)
+            )
+        )
+        await eventually(workers_created, timeout=600, interval=0.01)
+        created = time.perf_counter() - started
+        await eventually(lambda: all_in("Running", "Succeeded"), timeout=600, interval=0.25)
+        running = time.perf_counter() - started
+        await eventually(lambda: all_in("Succeeded"), timeout=600, interval=0.25)
+        succeeded = time.perf_counter() - started
+        await asyncio.sleep(2.0)  # the last status writes and Events
+        after = await proc.metrics()
+        creations = jobs * (workers + 4)  # Secret, ConfigMap, Service, workers, launcher
+        return {
+            "created": created,
+            "running": running,
+            "succeeded": succeeded,
+            "requests": requests(after) - requests(before),
+            "beyond": (requests(after) - requests(before) - creations) / jobs,
+            "posts": requests(after, "POST") - requests(before, "POST"),
+            "patches": requests(after, "PATCH") - requests(before, "PATCH"),
+            "cpu": proc.cpu_seconds() - cpu,
+            "rss": proc.peak_rss_mb(),
+            "p50": quantile(after, 0.5) * 1000,
+            "p99": quantile(after, 0.99) * 1000,
+            "errors": sum(
+                v
+                for k, v in after.items()
+                if k.startswith("controller_runtime_reconcile_errors_total{")
+            ),
+        }
+
+
+async def cached_pods_rss(plane: ControlPlane, client: Client, count: int) -> float:
+    """The controller's peak RSS once `count` job pods are in its cache."""
+    namespace = "cache"
+    await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+    pod = mpijob(namespace, "x", 1)["spec"]["worker"]["template"]
+    semaphore = asyncio.Semaphore(200)
+
+    async def create(i: int) -> None:
+        obj = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"job-{i // 10}-worker-{i % 10}",
+                "labels": {JOB_NAME_LABEL: f"job-{i // 10}", REPLICA_TYPE_LABEL: "worker"},
+            },
+            "spec": pod["spec"],
+        }
+        async with semaphore:
+            await client.create(PODS, obj, namespace)
+
+    await asyncio.gather(*(create(i) for i in range(count)))
+    async with controller(plane.kubeconfig_path, namespace) as proc:
+        await asyncio.sleep(3.0)  # listed and watching
+        return proc.peak_rss_mb()
+
+
+async def main(jobs: int, workers: int, cache_pods: int) -> None:
+    configure_logging(format="console", level="warning")
+    async with ControlPlane() as plane:
+        client = await Client.from_kubeconfig(plane.kubeconfig_path)
+        try:
+            await install_crd(client, crd_for(KIND))
+            await floor(client, "warm-up", 10, workers)
+            before = await floor(client, "floor-before", jobs, workers)
+            run = await run_jobs(plane, client, "jobs", jobs, workers)
+            after = await floor(client, "floor-after", jobs, workers)
+            rss = await cached_pods_rss(plane, client, cache_pods) if cache_pods else None
+        finally:
+            await client.close()
+    plain = (before + after) / 2
+    print(f"machine: {machine()}")
+    print(f"{jobs} MPIJobs x {workers} workers, driven to Succeeded by the simulated node")
+    rows = [
+        (f"plain client: the same {jobs * (workers + 3)} objects", f"{plain:.2f} s", ""),
+        ("controller: submit -> all workers created", f"{run['created']:.2f} s", ""),
+        ("ratio to the plain client", f"{run['created'] / plain:.2f}", "<= 1.25"),
+        ("controller: submit -> all jobs Running", f"{run['running']:.2f} s", ""),
+        ("controller: submit -> all jobs Succeeded", f"{run['succeeded']:.2f} s", ""),
+        ("API requests by the controller", f"{run['requests']:.0f}", ""),
+        ("  of which POST / PATCH", f"{run['posts']:.0f} / {run['patches']:.0f}", ""),
+        ("requests per job beyond its creations", f"{run['beyond']:.1f}", "<= 12"),
+        ("controller CPU seconds", f"{run['cpu']:.1f} s", ""),
+        ("controller peak RSS", f"{run['rss']:.0f} MB", ""),
+        ("reconcile p50 / p99", f"{run['p50']:.1f} / {run['p99']:.0f} ms", ""),
+        ("reconcile errors", f"{run['errors']:.0f}", "0"),
+    ]
+    if rss is not None:
+        rows.append((f"controller peak RSS, {cache_pods} pods cached", f"{rss:.0f} MB", "<= 200"))
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--cache-pods", type=int, default=10_000)
+    args = parser.parse_args()
+    asyncio.run(main(args.jobs, args.workers, args.cache_pods))

@@ -1,0 +1,129 @@
+"""Other writers touching the jobs the controller drives: nothing of either side is lost.
+
+A second writer updating the jobs' metadata with resourceVersion conflicts, and one
+overwriting their status, while the real controller runs them on the simulated node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from jobcore import (
+    PODS,
+    REPLICA_TYPE_LABEL,
+    Client,
+    ConflictError,
+    Controller,
+    Manager,
+    Object,
+    add_job_controller,
+    crd_for,
+)
+from jobcore.testing import (
+    SimulatedNode,
+    background,
+    eventually,
+    install_crd,
+    job_status,
+    wait_for_phase,
+)
+from jobkinds.mpijob import MPIJobKind
+
+pytestmark = pytest.mark.integration
+
+KIND = MPIJobKind()
+MPIJOBS = KIND.resource
+CONDITIONS = ["Initialized", "Running", "ReplicaFailure", "Completed", "Failed"]
+
+
+def mpijob(namespace: str, name: str) -> Object:
+    container = {"name": "mpi-worker", "image": "mpi:latest"}
+    return {
+        "apiVersion": MPIJOBS.api_version,
+        "kind": MPIJOBS.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "worker": {
+                "replicas": 2,
+                "cmd": ["./train"],
+                "template": {"spec": {"containers": [container]}},
+            }
+        },
+    }
+
+
+@pytest.fixture
+async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
+    await install_crd(client, crd_for(KIND))
+    manager = Manager(client, metrics_address=None, health_address=None)
+    controller = add_job_controller(manager, KIND, namespace=namespace)
+    async with background(manager.run()):
+        yield controller
+
+
+def complete(status: dict[str, Any], phase: str) -> bool:
+    types = [c["type"] for c in status.get("conditions") or ()]
+    tasks = {t["type"]: len(t["status"]) for t in status.get("tasks") or ()}
+    return (
+        status.get("phase") == phase
+        and types == CONDITIONS
+        and tasks == {"launcher": 1, "worker": 2}
+        and status.get("ready") is not None
+    )
+
+
+async def test_metadata_writers_with_conflicts_and_the_controller_both_land(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=1.0)
+    names = [f"busy-{i}" for i in range(5)]
+    for name in names:
+        await client.create(MPIJOBS, mpijob(namespace, name))
+    conflicts = 0
+
+    async def label(name: str, n: int) -> None:
+        """Read-modify-write with the resourceVersion, as a careful second controller does."""
+        nonlocal conflicts
+        while True:
+            job = await client.get(MPIJOBS, name, namespace)
+            job["metadata"].setdefault("labels", {})[f"writer-{n}"] = "yes"
+            try:
+                await client.update(MPIJOBS, job)
+                return
+            except ConflictError:
+                conflicts += 1
+
+    await asyncio.gather(*(label(name, n) for name in names for n in range(10)))
+    for name in names:
+        status = await wait_for_phase(client, MPIJOBS, namespace, name, "Succeeded")
+        assert complete(status, "Succeeded"), status
+        labels = (await client.get(MPIJOBS, name, namespace))["metadata"]["labels"]
+        assert {f"writer-{n}" for n in range(10)} <= labels.keys()
+    assert conflicts > 0, "the writers raced each other, as intended"
+
+
+async def test_a_status_overwritten_by_another_writer_is_restored(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+) -> None:
+    await client.create(MPIJOBS, mpijob(namespace, "clobbered"))
+    await wait_for_phase(client, MPIJOBS, namespace, "clobbered", "Running")
+    await eventually(
+        lambda: _status_is(client, namespace, "clobbered", lambda s: complete(s, "Running"))
+    )
+    await asyncio.sleep(0.5)  # the controller's cache shows its own last write
+    wrong = {"status": {"phase": "Pending", "conditions": [], "tasks": []}}
+    await client.patch(MPIJOBS, "clobbered", wrong, namespace, subresource="status")
+    # Nothing about the job changes; a pod event brings the controller back to it.
+    touch = {"metadata": {"labels": {"touched": "yes"}}}
+    await client.patch(PODS, "clobbered-worker-0", touch, namespace)
+    await eventually(
+        lambda: _status_is(client, namespace, "clobbered", lambda s: complete(s, "Running"))
+    )
+
+
+async def _status_is(client: Client, namespace: str, name: str, check: Any) -> bool:
+    return bool(check(await job_status(client, MPIJOBS, namespace, name)))

@@ -1,0 +1,20 @@
+"""Which status changes wait for the next write slot: the pods' progress only."""
+
+from __future__ import annotations
+
+from jobcore._jobreconciler import _progress_only
+
+RUNNING = {"phase": "Running", "conditions": [{"type": "Running", "status": "True"}]}
+
+
+def test_progress_alone_waits() -> None:
+    old = {**RUNNING, "tasks": [{"type": "worker", "status": []}], "ready": "0/3"}
+    new = {**RUNNING, "tasks": [{"type": "worker", "status": [{"phase": "Running"}]}]}
+    assert _progress_only({**new, "ready": "1/3", "aggregate": {"running": 1}}, old)
+
+
+def test_a_phase_or_condition_change_is_written_at_once() -> None:
+    assert not _progress_only({**RUNNING, "phase": "Succeeded"}, RUNNING)
+    changed = {**RUNNING, "conditions": [{"type": "Running", "status": "False"}]}
+    assert not _progress_only(changed, RUNNING)
+    assert not _progress_only({**RUNNING, "restarts": 1}, RUNNING)
