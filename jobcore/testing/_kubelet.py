@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -22,6 +23,8 @@ from jobcore._queue import QueueShutDown, WorkQueue
 from jobcore._resources import NODES, PODS, Object, ObjectKey
 
 _log = structlog.get_logger("jobcore.testing.node")
+_MAX_RETRY_SECONDS = 5.0
+"""The longest wait between two tries of a node action the API server failed."""
 
 
 def now() -> str:
@@ -181,14 +184,23 @@ class NodeBase:
         return task
 
     def _spawn(self, delay: float, action: Callable[[], Awaitable[Object]]) -> None:
-        """Run `action()` after `delay` seconds without holding up a worker."""
+        """Run `action()` after `delay` seconds without holding up a worker.
+
+        Like a kubelet's status update, the action is retried while the API server is away
+        (transient errors) until it lands or the node stops; a Pod gone or replaced is not.
+        """
 
         async def later() -> None:
             await asyncio.sleep(delay)
-            try:
-                await action()
-            except ApiError as exc:
-                _log.debug("node action failed", node=self.name, error=str(exc))
+            for attempt in itertools.count(1):
+                try:
+                    await action()
+                    return
+                except ApiError as exc:
+                    _log.debug("node action failed", node=self.name, error=str(exc))
+                    if not exc.retryable:
+                        return
+                await asyncio.sleep(min(_MAX_RETRY_SECONDS, 0.1 * 2**attempt))
 
         self._background(later())
 

@@ -182,6 +182,34 @@ async def test_standby_waits_out_the_lease_when_the_leader_stops_renewing(
     assert b.is_leader
 
 
+async def test_standby_takes_over_at_most_half_a_retry_period_after_the_lease_runs_out(
+    client: Client, namespace: str, lease_name: str
+) -> None:
+    # A retry period long next to the lease: looking only every 1 to 2.2 periods, a standby
+    # would notice the last renewal, and the expiry, up to 2.2 s late each.
+    def candidate(identity: str) -> LeaderElector:
+        config = LeaderElectionConfig(
+            name=lease_name,
+            namespace=namespace,
+            identity=identity,
+            lease_duration=3.0,
+            renew_deadline=2.5,
+            retry_period=1.0,
+            release_on_cancel=False,
+        )
+        return LeaderElector(client, config)
+
+    a, b = candidate("a"), candidate("b")
+    await asyncio.wait_for(a.acquire(), 5)
+    async with running(a.hold()) as hold, running(b.acquire()) as acquire_b:
+        await asyncio.sleep(2.5)  # a renews, b notices
+        hold.cancel()  # a dies within a retry period of its last renewal
+        took = await finished_within(acquire_b, 10)
+    # The last renewal came 0 to 1 s before; the lease then lasts 3 s, b is 0.5 s late at most.
+    assert 3.0 - 1.0 - 0.1 <= took <= 3.0 + 0.5 + 0.3
+    assert b.is_leader
+
+
 async def test_hold_raises_when_another_identity_takes_the_lease(
     client: Client, namespace: str, lease_name: str, elector: MakeElector
 ) -> None:
