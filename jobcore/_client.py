@@ -14,6 +14,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from tenacity import (
     AsyncRetrying,
+    RetryCallState,
     retry_if_exception,
     stop_after_attempt,
     wait_random_exponential,
@@ -22,6 +23,7 @@ from tenacity import (
 from jobcore import _metrics
 from jobcore._errors import ApiError, api_error
 from jobcore._resources import Object, Resource
+from jobcore._retry import is_repeatable, parse_retry_after, should_retry
 
 PatchType = Literal["merge", "strategic", "json"]
 WatchEvent = tuple[str, Object]
@@ -44,16 +46,19 @@ def _decode_error(data: bytes) -> Any:
         return data.decode(errors="replace")
 
 
-def _is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, ApiError) and exc.retryable
-
-
 class Client:
     """Reads and writes any resource as plain dicts; one per process, closed on exit.
 
-    Transient failures (connection errors, 429, 5xx) are retried with jittered exponential
-    backoff; every other failure is raised as the matching `ApiError` subclass, so a conflict
-    reaches the caller, who re-reads and decides.
+    Transient failures (connection errors, timeouts, 429, 5xx) are retried, up to
+    `retry_attempts` sends in all, with jittered exponential backoff of at most
+    `retry_max_wait` seconds, or longer when the server's `Retry-After` asks for it, up to
+    `retry_after_max`. A failure that leaves open whether the server acted (a reset, a timeout,
+    a 5xx) is retried only for a request that is safe to repeat: GET, PUT, DELETE, a patch
+    that sets values, a create of a named object; such a create may then raise
+    AlreadyExistsError for the object its first send made. Every other failure is raised as
+    the matching `ApiError` subclass, so a conflict reaches the caller, who re-reads and
+    decides. (aiohttp itself resends a GET, PUT or DELETE once when a kept-alive connection
+    turns out closed.)
     """
 
     def __init__(
@@ -63,6 +68,7 @@ class Client:
         field_manager: str = "jobcore",
         retry_attempts: int = 6,
         retry_max_wait: float = 5.0,
+        retry_after_max: float = 5.0,
         request_timeout: float = 60.0,
     ) -> None:
         self._api_client = api_client
@@ -83,6 +89,8 @@ class Client:
         self.field_manager = field_manager
         self._retry_attempts = retry_attempts
         self._retry_max_wait = retry_max_wait
+        self._retry_after_max = retry_after_max
+        self._backoff = wait_random_exponential(multiplier=0.1, max=retry_max_wait)
         self._request_timeout = aiohttp.ClientTimeout(total=request_timeout)
 
     @classmethod
@@ -145,13 +153,22 @@ class Client:
             async with self._session.request(**args, timeout=self._request_timeout) as resp:
                 data = await resp.read()
                 status = resp.status
+                retry_after = parse_retry_after(resp.headers.get("Retry-After"))
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             _metrics.rest_client_requests_total.labels("<error>", method, self._metrics_host).inc()
             raise ApiError(0, "ConnectionError", f"{method} {path}: {exc!r}") from exc
         _metrics.rest_client_requests_total.labels(str(status), method, self._metrics_host).inc()
         if status >= 400:
-            raise api_error(status, _decode_error(data))
+            raise api_error(status, _decode_error(data), retry_after=retry_after)
         return json.loads(data) if data else None
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Backoff before the next send: at least what `Retry-After` asked, within its cap."""
+        backoff: float = self._backoff(state)
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ApiError) and exc.retry_after is not None:
+            return max(backoff, min(exc.retry_after, self._retry_after_max))
+        return backoff
 
     async def request(
         self,
@@ -163,16 +180,18 @@ class Client:
         content_type: str = "application/json",
     ) -> Any:
         """Send one request, retrying transient failures; return the decoded JSON body."""
+        repeatable = is_repeatable(method, body, content_type)
         retrying = AsyncRetrying(
-            retry=retry_if_exception(_is_retryable),
+            retry=retry_if_exception(lambda exc: should_retry(exc, repeatable=repeatable)),
             stop=stop_after_attempt(self._retry_attempts),
-            wait=wait_random_exponential(multiplier=0.1, max=self._retry_max_wait),
+            wait=self._wait,
             reraise=True,
             before_sleep=lambda state: _log.debug(
                 "retrying request",
                 method=method,
                 path=path,
                 attempt=state.attempt_number,
+                wait=round(state.upcoming_sleep, 3),
                 error=str(state.outcome.exception()) if state.outcome else None,
             ),
         )
@@ -205,6 +224,11 @@ class Client:
         return result
 
     async def create(self, resource: Resource, obj: Object, namespace: str | None = None) -> Object:
+        """Create `obj`; raises AlreadyExistsError if it exists.
+
+        That includes a create whose answer was lost and that was sent again: the object is
+        there, made by the first send. Take AlreadyExistsError as "it exists".
+        """
         namespace = namespace or obj.get("metadata", {}).get("namespace")
         result: Object = await self.request("POST", resource.path(namespace), body=obj)
         return result
@@ -298,7 +322,9 @@ class Client:
 
         The stream also ends, without error, when nothing (not even a bookmark) arrives for
         `inactivity_timeout` seconds, so a silently dead connection is noticed; the caller
-        watches again from the last resourceVersion it saw. An expired resourceVersion raises
+        watches again from the last resourceVersion it saw. A stream broken midway (a reset, or
+        a cut inside an event) raises a retryable `ApiError` (status 0), after the events that
+        arrived whole; the caller watches again the same way. An expired resourceVersion raises
         `GoneError`; the caller must list again.
         """
         query = {
@@ -318,12 +344,22 @@ class Client:
                     str(resp.status), "WATCH", self._metrics_host
                 ).inc()
                 if resp.status >= 400:
-                    raise api_error(resp.status, _decode_error(await resp.read()))
+                    raise api_error(
+                        resp.status,
+                        _decode_error(await resp.read()),
+                        retry_after=parse_retry_after(resp.headers.get("Retry-After")),
+                    )
                 async for line in resp.content:
                     if not line.strip():
                         continue
-                    event = json.loads(line)
-                    kind, obj = event["type"], event["object"]
+                    try:
+                        event = json.loads(line)
+                        kind, obj = event["type"], event["object"]
+                    except (ValueError, KeyError, TypeError) as exc:
+                        # A stream cut inside an event: as a broken connection, resumable.
+                        raise ApiError(
+                            0, "ConnectionError", f"watch {resource.plural}: torn event {exc!r}"
+                        ) from exc
                     if kind == "ERROR":
                         raise api_error(int(obj.get("code") or 500), obj)
                     yield kind, obj

@@ -23,11 +23,21 @@ class JobcoreError(Exception):
 class ApiError(JobcoreError):
     """A failure `Status` from the API server, or a transport failure (status 0)."""
 
-    def __init__(self, status: int, reason: str = "", message: str = "", body: Any = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        reason: str = "",
+        message: str = "",
+        body: Any = None,
+        *,
+        retry_after: float | None = None,
+    ) -> None:
         self.status = status
         self.reason = reason
         self.message = message
         self.body = body
+        # Seconds the server asked for before a retry (`Retry-After`), if it said.
+        self.retry_after = retry_after
         super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
 
     @property
@@ -64,12 +74,20 @@ class LeaderElectionLost(JobcoreError):
     """The lease was lost or could not be renewed; the process should stop reconciling."""
 
 
-def api_error(status: int, body: Any) -> ApiError:
-    """Build the most specific ApiError for a failed response and its decoded body."""
+def api_error(status: int, body: Any, *, retry_after: float | None = None) -> ApiError:
+    """Build the most specific ApiError for a failed response and its decoded body.
+
+    `retry_after` (from the `Retry-After` header) defaults to the Status's
+    `details.retryAfterSeconds`.
+    """
     reason = message = ""
     if isinstance(body, dict):
         reason = str(body.get("reason", ""))
         message = str(body.get("message", ""))
+        details = body.get("details")
+        seconds = details.get("retryAfterSeconds") if isinstance(details, dict) else None
+        if retry_after is None and isinstance(seconds, int) and seconds > 0:
+            retry_after = float(seconds)
     elif body:
         message = str(body)
     cls: type[ApiError] = ApiError
@@ -81,4 +99,4 @@ def api_error(status: int, body: Any) -> ApiError:
         cls = GoneError
     elif status == 422:
         cls = InvalidError
-    return cls(status, reason, message, body)
+    return cls(status, reason, message, body, retry_after=retry_after)

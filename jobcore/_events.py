@@ -12,7 +12,7 @@ from typing import Literal
 import structlog
 
 from jobcore._client import Client
-from jobcore._errors import ApiError, NotFoundError
+from jobcore._errors import AlreadyExistsError, ApiError, NotFoundError
 from jobcore._resources import EVENTS, Object
 
 __all__ = ["EventRecorder", "EventType"]
@@ -133,9 +133,13 @@ class EventRecorder:
                         return
                     except NotFoundError:
                         pass  # the Event expired (the API server's event TTL): start anew
-                created = await self._client.create(
-                    EVENTS, self._event(obj, namespace, type, reason, message), namespace
-                )
+                event = self._event(obj, namespace, type, reason, message)
+                try:
+                    created = await self._client.create(EVENTS, event, namespace)
+                except AlreadyExistsError:
+                    # A create sent again after its answer was lost: the name (object and
+                    # nanosecond) is this recorder's own, so the Event is the one just made.
+                    created = event
                 recorded.name, recorded.count = created["metadata"]["name"], 1
             except ApiError as exc:
                 _log.warning(

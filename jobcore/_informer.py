@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import structlog
 
 from jobcore._client import Client
-from jobcore._errors import GoneError
+from jobcore._errors import ApiError, GoneError
 from jobcore._resources import Object, ObjectKey, Resource, controller_of
 
 IndexFunc = Callable[[Object], Iterable[str]]
@@ -175,6 +175,8 @@ class Informer:
         """
         failures = 0
         while True:
+            started: float | None = None
+            delay: float | None = None
             try:
                 if self._resource_version is None:
                     await self._list_and_replace()
@@ -190,9 +192,15 @@ class Informer:
                 self._resource_version = None
                 continue
             except Exception as exc:  # an informer must outlive any failure
+                # A watch that ran a while before it broke (a cut connection) was healthy:
+                # back off from the start, not from every cut so far.
+                if started is not None and time.monotonic() - started > 1.0:
+                    failures = 0
                 failures += 1
                 self._log.warning("list/watch failed", error=str(exc), failures=failures)
-            await asyncio.sleep(self._backoff(failures))
+                if isinstance(exc, ApiError) and exc.retry_after is not None:
+                    delay = min(exc.retry_after, self._max_backoff)  # the server asked a pause
+            await asyncio.sleep(max(delay or 0.0, self._backoff(failures)))
 
     def _backoff(self, failures: int) -> float:
         delay: float = min(self._max_backoff, 0.1 * 2.0 ** min(failures, 10))

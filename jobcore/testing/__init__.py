@@ -4,7 +4,8 @@ Plugin authors use it as the project's own tests do: `ControlPlane` runs etcd an
 kube-apiserver from `KUBEBUILDER_ASSETS`; `SimulatedNode` plays scheduler and kubelet for
 Pods; `background` keeps a runnable going for the length of a block; `eventually` waits
 for a condition; `install_crd`, `job_status`, `wait_for_phase`, `condition`, `live_pods` and
-`event_reasons` are what a job kind's tests check. The pytest plugin
+`event_reasons` are what a job kind's tests check; `FaultProxy` stands between a controller
+and the API server and fails a share of its requests (`Faults`). The pytest plugin
 (`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides the
 `control_plane`, `kubeconfig_path`, `client`, `namespace` and `simulated_node` fixtures.
 """
@@ -12,6 +13,7 @@ for a condition; `install_crd`, `job_status`, `wait_for_phase`, `condition`, `li
 from jobcore.testing._background import background
 from jobcore.testing._controlplane import ControlPlane, ControlPlaneError
 from jobcore.testing._eventually import eventually
+from jobcore.testing._faultproxy import FaultProxy, Faults
 from jobcore.testing._jobs import (
     condition,
     event_reasons,
@@ -28,6 +30,8 @@ from jobcore.testing._requests import api_requests
 __all__ = [
     "ControlPlane",
     "ControlPlaneError",
+    "FaultProxy",
+    "Faults",
     "PodMatcher",
     "PodOutcome",
     "ProcessNode",
