@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from pydantic.alias_generators import to_camel
+
+# What the API server accepts as a name or a label, so a job's pods are not refused.
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME = re.compile(rf"({_DNS1123_LABEL}(\.{_DNS1123_LABEL})*/)?{_NAME}")
+_TYPE_NAMES = {str: "a string", dict: "an object"}
+LabelValue = Annotated[str, StringConstraints(max_length=63, pattern=rf"^({_NAME})?$")]
+"""A label value: at most 63 letters, digits, `-`, `_` and `.`, alphanumeric at both ends."""
 
 
 class ApiModel(BaseModel):
@@ -32,7 +41,11 @@ class OpenModel(ApiModel):
 
 
 class Container(OpenModel):
-    name: str
+    name: str = Field(
+        max_length=63,
+        pattern=rf"^{_DNS1123_LABEL}$",
+        description="A DNS-1123 label, unique within the pod.",
+    )
     image: str | None = None
     command: list[str] | None = None
     args: list[str] | None = None
@@ -41,6 +54,18 @@ class Container(OpenModel):
     volume_mounts: list[dict[str, Any]] | None = None
     resources: dict[str, Any] | None = None
     ports: list[dict[str, Any]] | None = None
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, env: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        """Kinds read each entry's name and valueFrom: both must have their Kubernetes types."""
+        for i, entry in enumerate(env or ()):
+            if not isinstance(entry.get("name"), str) or not entry["name"]:
+                raise ValueError(f"entry {i} needs a name")
+            for key, kind in (("value", str), ("valueFrom", dict)):
+                if entry.get(key) is not None and not isinstance(entry[key], kind):
+                    raise ValueError(f"entry {i}: {key} must be {_TYPE_NAMES[kind]}")
+        return env
 
 
 class PodSpec(OpenModel):
@@ -52,8 +77,24 @@ class PodSpec(OpenModel):
 
 
 class TemplateMeta(OpenModel):
-    labels: dict[str, str] | None = None
+    labels: dict[str, LabelValue] | None = None
     annotations: dict[str, str] | None = None
+
+    @field_validator("labels", "annotations")
+    @classmethod
+    def _keys(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for key in value or ():
+            if not _qualified_name(key):
+                raise ValueError(
+                    f"{key!r} is not a valid key: an optional DNS subdomain and '/', then at "
+                    "most 63 letters, digits, '-', '_' and '.', alphanumeric at both ends"
+                )
+        return value
+
+
+def _qualified_name(key: str) -> bool:
+    prefix, _, name = key.rpartition("/")
+    return len(prefix) <= 253 and len(name) <= 63 and bool(_QUALIFIED_NAME.fullmatch(key))
 
 
 class PodTemplateSpec(OpenModel):
@@ -115,7 +156,10 @@ class RunPolicy(ApiModel):
 class T9kScheduler(ApiModel):
     """Gang scheduling by T9k Scheduler, through a PodGroup named after the job."""
 
-    queue: str = Field(description="The T9k Scheduler queue the job waits in.")
+    queue: LabelValue = Field(
+        min_length=1,
+        description="The T9k Scheduler queue the job waits in; it labels the job's pods.",
+    )
     priority: int = Field(default=0, ge=0, le=100, description="Priority within the queue.")
 
 

@@ -18,6 +18,11 @@ def field_errors(error: ValidationError) -> list[FieldError]:
     ]
 
 
+MAX_DEPTH = 100
+"""How deeply a spec may nest: far beyond any Pod template, and within what pydantic serializes
+and `copy.deepcopy` recurses through."""
+
+
 def parse_job(
     kind: JobKind[SpecT], obj: Object, status: JobStatus | None = None
 ) -> tuple[Job[SpecT] | None, list[FieldError]]:
@@ -26,12 +31,18 @@ def parse_job(
     The one way a job is read, by the controller and by `jobcore validate` and `render`: the
     spec through `kind.spec_model` (pydantic's errors become field errors, e.g.
     `spec.worker.replicas: Input should be greater than or equal to 1`), then the replica
-    types `spec.runMode` names, then `kind.validate`. `obj` needs `metadata.name`; a missing
-    namespace or uid reads as "". `status` is the job's last status (none yet by default).
+    types `spec.runMode` names, then `kind.validate`. `obj` needs a `metadata.name` (else that
+    is the error); a missing namespace or uid reads as "". A spec nested deeper than
+    `MAX_DEPTH` is refused before it is read. `status` is the job's last status (none yet by
+    default).
     """
-    meta = obj["metadata"]
+    if errors := _metadata_errors(obj):
+        return None, errors
+    meta, raw = obj["metadata"], obj.get("spec") or {}
+    if too_deep := _too_deep(raw):
+        return None, [FieldError(too_deep, f"nests deeper than {MAX_DEPTH} levels")]
     try:
-        spec = kind.spec_model.model_validate(obj.get("spec") or {})
+        spec = kind.spec_model.model_validate(raw)
     except ValidationError as error:
         return None, field_errors(error)
     job = Job(
@@ -45,3 +56,35 @@ def parse_job(
     )
     errors = [*run_mode_errors(spec, kind.replica_types), *kind.validate(job)]
     return (None, errors) if errors else (job, [])
+
+
+def _metadata_errors(obj: Object) -> list[FieldError]:
+    """The API server always sets these; a job read from a file may lack them."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return [FieldError("metadata.name", "is required")]
+    return [
+        FieldError(f"metadata.{key}", "must be a string")
+        for key in ("namespace", "uid")
+        if not isinstance(meta.get(key) or "", str)
+    ]
+
+
+def _too_deep(spec: object) -> str | None:
+    """The top-level field of `spec` under which it nests deeper than MAX_DEPTH, if any.
+
+    Walked without recursion, so no depth can overflow the stack.
+    """
+    stack: list[tuple[object, int, str]] = [(spec, 0, "spec")]
+    while stack:
+        value, depth, field = stack.pop()
+        if depth > MAX_DEPTH:
+            return field
+        if isinstance(value, dict):
+            children: list[tuple[object, object]] = list(value.items())
+        elif isinstance(value, list):
+            children = list(enumerate(value))
+        else:
+            continue
+        stack += [(item, depth + 1, field if depth else f"spec.{key}") for key, item in children]
+    return None

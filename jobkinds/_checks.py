@@ -16,6 +16,7 @@ from jobcore import FieldError, Job
 
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 CONTAINERS = "spec.worker.template.spec.containers"
+INIT_CONTAINERS = "spec.worker.template.spec.initContainers"
 
 
 def name_errors(job: Job[Any], longest: str, *, exceeds: str = "63 characters") -> list[FieldError]:
@@ -48,13 +49,25 @@ def worker_container(job_spec: Any, container: str) -> int | None:
 
 
 def container_errors(job_spec: Any, container: str) -> list[FieldError]:
-    """The worker template needs `container`, with an image."""
+    """The worker template needs `container`, with an image; container names are unique."""
+    pod = job_spec.worker.template.spec
+    seen: set[str] = set()
+    errors = []
+    for path, containers in ((CONTAINERS, pod.containers), (INIT_CONTAINERS, pod.init_containers)):
+        for i, item in enumerate(containers or ()):
+            if item.name in seen:
+                errors.append(
+                    FieldError(
+                        f"{path}[{i}].name", f"{item.name!r}: another container has this name"
+                    )
+                )
+            seen.add(item.name)
     index = worker_container(job_spec, container)
     if index is None:
-        return [FieldError(CONTAINERS, f'needs a container named "{container}"')]
-    if not job_spec.worker.template.spec.containers[index].image:
-        return [FieldError(f"{CONTAINERS}[{index}].image", "is required")]
-    return []
+        errors.append(FieldError(CONTAINERS, f'needs a container named "{container}"'))
+    elif not pod.containers[index].image:
+        errors.append(FieldError(f"{CONTAINERS}[{index}].image", "is required"))
+    return errors
 
 
 def path_errors(paths: Mapping[str, str | None]) -> list[FieldError]:

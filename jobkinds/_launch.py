@@ -28,6 +28,10 @@ NOT_ON_LAUNCHER = (
     "restartPolicy",
 )
 """Fields of the worker container that belong to sshd, not to the launch command."""
+MAX_WORKERS = 1000
+"""The most workers a job may ask for: the job's status lists every pod and its hostfile every
+worker, and each must fit in one API object; an unbounded count would also have the controller
+build that many pods in memory."""
 
 
 # Names -----------------------------------------------------------------------------------

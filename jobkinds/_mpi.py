@@ -7,6 +7,7 @@ as script text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,8 @@ WAIT_TIMEOUT_EXIT = _ssh.WAIT_TIMEOUT_EXIT
 
 NPERNODE_FLAGS = ("-N", "-npernode", "--npernode")
 """mpirun's "processes per node" flags; their value is each worker's slot count."""
+_SLOTS = re.compile(r"[1-9][0-9]{0,5}")
+"""A positive integer in ASCII digits, below a million: what mpirun reads as a slot count."""
 HOSTFILE_FLAGS = ("-hostfile", "--hostfile", "-machinefile", "--machinefile", "-default-hostfile")
 
 # The shared wait (jobkinds/_ssh.py) reads its hostfile and timeout from the environment, which
@@ -51,7 +54,7 @@ def slots(extra_mpi_args: Sequence[str]) -> int:
     """
     found = 1
     for _, value in _flag_values(extra_mpi_args, NPERNODE_FLAGS):
-        if value is not None and value.isdigit() and int(value) > 0:
+        if value is not None and _SLOTS.fullmatch(value):
             found = int(value)
     return found
 
@@ -62,7 +65,7 @@ def npernode_errors(extra_mpi_args: Sequence[str]) -> list[str]:
         f"{flag} needs a positive integer value (processes per worker), got "
         + (repr(value) if value is not None else "nothing")
         for flag, value in _flag_values(extra_mpi_args, NPERNODE_FLAGS)
-        if value is None or not value.isdigit() or int(value) < 1
+        if value is None or not _SLOTS.fullmatch(value)
     ]
 
 

@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
 from jobcore import ApiModel
+from jobkinds._launch import MAX_WORKERS
 
 JsonSchema = dict[str, Any]
+ReplicaType = Literal["worker", "launcher"]
+REPLICA_TYPES: tuple[str, ...] = get_args(ReplicaType)
 
 
 class ReplicaSpec(ApiModel):
     """One entry of `spec.replicaSpecs` in T9k's current shape."""
 
-    type: Literal["worker", "launcher"] = Field(description="Which replica type.")
-    replicas: int | None = Field(default=None, ge=1, description="How many pods (workers).")
+    type: ReplicaType = Field(description="Which replica type.")
+    replicas: int | None = Field(
+        default=None, ge=1, le=MAX_WORKERS, description="How many pods (workers)."
+    )
     restart_policy: str | None = Field(
         default=None,
         description="The workers' restartPolicy; Never when unset (ColossalAIJob: always Never).",
@@ -57,17 +62,50 @@ def rewrite(
             f"shape) cannot be combined with spec.{', spec.'.join(mixed)} (the seed's shape); "
             "use one or the other"
         )
+    if problem := _unreadable(data, current):
+        raise ValueError(problem)
     spec = {key: copy.deepcopy(value) for key, value in data.items() if key != "replicaSpecs"}
     replicas: dict[str, dict[str, Any]] = {}
     for index, entry in enumerate(data.get("replicaSpecs") or ()):
-        kind = entry.get("type") if isinstance(entry, Mapping) else None
+        kind = str(entry["type"])
         if kind in replicas:
             raise ValueError(f"spec.replicaSpecs[{index}]: a second {kind!r} entry")
-        replicas[str(kind)] = dict(entry)
+        replicas[kind] = dict(entry)
     if "worker" not in replicas:
         raise ValueError("spec.replicaSpecs: needs an entry with type: worker")
     converted = convert(spec, replicas)  # may take its config out of `spec`
     return {**spec, **converted}
+
+
+def _unreadable(data: Mapping[str, Any], current: Sequence[str]) -> str | None:
+    """The first part of the current shape the rewrite cannot read, by path, if any.
+
+    The rewrite reads the configs, each replica entry's type and its template down to the
+    containers; every other field is checked by the spec model once rewritten.
+    """
+    for name in current:
+        value = data.get(name)
+        expected = list if name == "replicaSpecs" else Mapping
+        if value is not None and not isinstance(value, expected):
+            return f"spec.{name}: must be {'a list' if expected is list else 'an object'}"
+    for index, entry in enumerate(data.get("replicaSpecs") or ()):
+        path = f"spec.replicaSpecs[{index}]"
+        if not isinstance(entry, Mapping):
+            return f"{path}: must be an object"
+        if entry.get("type") not in REPLICA_TYPES:
+            return f"{path}.type: must be one of {', '.join(REPLICA_TYPES)}"
+        template = entry.get("template")
+        pod = template.get("spec") if isinstance(template, Mapping) else None
+        containers = pod.get("containers") if isinstance(pod, Mapping) else None
+        if template is not None and not isinstance(template, Mapping):
+            return f"{path}.template: must be an object"
+        if pod is not None and not isinstance(pod, Mapping):
+            return f"{path}.template.spec: must be an object"
+        if containers is not None and not (
+            isinstance(containers, list) and all(isinstance(c, Mapping) for c in containers)
+        ):
+            return f"{path}.template.spec.containers: must be a list of objects"
+    return None
 
 
 def worker_template(
@@ -75,7 +113,7 @@ def worker_template(
 ) -> dict[str, Any]:
     """The worker entry's template with its restartPolicy applied and its container renamed."""
     template = copy.deepcopy(dict(entry.get("template") or {}))
-    pod = template.setdefault("spec", {})
+    pod = template["spec"] = template.get("spec") or {}
     if entry.get("restartPolicy"):
         pod["restartPolicy"] = entry["restartPolicy"]
     if renamed:

@@ -143,7 +143,11 @@ def test_a_pod_template_is_summarized_by_the_fields_jobcore_reads() -> None:
     page = api_reference(KIND)
     template = section(page, "PodTemplateSpec")
     assert "A Kubernetes [PodTemplateSpec](https://kubernetes.io/" in template
-    assert "| `spec.containers[].name` | string | required |  |" in template
+    assert (
+        "| `spec.containers[].name` | string (at most 63 characters, matching "
+        "`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`) | required | A DNS-1123 label, unique within the "
+        "pod. |" in template
+    )
     assert "The same fields as `spec.containers[]`." in template
     assert "### Container\n" not in page and "### PodSpec\n" not in page
 

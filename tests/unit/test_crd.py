@@ -229,9 +229,14 @@ def test_pod_template_keeps_unknown_fields_next_to_typed_ones() -> None:
     assert container[PRESERVE] is True
     assert container["properties"]["image"] == {"type": "string"}
     assert container["properties"]["env"]["items"] == {"type": "object", PRESERVE: True}
+    assert container["properties"]["name"]["pattern"] == "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
     assert template["properties"]["metadata"]["properties"]["labels"] == {
         "type": "object",
-        "additionalProperties": {"type": "string"},
+        "additionalProperties": {
+            "type": "string",
+            "maxLength": 63,
+            "pattern": "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$",
+        },
     }
 
 
