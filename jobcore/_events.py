@@ -178,7 +178,8 @@ class EventRecorder:
             "kind": "Event",
             "metadata": {
                 # client-go's naming: unique per object and nanosecond, sortable by time.
-                "name": f"{meta['name']}.{time.time_ns():016x}",
+                # At most 253 characters, however long the object's name is.
+                "name": f"{meta['name'][:236]}.{time.time_ns():016x}",
                 "namespace": namespace,
             },
             "involvedObject": {k: v for k, v in involved.items() if v},

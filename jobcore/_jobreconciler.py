@@ -16,7 +16,13 @@ from pydantic import ValidationError
 from jobcore import _metrics
 from jobcore._client import Client
 from jobcore._controller import Controller, Result
-from jobcore._errors import AlreadyExistsError, NotFoundError, TerminalError
+from jobcore._errors import (
+    AlreadyExistsError,
+    ApiError,
+    JobcoreError,
+    NotFoundError,
+    TerminalError,
+)
 from jobcore._events import EventRecorder
 from jobcore._expectations import Expectations
 from jobcore._handler import Request, requests_for_owner
@@ -190,7 +196,13 @@ class JobReconciler(Generic[SpecT]):
             return Result(requeue_after=_RECHECK_SECONDS)  # a held-back write waits as long
         # ConfigMaps first, so a Pod created in this pass mounts current data.
         await self._update_config(desired, observed)
-        if await self._create_missing(step.request, job, desired, observed):
+        try:
+            created = await self._create_missing(step.request, job, desired, observed)
+        except _Refused as refused:
+            # Retrying cannot help: the job's spec (or its name) must change.
+            await self._write_invalid(job.obj, step.previous, [refused.error])
+            return Result()
+        if created:
             # The cache will show the new children and bring us back: the status written
             # then includes them, and this pass leaves the API server to the creations.
             return Result()
@@ -347,9 +359,36 @@ class JobReconciler(Generic[SpecT]):
             await self.client.create(resource, obj)
         except AlreadyExistsError:
             self.expectations.creation_observed(request, meta["name"])
+            await self._check_owner(job, resource, meta["name"])
+        except ApiError as error:
+            self.expectations.creation_observed(request, meta["name"])  # never coming
+            if error.status in (400, 422):
+                message = f"the API server refused {resource.kind} {meta['name']}: {error}"
+                raise _Refused(FieldError("spec", message)) from error
+            raise
         except Exception:
             self.expectations.creation_observed(request, meta["name"])  # never coming
             raise
+
+    async def _check_owner(self, job: Job[SpecT], resource: Resource, name: str) -> None:
+        """A child that exists already must be this job's: another's (a job of another kind
+        with the same name wants the same children) is a conflict only a rename resolves."""
+        existing = await self.client.get(resource, name, job.namespace)
+        owner = controller_of(existing)
+        if owner is not None and owner.get("uid") == job.uid:
+            return
+        if owner is not None and (owner.get("kind"), owner.get("name")) == (
+            self._kind_name,
+            job.name,
+        ):
+            # A job deleted and created again: its old children go with the garbage collector.
+            raise JobcoreError(f"{resource.kind} {name} still belongs to the job's predecessor")
+        held = f"{owner['kind']} {owner['name']}" if owner else "no job"
+        message = (
+            f"{resource.kind} {name} already exists and belongs to {held}: give this "
+            f"{self._kind_name} another name"
+        )
+        raise _Refused(FieldError("metadata.name", message))
 
     async def _update_config(self, desired: Sequence[Object], observed: Observed) -> None:
         """Bring existing ConfigMaps' data up to date (e.g. a hostfile after a scale change).
@@ -513,6 +552,14 @@ class JobReconciler(Generic[SpecT]):
         self._written.pop(request, None)
         self._pod_groups.pop(request, None)
         _metrics.remove_job_info(self._kind_name, request.namespace, request.name)
+
+
+class _Refused(TerminalError):
+    """The API server refused a child for good: the job is invalid as it stands."""
+
+    def __init__(self, error: FieldError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclasses.dataclass(slots=True)

@@ -470,14 +470,9 @@ async def test_malformed_jobs_are_refused_or_failed_while_valid_jobs_keep_runnin
     assert len(pods) <= tally.pods + 3 * sum(map(pods_of, CANARIES))
 
 
-# Known gaps -----------------------------------------------------------------------------
+# Children the API server will not take ----------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the reconciler retries a child creation the API server refuses (422) forever, "
-    "instead of failing the job with the API server's message",
-)
 async def test_a_pod_the_api_server_refuses_fails_the_job(
     client: Client, namespace: str, manager: asyncio.Task[None]
 ) -> None:
@@ -491,6 +486,9 @@ async def test_a_pod_the_api_server_refuses_fails_the_job(
     while time.monotonic() < deadline:
         status = (await client.get(kind.resource, "bad-resources", namespace)).get("status") or {}
         if status.get("phase") == "Failed":
+            failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+            assert failed["reason"] == "InvalidSpec"
+            assert "the API server refused Pod" in failed["message"], failed
             return
         await asyncio.sleep(0.5)
     pytest.fail("the job never failed; the controller keeps retrying the pod's creation")
@@ -552,12 +550,6 @@ async def test_a_job_nested_deeper_than_python_recurses_does_not_stop_the_contro
         await delete_jobs_and_pods(client, namespace)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jobs of two kinds with one name want the same children: the second job's creations "
-    "fail with AlreadyExists, its reconcile returns without a requeue, and it never gets a "
-    "status",
-)
 async def test_two_kinds_of_job_with_one_name_both_get_a_status(
     client: Client, namespace: str, manager: asyncio.Task[None], simulated_node: SimulatedNode
 ) -> None:
@@ -576,6 +568,20 @@ async def test_two_kinds_of_job_with_one_name_both_get_a_status(
             for s in CANARIES[:2]
         ]
         if all(phases):
-            return
+            break
         await asyncio.sleep(0.5)
-    pytest.fail(f"phases after 8 s: {phases}")
+    else:
+        pytest.fail(f"phases after 8 s: {phases}")
+    statuses = [
+        (await client.get(KINDS[s["kind"]].resource, "same-name", namespace)).get("status") or {}
+        for s in CANARIES[:2]
+    ]
+    refused = [
+        c["message"]
+        for status in statuses
+        for c in status["conditions"]
+        if c["type"] == "Failed" and c["status"] == "True"
+    ]
+    # Created together, each may take some of the names first; a loser is told why.
+    assert refused, statuses
+    assert all("already exists and belongs to" in message for message in refused), refused
