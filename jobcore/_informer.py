@@ -47,14 +47,21 @@ def index_by_controller_uid(obj: Object) -> Iterable[str]:
     return (ref["uid"],) if ref else ()
 
 
+_intern = sys.intern
+
+
 def _compact(value: Any) -> Any:
-    """Share equal keys and short strings between cached objects (most of a Pod repeats)."""
-    if isinstance(value, dict):
-        return {sys.intern(k): _compact(v) for k, v in value.items()}
-    if isinstance(value, list):
+    """Share equal keys and short strings between cached objects (most of a Pod repeats).
+
+    Runs for every watch event, so it dispatches on exact types: JSON gives no subclasses.
+    """
+    kind = type(value)
+    if kind is dict:
+        return {_intern(k): _compact(v) for k, v in value.items()}
+    if kind is list:
         return [_compact(v) for v in value]
-    if isinstance(value, str) and len(value) <= _INTERN_MAX_LEN:
-        return sys.intern(value)
+    if kind is str and len(value) <= _INTERN_MAX_LEN:
+        return _intern(value)
     return value
 
 
