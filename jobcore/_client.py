@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit
@@ -38,10 +39,27 @@ _APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 _log = structlog.get_logger("jobcore.client")
 
 
+_DEEPEST = 20_000
+"""Nesting the decoder follows (the API server stores up to 10,000 levels)."""
+
+
+def _loads(data: bytes | str) -> Any:
+    """JSON, however deeply nested: one deep object must not make a whole list unreadable."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, _DEEPEST))
+        try:
+            return json.loads(data)
+        finally:
+            sys.setrecursionlimit(limit)
+
+
 def _decode_error(data: bytes) -> Any:
     """A failure's body: the Status object, or the text a proxy or a 404 page sent instead."""
     try:
-        return json.loads(data) if data else None
+        return _loads(data) if data else None
     except ValueError:
         return data.decode(errors="replace")
 
@@ -160,7 +178,7 @@ class Client:
         _metrics.rest_client_requests_total.labels(str(status), method, self._metrics_host).inc()
         if status >= 400:
             raise api_error(status, _decode_error(data), retry_after=retry_after)
-        return json.loads(data) if data else None
+        return _loads(data) if data else None
 
     def _wait(self, state: RetryCallState) -> float:
         """Backoff before the next send: at least what `Retry-After` asked, within its cap."""
@@ -353,7 +371,7 @@ class Client:
                     if not line.strip():
                         continue
                     try:
-                        event = json.loads(line)
+                        event = _loads(line)
                         kind, obj = event["type"], event["object"]
                     except (ValueError, KeyError, TypeError) as exc:
                         # A stream cut inside an event: as a broken connection, resumable.

@@ -74,7 +74,10 @@ def strip_bulk(obj: Object) -> Object:
         if annotations:
             for name in _BULK_ANNOTATIONS:
                 annotations.pop(name, None)
-    compacted: Object = _compact(obj)
+    try:
+        compacted: Object = _compact(obj)
+    except RecursionError:  # nested deeper than Python recurses: cached as it came
+        return obj
     return compacted
 
 

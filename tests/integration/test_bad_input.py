@@ -401,7 +401,10 @@ async def manager(client: Client, namespace: str) -> AsyncIterator[asyncio.Task[
 async def delete_jobs_and_pods(client: Client, namespace: str) -> None:
     """Leave no job to other tests' controllers over all namespaces (this one is terminating)."""
     for resource in [kind.resource for kind in KINDS.values()] + [PODS]:
-        await client.request("DELETE", resource.path(namespace), query={"gracePeriodSeconds": 0})
+        with contextlib.suppress(NotFoundError):  # a kind whose CRD this run never installed
+            await client.request(
+                "DELETE", resource.path(namespace), query={"gracePeriodSeconds": 0}
+            )
 
 
 def pods_of(sample: Object) -> int:
@@ -505,12 +508,6 @@ async def kubectl(*args: str, stdin: str = "") -> int:
     return await process.wait()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the client decodes JSON recursively: one job nested ~1,000 levels deep (the API "
-    "server takes up to 10,000) makes every list of its kind raise RecursionError, so the "
-    "informer never syncs and the controller serves no job of that kind",
-)
 async def test_a_job_nested_deeper_than_python_recurses_does_not_stop_the_controller(
     client: Client, namespace: str, kubeconfig_path: str, simulated_node: SimulatedNode
 ) -> None:
@@ -544,8 +541,7 @@ async def test_a_job_nested_deeper_than_python_recurses_does_not_stop_the_contro
                         await asyncio.sleep(0.5)
             pytest.fail("the canary never succeeded next to a deeply nested job")
     finally:
-        # Out of the way of other tests' controllers over all namespaces; the deep job first,
-        # with kubectl, as our client cannot read it.
+        # Out of the way of other tests' controllers over all namespaces.
         await kubectl(*base, "delete", kind.resource.plural, "too-deep")
         await delete_jobs_and_pods(client, namespace)
 
