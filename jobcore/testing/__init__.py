@@ -3,9 +3,10 @@
 Plugin authors use it as the project's own tests do: `ControlPlane` runs etcd and
 kube-apiserver from `KUBEBUILDER_ASSETS`; `SimulatedNode` plays scheduler and kubelet for
 Pods; `background` keeps a runnable going for the length of a block; `eventually` waits
-for a condition; `install_crd`, `job_status`, `wait_for_phase`, `condition`, `live_pods` and
-`event_reasons` are what a job kind's tests check; `FaultProxy` stands between a controller
-and the API server and fails a share of its requests (`Faults`). The pytest plugin
+for a condition; `install_crd`, `job_status`, `wait_for_phase`, `wait_for_phases`,
+`condition`, `live_pods` and `event_reasons` are what a job kind's tests check;
+`FaultProxy` stands between a controller and the API server and fails a share of its
+requests (`Faults`). The pytest plugin
 (`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides the
 `control_plane`, `kubeconfig_path`, `client`, `namespace` and `simulated_node` fixtures.
 """
@@ -22,6 +23,7 @@ from jobcore.testing._jobs import (
     live_pods,
     schemaless_crd,
     wait_for_phase,
+    wait_for_phases,
 )
 from jobcore.testing._node import PodMatcher, PodOutcome, SimulatedNode
 from jobcore.testing._processnode import ProcessNode, process_node_available
@@ -47,4 +49,5 @@ __all__ = [
     "process_node_available",
     "schemaless_crd",
     "wait_for_phase",
+    "wait_for_phases",
 ]

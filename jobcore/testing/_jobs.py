@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from jobcore._client import Client
@@ -78,6 +79,30 @@ async def wait_for_phase(
 
     await eventually(reached, timeout=timeout)
     return await job_status(client, resource, namespace, name)
+
+
+async def wait_for_phases(
+    client: Client,
+    resource: Resource,
+    namespace: str,
+    names: Sequence[str],
+    phase: str,
+    *,
+    timeout: float = 30,
+) -> None:
+    """Wait until every job in `names` is in `phase`; on timeout, name those that are not."""
+    seen: dict[str, str | None] = {}
+
+    async def reached() -> bool:
+        for job in (await client.list(resource, namespace))["items"]:
+            seen[job["metadata"]["name"]] = (job.get("status") or {}).get("phase")
+        return all(seen.get(name) == phase for name in names)
+
+    try:
+        await eventually(reached, timeout=timeout, interval=0.2)
+    except TimeoutError:
+        behind = {name: seen.get(name) for name in names if seen.get(name) != phase}
+        raise AssertionError(f"not {phase} within {timeout} s: {behind}") from None
 
 
 def condition(status: Any, kind: str) -> Any:

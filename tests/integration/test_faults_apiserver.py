@@ -33,6 +33,7 @@ from jobcore.testing import (
     eventually,
     install_crd,
     live_pods,
+    wait_for_phases,
 )
 from jobkinds.mpijob import MPIJobKind
 
@@ -111,24 +112,6 @@ def pods_of(names: list[str]) -> set[str]:
     }
 
 
-async def wait_all(
-    client: Client, namespace: str, names: list[str], phase: str, *, timeout: float
-) -> None:
-    """Wait until every job in `names` is in `phase`; on timeout, name those that are not."""
-    seen: dict[str, str | None] = {}
-
-    async def reached() -> bool:
-        for job in (await client.list(MPIJOBS, namespace))["items"]:
-            seen[job["metadata"]["name"]] = (job.get("status") or {}).get("phase")
-        return all(seen.get(name) == phase for name in names)
-
-    try:
-        await eventually(reached, timeout=timeout, interval=0.2)
-    except TimeoutError:
-        behind = {name: seen.get(name) for name in names if seen.get(name) != phase}
-        raise AssertionError(f"not {phase} within {timeout} s: {behind}") from None
-
-
 async def pod_uids(client: Client, namespace: str) -> dict[str, str]:
     return {name: p["metadata"]["uid"] for name, p in (await live_pods(client, namespace)).items()}
 
@@ -151,7 +134,7 @@ async def test_jobs_run_to_the_end_across_an_api_server_restart(
 ) -> None:
     names = [f"job-{i}" for i in range(20)]
     await asyncio.gather(*(client.create(MPIJOBS, mpijob(namespace, n)) for n in names))
-    await wait_all(client, namespace, names, "Running", timeout=60)
+    await wait_for_phases(client, MPIJOBS, namespace, names, "Running", timeout=60)
     before = await pod_uids(client, namespace)
     assert set(before) == pods_of(names)
 
@@ -173,7 +156,7 @@ async def test_jobs_run_to_the_end_across_an_api_server_restart(
     await succeed_launchers(node, namespace, names[10:])
     node.when(LAUNCHER, exit_code=0, after=0.2)  # jobs created from now on
     await client.create(MPIJOBS, mpijob(namespace, "after"))
-    await wait_all(client, namespace, [*names, "after"], "Succeeded", timeout=60)
+    await wait_for_phases(client, MPIJOBS, namespace, [*names, "after"], "Succeeded", timeout=60)
 
     after = await pod_uids(client, namespace)
     assert set(after) == pods_of([*names, "after"]), "no job lost, no pod left over"
@@ -195,7 +178,7 @@ async def test_watches_relist_after_410_gone_and_miss_no_delete(
     names = ["steady", "robbed", "gone"]
     for name in names:
         await client.create(MPIJOBS, mpijob(namespace, name))
-    await wait_all(client, namespace, names, "Running", timeout=60)
+    await wait_for_phases(client, MPIJOBS, namespace, names, "Running", timeout=60)
     before = await pod_uids(client, namespace)
     assert job_info(namespace, "gone") == 1
 
@@ -231,7 +214,7 @@ async def test_watches_relist_after_410_gone_and_miss_no_delete(
     await eventually(lambda: job_info(namespace, "gone") is None, timeout=30)
 
     await succeed_launchers(node, namespace, ["steady", "robbed"])
-    await wait_all(client, namespace, ["steady", "robbed"], "Succeeded", timeout=60)
+    await wait_for_phases(client, MPIJOBS, namespace, ["steady", "robbed"], "Succeeded", timeout=60)
     after = await pod_uids(client, namespace)
     unchanged = {name: uid for name, uid in before.items() if name != "robbed-worker-1"}
     assert {name: after.get(name) for name in unchanged} == unchanged

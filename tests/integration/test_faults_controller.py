@@ -33,7 +33,14 @@ from jobcore import (
     Object,
     crd_for,
 )
-from jobcore.testing import SimulatedNode, background, eventually, install_crd, live_pods
+from jobcore.testing import (
+    SimulatedNode,
+    background,
+    eventually,
+    install_crd,
+    live_pods,
+    wait_for_phases,
+)
 from jobkinds.mpijob import MPIJobKind
 
 pytestmark = pytest.mark.integration
@@ -217,24 +224,6 @@ def pods_of(names: list[str]) -> set[str]:
     }
 
 
-async def wait_all(
-    client: Client, namespace: str, names: list[str], phase: str, *, timeout: float
-) -> None:
-    """Wait until every job in `names` is in `phase`; on timeout, name those that are not."""
-    seen: dict[str, str | None] = {}
-
-    async def reached() -> bool:
-        for job in (await client.list(MPIJOBS, namespace))["items"]:
-            seen[job["metadata"]["name"]] = (job.get("status") or {}).get("phase")
-        return all(seen.get(name) == phase for name in names)
-
-    try:
-        await eventually(reached, timeout=timeout, interval=0.25)
-    except TimeoutError:
-        behind = {name: seen.get(name) for name in names if seen.get(name) != phase}
-        raise AssertionError(f"not {phase} within {timeout} s: {behind}") from None
-
-
 @pytest.mark.timeout(150)
 async def test_a_controller_killed_while_creating_pods_converges_without_duplicates(
     client: Client,
@@ -261,7 +250,7 @@ async def test_a_controller_killed_while_creating_pods_converges_without_duplica
 
     second = processes("second")
     await second.start()
-    await wait_all(client, namespace, names, "Succeeded", timeout=100)
+    await wait_for_phases(client, MPIJOBS, namespace, names, "Succeeded", timeout=100)
 
     pods = await live_pods(client, namespace)
     assert set(pods) == pods_of(names)
@@ -321,7 +310,7 @@ async def test_the_standby_takes_over_a_killed_leader_within_the_lease_and_only_
 
     first = [f"first-{i}" for i in range(5)]
     await asyncio.gather(*(client.create(MPIJOBS, mpijob(namespace, n)) for n in first))
-    await wait_all(client, namespace, first, "Succeeded", timeout=60)
+    await wait_for_phases(client, MPIJOBS, namespace, first, "Succeeded", timeout=60)
     assert writes(await scrape(leader_url) or {}) > 0
 
     second = [f"second-{i}" for i in range(5)]
@@ -339,5 +328,5 @@ async def test_the_standby_takes_over_a_killed_leader_within_the_lease_and_only_
     holder = (await client.get(LEASES, lease, namespace))["spec"]["holderIdentity"]
     acquired = [line for line in standby.log_lines() if line["event"] == "acquired the lease"]
     assert [line["identity"] for line in acquired] == [holder]
-    await wait_all(client, namespace, [*first, *second], "Succeeded", timeout=60)
+    await wait_for_phases(client, MPIJOBS, namespace, [*first, *second], "Succeeded", timeout=60)
     assert writes(await scrape(standby_url) or {}) > 0
