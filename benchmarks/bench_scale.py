@@ -62,9 +62,7 @@ class Process:
         return 0.0
 
     def cpu_seconds(self) -> float:
-        with open(f"/proc/{self.pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.pid)
 
     async def metrics(self) -> dict[str, float]:
         """The controller's /metrics, one value per sample line (labels kept in the key)."""
@@ -77,6 +75,18 @@ class Process:
                 key, _, value = line.rpartition(" ")
                 samples[key] = float(value)
         return samples
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a process has used so far."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu(plane: ControlPlane) -> float:
+    """CPU seconds used so far by the API server and etcd together."""
+    return sum(cpu_seconds(pid) for pid in plane.pids.values())
 
 
 def _free_port() -> int:
@@ -154,8 +164,11 @@ def quantile(samples: dict[str, float], q: float) -> float:
     return lower_bound
 
 
-async def floor(client: Client, namespace: str, jobs: int, workers: int) -> float:
-    """Seconds for a plain client to create what the controller creates, all at once.
+async def floor(
+    plane: ControlPlane, client: Client, namespace: str, jobs: int, workers: int
+) -> tuple[float, float]:
+    """Seconds (and API server + etcd CPU seconds) for a plain client to create what the
+    controller creates, all at once.
 
     The simulated node binds and starts these pods as they come, as it does the controller's,
     so both meet the same load on the API server.
@@ -164,9 +177,11 @@ async def floor(client: Client, namespace: str, jobs: int, workers: int) -> floa
     objects = children(namespace, jobs, workers)
     node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace, workers=64)
     async with background(node.run()):
+        await node.pods.wait_for_sync()  # serving before the first pod comes, as in a run
+        server = server_cpu(plane)
         started = time.perf_counter()
         await asyncio.gather(*(client.create(resource, obj) for resource, obj in objects))
-        return time.perf_counter() - started
+        return time.perf_counter() - started, server_cpu(plane) - server
 
 
 def _phase(job: Object) -> str:
@@ -197,6 +212,7 @@ async def run_jobs(
         await node.pods.wait_for_sync()
         before = await proc.metrics()
         cpu = proc.cpu_seconds()
+        server = server_cpu(plane)
         started = time.perf_counter()
         await asyncio.gather(
             *(
@@ -206,6 +222,8 @@ async def run_jobs(
         )
         await eventually(workers_created, timeout=600, interval=0.01)
         created = time.perf_counter() - started
+        server_created = server_cpu(plane) - server
+        cpu_created = proc.cpu_seconds() - cpu
         await eventually(lambda: all_in("Running", "Succeeded"), timeout=600, interval=0.25)
         running = time.perf_counter() - started
         await eventually(lambda: all_in("Succeeded"), timeout=600, interval=0.25)
@@ -222,6 +240,8 @@ async def run_jobs(
             "posts": requests(after, "POST") - requests(before, "POST"),
             "patches": requests(after, "PATCH") - requests(before, "PATCH"),
             "cpu": proc.cpu_seconds() - cpu,
+            "cpu_created": cpu_created,
+            "server_created": server_created,
             "rss": proc.peak_rss_mb(),
             "p50": quantile(after, 0.5) * 1000,
             "p99": quantile(after, 0.99) * 1000,
@@ -266,12 +286,13 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
         client = await Client.from_kubeconfig(plane.kubeconfig_path)
         try:
             await install_crd(client, crd_for(KIND))
-            await floor(client, "warm-up", 10, workers)
+            await floor(plane, client, "warm-up", 10, workers)
             for n in range(rounds):
                 # The floor runs before and after the controller: neither meets a fuller etcd.
-                before = await floor(client, f"floor-{n}-before", jobs, workers)
+                before, cpu_before = await floor(plane, client, f"floor-{n}-before", jobs, workers)
                 run = await run_jobs(plane, client, f"jobs-{n}", jobs, workers, *options)
-                after = await floor(client, f"floor-{n}-after", jobs, workers)
+                after, cpu_after = await floor(plane, client, f"floor-{n}-after", jobs, workers)
+                run["server_floor"] = (cpu_before + cpu_after) / 2
                 runs.append(run)
                 plains.append((before + after) / 2)
                 ratios.append(run["created"] / plains[-1])
@@ -297,6 +318,12 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
         ("  of which POST / PATCH", f"{run['posts']:.0f} / {run['patches']:.0f}", ""),
         ("requests per job beyond its creations", f"{run['beyond']:.1f}", "<= 12"),
         ("controller CPU seconds", f"{run['cpu']:.1f} s", ""),
+        ("  of which until all workers created", f"{run['cpu_created']:.1f} s", ""),
+        (
+            "API server + etcd CPU: floor / controller",
+            (f"{run['server_floor']:.1f} / {run['server_created']:.1f} s"),
+            "",
+        ),
         ("controller peak RSS", f"{run['rss']:.0f} MB", ""),
         ("reconcile p50 / p99", f"{run['p50']:.1f} / {run['p99']:.0f} ms", ""),
         ("reconcile errors", f"{run['errors']:.0f}", "0"),
