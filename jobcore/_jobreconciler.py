@@ -486,7 +486,10 @@ class JobReconciler(Generic[SpecT]):
             subresource="status",
         )
         version = written["metadata"]["resourceVersion"]
-        self._written[key] = _Written(meta["uid"], version, status, self.clock())
+        # The watch may have delivered this very write while the patch was answered.
+        cached = self.jobs.get(meta["name"], meta["namespace"])
+        seen = cached is not None and cached["metadata"].get("resourceVersion") == version
+        self._written[key] = _Written(meta["uid"], version, status, self.clock(), not seen)
         self._announce(obj, previous, status)
         return None
 

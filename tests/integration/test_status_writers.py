@@ -112,17 +112,24 @@ async def test_a_status_overwritten_by_another_writer_is_restored(
     await client.create(MPIJOBS, mpijob(namespace, "clobbered"))
     await wait_for_phase(client, MPIJOBS, namespace, "clobbered", "Running")
     await eventually(
-        lambda: _status_is(client, namespace, "clobbered", lambda s: complete(s, "Running"))
+        lambda: _status_is(
+            client, namespace, "clobbered", lambda s: complete(s, "Running") and s["ready"] == "3/3"
+        )
     )
-    await asyncio.sleep(0.5)  # the controller's cache shows its own last write
+    await asyncio.sleep(1.5)  # no write held back, and the cache shows the controller's last
     wrong = {"status": {"phase": "Pending", "conditions": [], "tasks": []}}
     await client.patch(MPIJOBS, "clobbered", wrong, namespace, subresource="status")
-    # Nothing about the job changes; a pod event brings the controller back to it.
-    touch = {"metadata": {"labels": {"touched": "yes"}}}
-    await client.patch(PODS, "clobbered-worker-0", touch, namespace)
-    await eventually(
-        lambda: _status_is(client, namespace, "clobbered", lambda s: complete(s, "Running"))
-    )
+    touches = 0
+
+    async def restored() -> bool:
+        # Nothing about the job changes; pod events bring the controller back to it.
+        nonlocal touches
+        touches += 1
+        touch = {"metadata": {"labels": {"touched": str(touches)}}}
+        await client.patch(PODS, "clobbered-worker-0", touch, namespace)
+        return await _status_is(client, namespace, "clobbered", lambda s: complete(s, "Running"))
+
+    await eventually(restored, interval=0.5)
 
 
 async def _status_is(client: Client, namespace: str, name: str, check: Any) -> bool:
