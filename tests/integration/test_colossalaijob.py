@@ -23,7 +23,16 @@ from jobcore import (
     add_job_controller,
     crd_for,
 )
-from jobcore.testing import SimulatedNode, background, eventually, install_crd
+from jobcore.testing import (
+    SimulatedNode,
+    background,
+    condition,
+    eventually,
+    install_crd,
+    job_status,
+    live_pods,
+    wait_for_phase,
+)
 from jobkinds.colossalaijob import ColossalAIJobKind
 
 pytestmark = pytest.mark.integration
@@ -64,28 +73,6 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[Controller
         yield controller
 
 
-async def job_status(client: Client, namespace: str, name: str) -> dict[str, Any]:
-    status: dict[str, Any] = (await client.get(JOBS, name, namespace)).get("status") or {}
-    return status
-
-
-async def wait_for_phase(client: Client, namespace: str, name: str, phase: str) -> dict[str, Any]:
-    async def reached() -> bool:
-        return (await job_status(client, namespace, name)).get("phase") == phase
-
-    await eventually(reached, timeout=20)
-    return await job_status(client, namespace, name)
-
-
-def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next(c for c in status["conditions"] if c["type"] == kind)
-
-
-async def pods(client: Client, namespace: str) -> dict[str, Object]:
-    items = (await client.list(PODS, namespace))["items"]
-    return {p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")}
-
-
 async def test_workers_then_the_launcher_and_success(
     client: Client, namespace: str, controller: Controller
 ) -> None:
@@ -95,15 +82,15 @@ async def test_workers_then_the_launcher_and_success(
         await client.create(JOBS, colossalaijob(namespace, "ok"))
 
         async def workers_running() -> bool:
-            current = await pods(client, namespace)
+            current = await live_pods(client, namespace)
             return all(
                 current.get(f"ok-worker-{i}", {}).get("status", {}).get("phase") == "Running"
                 for i in range(2)
             )
 
         await eventually(workers_running)
-        assert "ok-launcher" not in await pods(client, namespace), "launcher waits for Ready"
-        status = await wait_for_phase(client, namespace, "ok", "Succeeded")
+        assert "ok-launcher" not in await live_pods(client, namespace), "launcher waits for Ready"
+        status = await wait_for_phase(client, JOBS, namespace, "ok", "Succeeded", timeout=20)
 
     assert condition(status, "Completed")["status"] == "True"
     assert [task["type"] for task in status["tasks"]] == ["launcher", "worker"]
@@ -145,7 +132,7 @@ async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
 ) -> None:
     simulated_node.when(LAUNCHER, exit_code=1, after=0.2)
     await client.create(JOBS, colossalaijob(namespace, "bad"))
-    status = await wait_for_phase(client, namespace, "bad", "Failed")
+    status = await wait_for_phase(client, JOBS, namespace, "bad", "Failed", timeout=20)
     assert condition(status, "Failed")["status"] == "True"
     failure = condition(status, "ReplicaFailure")
     assert failure["status"] == "True"
@@ -156,13 +143,13 @@ async def test_a_failed_worker_fails_the_job_naming_it(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
     await client.create(JOBS, colossalaijob(namespace, "killed"))
-    await wait_for_phase(client, namespace, "killed", "Running")
+    await wait_for_phase(client, JOBS, namespace, "killed", "Running", timeout=20)
     await simulated_node.fail(namespace, "killed-worker-1", exit_code=137, reason="OOMKilled")
-    status = await wait_for_phase(client, namespace, "killed", "Failed")
+    status = await wait_for_phase(client, JOBS, namespace, "killed", "Failed", timeout=20)
     failure = condition(status, "ReplicaFailure")
     assert failure["status"] == "True"
     assert failure["message"].startswith("Pod[killed-worker-1] exited with error code 137")
-    worker = (await pods(client, namespace))["killed-worker-1"]
+    worker = (await live_pods(client, namespace))["killed-worker-1"]
     assert worker["spec"]["restartPolicy"] == "Never"
 
 
@@ -172,13 +159,13 @@ async def test_clean_up_workers_deletes_workers_and_keeps_the_launcher(
     simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
     job = colossalaijob(namespace, "tidy", runPolicy={"cleanUpWorkers": True})
     await client.create(JOBS, job)
-    await wait_for_phase(client, namespace, "tidy", "Succeeded")
+    await wait_for_phase(client, JOBS, namespace, "tidy", "Succeeded", timeout=20)
 
     async def workers_gone() -> bool:
-        return set(await pods(client, namespace)) == {"tidy-launcher"}
+        return set(await live_pods(client, namespace)) == {"tidy-launcher"}
 
     await eventually(workers_gone)
-    assert (await job_status(client, namespace, "tidy"))["phase"] == "Succeeded"
+    assert (await job_status(client, JOBS, namespace, "tidy"))["phase"] == "Succeeded"
 
 
 async def test_an_invalid_job_fails_with_the_field_named_and_creates_nothing(
@@ -188,7 +175,7 @@ async def test_an_invalid_job_fails_with_the_field_named_and_creates_nothing(
     broken["spec"]["worker"]["template"]["spec"]["containers"][0]["name"] = "main"
     broken["spec"]["worker"]["torchArgs"] = ["--nnodes=3"]
     await client.create(JOBS, broken)
-    status = await wait_for_phase(client, namespace, "broken", "Failed")
+    status = await wait_for_phase(client, JOBS, namespace, "broken", "Failed", timeout=20)
     failed = condition(status, "Failed")
     assert failed["reason"] == "InvalidSpec"
     assert (
@@ -196,7 +183,7 @@ async def test_an_invalid_job_fails_with_the_field_named_and_creates_nothing(
         in (failed["message"])
     )
     assert "spec.worker.torchArgs[0]" in failed["message"]
-    assert await pods(client, namespace) == {}
+    assert await live_pods(client, namespace) == {}
 
 
 async def test_the_seed_example_is_accepted_and_reconciled(
@@ -210,8 +197,8 @@ async def test_the_seed_example_is_accepted_and_reconciled(
     stored = await client.get(JOBS, name, namespace)
     assert stored["spec"]["worker"]["procPerWorker"] == 1  # not pruned: the CRD names it
     assert stored["spec"]["ssh"]["authMountPath"] == "/root/.ssh"
-    await wait_for_phase(client, namespace, name, "Succeeded")
-    current = await pods(client, namespace)
+    await wait_for_phase(client, JOBS, namespace, name, "Succeeded", timeout=20)
+    current = await live_pods(client, namespace)
     assert set(current) == {f"{name}-worker-0", f"{name}-worker-1", f"{name}-launcher"}
     launcher = current[f"{name}-launcher"]["spec"]["containers"][0]
     assert launcher["image"] == "hpcaitech/colossalai:0.3.0"

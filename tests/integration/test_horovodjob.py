@@ -11,7 +11,6 @@ import yaml
 
 from jobcore import (
     CONFIGMAPS,
-    PODS,
     REPLICA_TYPE_LABEL,
     Client,
     Controller,
@@ -20,7 +19,16 @@ from jobcore import (
     add_job_controller,
     crd_for,
 )
-from jobcore.testing import SimulatedNode, background, eventually, install_crd
+from jobcore.testing import (
+    SimulatedNode,
+    background,
+    condition,
+    eventually,
+    install_crd,
+    job_status,
+    live_pods,
+    wait_for_phase,
+)
 from jobkinds.horovodjob import HorovodJobKind
 
 pytestmark = pytest.mark.integration
@@ -64,28 +72,6 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[Controller
         yield controller
 
 
-async def job_status(client: Client, namespace: str, name: str) -> dict[str, Any]:
-    status: dict[str, Any] = (await client.get(HOROVODJOBS, name, namespace)).get("status") or {}
-    return status
-
-
-async def wait_for_phase(client: Client, namespace: str, name: str, phase: str) -> dict[str, Any]:
-    async def reached() -> bool:
-        return (await job_status(client, namespace, name)).get("phase") == phase
-
-    await eventually(reached, timeout=20)
-    return await job_status(client, namespace, name)
-
-
-def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next(c for c in status["conditions"] if c["type"] == kind)
-
-
-async def pods(client: Client, namespace: str) -> dict[str, Object]:
-    items = (await client.list(PODS, namespace))["items"]
-    return {p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")}
-
-
 async def discovered(client: Client, namespace: str, name: str) -> list[str]:
     """The hosts the job's discovery script lists now (its `echo 'host:slots'` lines)."""
     data = (await client.get(CONFIGMAPS, f"{name}-discovery", namespace))["data"]
@@ -105,14 +91,14 @@ async def test_a_static_job_runs_horovodrun_after_its_workers_and_succeeds(
 ) -> None:
     simulated_node.when(LAUNCHER, exit_code=0, after=0.3)
     await client.create(HOROVODJOBS, horovodjob(namespace, "ok"))
-    status = await wait_for_phase(client, namespace, "ok", "Succeeded")
+    status = await wait_for_phase(client, HOROVODJOBS, namespace, "ok", "Succeeded", timeout=20)
     assert condition(status, "Completed")["message"] == "The job has finished successfully."
     assert [task["type"] for task in status["tasks"]] == ["launcher", "worker"]
     hostfile = (await client.get(CONFIGMAPS, "ok-hostfile", namespace))["data"]["hostfile"]
     assert hostfile == (
         f"ok-worker-0.ok.{namespace}.svc slots=2\nok-worker-1.ok.{namespace}.svc slots=2\n"
     )
-    launcher = (await pods(client, namespace))["ok-launcher"]
+    launcher = (await live_pods(client, namespace))["ok-launcher"]
     command = launcher["spec"]["containers"][0]["command"]
     args = ["-np", "4", "--hostfile", "/etc/horovod/hostfile", "--gloo", "python", "train.py"]
     assert command[4:] == args
@@ -123,7 +109,7 @@ async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
 ) -> None:
     simulated_node.when(LAUNCHER, exit_code=3, after=0.2)
     await client.create(HOROVODJOBS, horovodjob(namespace, "bad"))
-    status = await wait_for_phase(client, namespace, "bad", "Failed")
+    status = await wait_for_phase(client, HOROVODJOBS, namespace, "bad", "Failed", timeout=20)
     assert condition(status, "Failed")["message"] == "The job exited with an error code."
     failure = condition(status, "ReplicaFailure")
     assert failure["message"] == "Pod[bad-launcher] exited with error code 3 (container launcher)"
@@ -133,9 +119,9 @@ async def test_a_static_jobs_failed_worker_fails_it(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
     await client.create(HOROVODJOBS, horovodjob(namespace, "killed"))
-    await wait_for_phase(client, namespace, "killed", "Running")
+    await wait_for_phase(client, HOROVODJOBS, namespace, "killed", "Running", timeout=20)
     await simulated_node.fail(namespace, "killed-worker-1", exit_code=137, reason="OOMKilled")
-    status = await wait_for_phase(client, namespace, "killed", "Failed")
+    status = await wait_for_phase(client, HOROVODJOBS, namespace, "killed", "Failed", timeout=20)
     failure = condition(status, "ReplicaFailure")
     assert (
         failure["message"]
@@ -149,13 +135,13 @@ async def test_clean_up_workers_keeps_the_launcher(
     simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
     job = horovodjob(namespace, "tidy", runPolicy={"cleanUpWorkers": True})
     await client.create(HOROVODJOBS, job)
-    await wait_for_phase(client, namespace, "tidy", "Succeeded")
+    await wait_for_phase(client, HOROVODJOBS, namespace, "tidy", "Succeeded", timeout=20)
 
     async def workers_gone() -> bool:
-        return set(await pods(client, namespace)) == {"tidy-launcher"}
+        return set(await live_pods(client, namespace)) == {"tidy-launcher"}
 
     await eventually(workers_gone)
-    assert (await job_status(client, namespace, "tidy"))["phase"] == "Succeeded"
+    assert (await job_status(client, HOROVODJOBS, namespace, "tidy"))["phase"] == "Succeeded"
 
 
 async def test_an_invalid_job_fails_with_the_field_named(
@@ -164,12 +150,12 @@ async def test_an_invalid_job_fails_with_the_field_named(
     job = elastic(namespace, "broken", replicas=5)
     job["spec"]["horovod"] = {"backend": "mpi"}
     await client.create(HOROVODJOBS, job)
-    status = await wait_for_phase(client, namespace, "broken", "Failed")
+    status = await wait_for_phase(client, HOROVODJOBS, namespace, "broken", "Failed", timeout=20)
     failed = condition(status, "Failed")
     assert failed["reason"] == "InvalidSpec"
     assert "spec.horovod.backend" in failed["message"]
     assert "spec.worker.replicas: must be within spec.elastic [1, 4], got 5" in failed["message"]
-    assert await pods(client, namespace) == {}
+    assert await live_pods(client, namespace) == {}
 
 
 # Elastic ----------------------------------------------------------------------------------
@@ -179,8 +165,8 @@ async def test_an_elastic_job_scales_up_and_down_while_running(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
     await client.create(HOROVODJOBS, elastic(namespace, "el"))
-    await wait_for_phase(client, namespace, "el", "Running")
-    launcher = (await pods(client, namespace))["el-launcher"]
+    await wait_for_phase(client, HOROVODJOBS, namespace, "el", "Running", timeout=20)
+    launcher = (await live_pods(client, namespace))["el-launcher"]
     assert launcher["spec"]["containers"][0]["command"][:8] == [
         "horovodrun",
         "-np",
@@ -193,7 +179,7 @@ async def test_an_elastic_job_scales_up_and_down_while_running(
     ]
 
     async def shows(*indices: int) -> bool:
-        workers = {n for n in await pods(client, namespace) if "-worker-" in n}
+        workers = {n for n in await live_pods(client, namespace) if "-worker-" in n}
         return workers == {f"el-worker-{i}" for i in indices} and await discovered(
             client, namespace, "el"
         ) == hosts("el", namespace, *indices)
@@ -205,13 +191,13 @@ async def test_an_elastic_job_scales_up_and_down_while_running(
     await eventually(lambda: shows(0))
 
     async def settled() -> bool:
-        status = await job_status(client, namespace, "el")
+        status = await job_status(client, HOROVODJOBS, namespace, "el")
         return bool(status["phase"] == "Running" and status["ready"] == "2/2")
 
     await eventually(settled)
     assert (
         launcher["metadata"]["uid"]
-        == (await pods(client, namespace))["el-launcher"]["metadata"]["uid"]
+        == (await live_pods(client, namespace))["el-launcher"]["metadata"]["uid"]
     )
 
 
@@ -219,25 +205,25 @@ async def test_an_elastic_jobs_lost_worker_is_replaced_while_it_runs(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
     await client.create(HOROVODJOBS, elastic(namespace, "heal", replicas=3))
-    await wait_for_phase(client, namespace, "heal", "Running")
+    await wait_for_phase(client, HOROVODJOBS, namespace, "heal", "Running", timeout=20)
 
     async def all_listed() -> bool:
         return await discovered(client, namespace, "heal") == hosts("heal", namespace, 0, 1, 2)
 
     await eventually(all_listed)
-    lost = (await pods(client, namespace))["heal-worker-1"]["metadata"]["uid"]
+    lost = (await live_pods(client, namespace))["heal-worker-1"]["metadata"]["uid"]
     await simulated_node.fail(namespace, "heal-worker-1", exit_code=137)
 
     async def replaced() -> bool:
-        pod = (await pods(client, namespace)).get("heal-worker-1")
+        pod = (await live_pods(client, namespace)).get("heal-worker-1")
         return pod is not None and pod["metadata"]["uid"] != lost
 
     await eventually(replaced)
     await eventually(all_listed)
-    status = await job_status(client, namespace, "heal")
+    status = await job_status(client, HOROVODJOBS, namespace, "heal")
     assert status["phase"] == "Running"
     assert not any(c["type"] == "Failed" and c["status"] == "True" for c in status["conditions"])
-    assert (await pods(client, namespace))["heal-launcher"]["status"]["phase"] == "Running"
+    assert (await live_pods(client, namespace))["heal-launcher"]["status"]["phase"] == "Running"
 
 
 async def test_each_sample_is_accepted_and_runs(
@@ -247,4 +233,6 @@ async def test_each_sample_is_accepted_and_runs(
         job = yaml.safe_load(path.read_text())
         job["metadata"]["namespace"] = namespace
         await client.create(HOROVODJOBS, job)
-        await wait_for_phase(client, namespace, job["metadata"]["name"], "Running")
+        await wait_for_phase(
+            client, HOROVODJOBS, namespace, job["metadata"]["name"], "Running", timeout=20
+        )

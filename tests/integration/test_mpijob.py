@@ -13,7 +13,6 @@ import yaml
 
 from jobcore import (
     CONFIGMAPS,
-    EVENTS,
     PODS,
     REGISTRY,
     REPLICA_TYPE_LABEL,
@@ -33,9 +32,14 @@ from jobcore.testing import (
     SimulatedNode,
     api_requests,
     background,
+    condition,
+    event_reasons,
     eventually,
     install_crd,
+    job_status,
+    live_pods,
     schemaless_crd,
+    wait_for_phase,
 )
 from jobkinds.mpijob import MPIJobKind
 
@@ -79,35 +83,6 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[Controller
         yield controller
 
 
-async def job_status(client: Client, namespace: str, name: str) -> dict[str, Any]:
-    status: dict[str, Any] = (await client.get(MPIJOBS, name, namespace)).get("status") or {}
-    return status
-
-
-async def wait_for_phase(
-    client: Client, namespace: str, name: str, phase: str, timeout: float = 30
-) -> dict[str, Any]:
-    async def reached() -> bool:
-        return (await job_status(client, namespace, name)).get("phase") == phase
-
-    await eventually(reached, timeout=timeout)
-    return await job_status(client, namespace, name)
-
-
-def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next(c for c in status["conditions"] if c["type"] == kind)
-
-
-async def pods(client: Client, namespace: str) -> dict[str, Object]:
-    items = (await client.list(PODS, namespace))["items"]
-    return {p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")}
-
-
-async def event_reasons(client: Client, namespace: str, name: str) -> list[str]:
-    items = (await client.list(EVENTS, namespace))["items"]
-    return [e["reason"] for e in items if e["involvedObject"]["name"] == name]
-
-
 def sample(name: str) -> float:
     value = REGISTRY.get_sample_value(name, {"kind": "MPIJob", "namespace": "_"})
     return value or 0.0
@@ -122,15 +97,15 @@ async def test_a_job_runs_workers_then_the_launcher_and_succeeds(
         await client.create(MPIJOBS, mpijob(namespace, "ok"))
 
         async def workers_running() -> bool:
-            current = await pods(client, namespace)
+            current = await live_pods(client, namespace)
             return all(
                 current.get(f"ok-worker-{i}", {}).get("status", {}).get("phase") == "Running"
                 for i in range(2)
             )
 
         await eventually(workers_running)
-        assert "ok-launcher" not in await pods(client, namespace), "launcher waits for Ready"
-        status = await wait_for_phase(client, namespace, "ok", "Succeeded")
+        assert "ok-launcher" not in await live_pods(client, namespace), "launcher waits for Ready"
+        status = await wait_for_phase(client, MPIJOBS, namespace, "ok", "Succeeded")
 
     assert condition(status, "Completed")["status"] == "True"
     assert condition(status, "Completed")["message"] == "The job has finished successfully."
@@ -163,7 +138,7 @@ async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
 ) -> None:
     simulated_node.when(LAUNCHER, exit_code=3, after=0.2)
     await client.create(MPIJOBS, mpijob(namespace, "bad"))
-    status = await wait_for_phase(client, namespace, "bad", "Failed")
+    status = await wait_for_phase(client, MPIJOBS, namespace, "bad", "Failed")
     assert condition(status, "Failed")["status"] == "True"
     failure = condition(status, "ReplicaFailure")
     assert failure["status"] == "True"
@@ -179,23 +154,23 @@ async def test_a_worker_that_never_becomes_ready_holds_the_launcher_back(
         await client.create(MPIJOBS, mpijob(namespace, "stuck"))
 
         async def explained() -> bool:
-            status = await job_status(client, namespace, "stuck")
+            status = await job_status(client, MPIJOBS, namespace, "stuck")
             messages = " ".join(c.get("message", "") for c in status.get("conditions") or ())
             return status.get("phase") == "Pending" and "ready" in messages.lower()
 
         await eventually(explained)
         await asyncio.sleep(1.0)
-        assert "stuck-launcher" not in await pods(client, namespace)
-        assert (await job_status(client, namespace, "stuck"))["phase"] == "Pending"
+        assert "stuck-launcher" not in await live_pods(client, namespace)
+        assert (await job_status(client, MPIJOBS, namespace, "stuck"))["phase"] == "Pending"
 
 
 async def test_a_worker_killed_while_running_fails_the_job(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
     await client.create(MPIJOBS, mpijob(namespace, "killed"))
-    await wait_for_phase(client, namespace, "killed", "Running")
+    await wait_for_phase(client, MPIJOBS, namespace, "killed", "Running")
     await simulated_node.fail(namespace, "killed-worker-1", exit_code=137, reason="OOMKilled")
-    status = await wait_for_phase(client, namespace, "killed", "Failed")
+    status = await wait_for_phase(client, MPIJOBS, namespace, "killed", "Failed")
     failure = condition(status, "ReplicaFailure")
     assert failure["status"] == "True" and "killed-worker-1" in failure["message"]
 
@@ -205,19 +180,19 @@ async def test_clean_up_workers_deletes_workers_and_keeps_the_launcher(
 ) -> None:
     simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
     await client.create(MPIJOBS, mpijob(namespace, "tidy", runPolicy={"cleanUpWorkers": True}))
-    await wait_for_phase(client, namespace, "tidy", "Succeeded")
+    await wait_for_phase(client, MPIJOBS, namespace, "tidy", "Succeeded")
 
     async def workers_gone() -> bool:
-        return set(await pods(client, namespace)) == {"tidy-launcher"}
+        return set(await live_pods(client, namespace)) == {"tidy-launcher"}
 
     await eventually(workers_gone)
 
     async def reported() -> bool:
-        status = await job_status(client, namespace, "tidy")
+        status = await job_status(client, MPIJOBS, namespace, "tidy")
         return bool(status["aggregate"]["deleted"] == 2)
 
     await eventually(reported)
-    assert (await job_status(client, namespace, "tidy"))["phase"] == "Succeeded"
+    assert (await job_status(client, MPIJOBS, namespace, "tidy"))["phase"] == "Succeeded"
 
 
 async def test_deleting_the_job_removes_every_child(
@@ -229,7 +204,7 @@ async def test_deleting_the_job_removes_every_child(
 ) -> None:
     await control_plane.start_controller_manager()
     await client.create(MPIJOBS, mpijob(namespace, "gone"))
-    await wait_for_phase(client, namespace, "gone", "Running")
+    await wait_for_phase(client, MPIJOBS, namespace, "gone", "Running")
     await client.delete(MPIJOBS, "gone", namespace)
 
     async def all_gone() -> bool:
@@ -251,18 +226,18 @@ async def test_an_invalid_job_fails_once_and_the_controller_keeps_serving(
     broken = mpijob(namespace, "broken")
     broken["spec"]["worker"]["template"]["spec"]["containers"][0]["name"] = "worker"
     await client.create(MPIJOBS, broken)
-    status = await wait_for_phase(client, namespace, "broken", "Failed")
+    status = await wait_for_phase(client, MPIJOBS, namespace, "broken", "Failed")
     failed = condition(status, "Failed")
     assert failed["reason"] == "InvalidSpec"
     assert "spec.worker.template.spec.containers" in failed["message"]
     assert "mpi-worker" in failed["message"]
     assert "InvalidSpec" in await event_reasons(client, namespace, "broken")
-    assert await pods(client, namespace) == {}
+    assert await live_pods(client, namespace) == {}
     writes = api_requests("PATCH") + api_requests("POST")
     controller.queue.add(Request(namespace, "broken"))
     await client.create(MPIJOBS, mpijob(namespace, "fine"))
-    await wait_for_phase(client, namespace, "fine", "Succeeded")
-    status = await job_status(client, namespace, "broken")
+    await wait_for_phase(client, MPIJOBS, namespace, "fine", "Succeeded")
+    status = await job_status(client, MPIJOBS, namespace, "broken")
     assert condition(status, "Failed")["lastTransitionTime"] == failed["lastTransitionTime"]
     assert api_requests("PATCH") + api_requests("POST") > writes  # the valid job wrote
 
@@ -271,7 +246,7 @@ async def test_steady_state_reconciles_write_nothing(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
     await client.create(MPIJOBS, mpijob(namespace, "steady"))
-    await wait_for_phase(client, namespace, "steady", "Running")
+    await wait_for_phase(client, MPIJOBS, namespace, "steady", "Running")
     await asyncio.sleep(0.5)
     writes = sum(api_requests(method) for method in ("POST", "PUT", "PATCH", "DELETE"))
     for _ in range(10):
@@ -290,12 +265,14 @@ async def test_a_controller_restart_while_creating_workers_converges_without_dup
     add_job_controller(first, KIND, namespace=namespace, max_concurrent_reconciles=1)
     async with background(first.run()):
         await eventually(lambda: _some_pods(client, namespace), timeout=30, interval=0.005)
-    before = {name: p["metadata"]["uid"] for name, p in (await pods(client, namespace)).items()}
+    before = {
+        name: p["metadata"]["uid"] for name, p in (await live_pods(client, namespace)).items()
+    }
     second = Manager(client, metrics_address=None, health_address=None)
     add_job_controller(second, KIND, namespace=namespace)
     async with background(second.run()):
-        await wait_for_phase(client, namespace, "big", "Running")
-        after = await pods(client, namespace)
+        await wait_for_phase(client, MPIJOBS, namespace, "big", "Running")
+        after = await live_pods(client, namespace)
     workers = sorted(name for name in after if "-worker-" in name)
     assert workers == sorted(f"big-worker-{i}" for i in range(16))
     for name, uid in before.items():
@@ -303,7 +280,7 @@ async def test_a_controller_restart_while_creating_workers_converges_without_dup
 
 
 async def _some_pods(client: Client, namespace: str) -> bool:
-    return len(await pods(client, namespace)) >= 1
+    return len(await live_pods(client, namespace)) >= 1
 
 
 SAMPLE_JOBS = {
@@ -327,7 +304,7 @@ async def test_each_sample_is_accepted_and_reconciled(
     name = job["metadata"]["name"]
 
     async def initialized() -> bool:
-        status = await job_status(client, namespace, name)
+        status = await job_status(client, MPIJOBS, namespace, name)
         return any(
             c["type"] == "Initialized" and c["status"] == "True"
             for c in status.get("conditions") or ()
@@ -336,7 +313,7 @@ async def test_each_sample_is_accepted_and_reconciled(
     await eventually(initialized)
     spec = KIND.spec_model.model_validate(job["spec"])  # either T9k shape
     replicas = 0 if spec.run_mode and spec.run_mode.paused else spec.worker.replicas
-    workers = [n for n in await pods(client, namespace) if "-worker-" in n]
+    workers = [n for n in await live_pods(client, namespace) if "-worker-" in n]
     assert len(workers) == replicas
 
 
@@ -344,19 +321,21 @@ async def test_scaling_workers_updates_the_hostfile_and_the_pods(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
     await client.create(MPIJOBS, mpijob(namespace, "scale"))
-    await wait_for_phase(client, namespace, "scale", "Running")
+    await wait_for_phase(client, MPIJOBS, namespace, "scale", "Running")
     await client.patch(MPIJOBS, "scale", {"spec": {"worker": {"replicas": 3}}}, namespace)
 
     async def scaled() -> bool:
         hostfile = (await client.get(CONFIGMAPS, "scale-hostfile", namespace))["data"]["hostfile"]
-        return "scale-worker-2" in hostfile and "scale-worker-2" in await pods(client, namespace)
+        return "scale-worker-2" in hostfile and "scale-worker-2" in await live_pods(
+            client, namespace
+        )
 
     await eventually(scaled)
     await client.patch(MPIJOBS, "scale", {"spec": {"worker": {"replicas": 1}}}, namespace)
 
     async def shrunk() -> bool:
         hostfile = (await client.get(CONFIGMAPS, "scale-hostfile", namespace))["data"]["hostfile"]
-        workers = {n for n in await pods(client, namespace) if "-worker-" in n}
+        workers = {n for n in await live_pods(client, namespace) if "-worker-" in n}
         return hostfile.count("slots=") == 1 and workers == {"scale-worker-0"}
 
     await eventually(shrunk)
