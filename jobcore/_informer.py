@@ -168,6 +168,12 @@ class Informer:
                 self._call(handler.on_add, obj)
 
     def add_indexer(self, name: str, func: IndexFunc) -> None:
+        """File the cached objects under `func`'s values too; an index's name is its own."""
+        known = self._indexers.get(name)
+        if known is func:
+            return
+        if known is not None:
+            raise ValueError(f"the {self.resource.plural} informer already has an index {name!r}")
         self._indexers[name] = func
         index: dict[str, set[ObjectKey]] = {}
         self._indices[name] = index

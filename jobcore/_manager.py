@@ -12,7 +12,7 @@ import structlog
 from jobcore._client import Client
 from jobcore._controller import Controller
 from jobcore._errors import LeaderElectionLost
-from jobcore._informer import Informer
+from jobcore._informer import IndexFunc, Informer
 from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
 from jobcore._resources import Resource
 from jobcore._server import HealthChecks, ProbeServer
@@ -94,7 +94,11 @@ class Manager:
         field_selector: str | None = None,
         **options: Any,
     ) -> Informer:
-        """The shared informer for this resource and scope, created on first use."""
+        """The shared informer for this resource and scope, created on first use.
+
+        `options` configure the informer when it is created; asking again for the same scope
+        may only add `indexers` (under new names), since the informer is already shared.
+        """
         key = (resource, namespace, label_selector, field_selector)
         informer = self._informers.get(key)
         if informer is None:
@@ -107,6 +111,15 @@ class Manager:
                 **options,
             )
             self._informers[key] = informer
+            return informer
+        indexers: dict[str, IndexFunc] = options.pop("indexers", None) or {}
+        if options:
+            raise ValueError(
+                f"the {resource.plural} informer for this scope already exists; "
+                f"{', '.join(sorted(options))} can only be set by its first caller"
+            )
+        for name, func in indexers.items():
+            informer.add_indexer(name, func)
         return informer
 
     def add_controller(self, controller: Controller) -> None:

@@ -131,6 +131,24 @@ async def test_serves_health_readiness_and_controller_runtime_metrics(
             assert line in body, line
 
 
+async def test_a_shared_informer_takes_new_indexes_but_refuses_other_options(
+    client: Client, namespace: str
+) -> None:
+    manager = Manager(client, metrics_address=None, health_address=None)
+    first = manager.informer(CONFIGMAPS, namespace=namespace, max_backoff=0.5)
+    by_value = manager.informer(
+        CONFIGMAPS, namespace=namespace, indexers={"value": lambda o: [o["data"]["value"]]}
+    )
+    assert by_value is first
+    with pytest.raises(ValueError, match="max_backoff can only be set by its first caller"):
+        manager.informer(CONFIGMAPS, namespace=namespace, max_backoff=5.0)
+    async with background(first.run()):
+        await client.create(CONFIGMAPS, configmap(namespace, "indexed"))
+        await eventually(
+            lambda: [o["metadata"]["name"] for o in first.by_index("value", "0")] == ["indexed"]
+        )
+
+
 async def test_a_missing_crd_holds_back_only_its_own_controller(
     client: Client, namespace: str
 ) -> None:

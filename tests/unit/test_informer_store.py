@@ -10,6 +10,8 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
+import pytest
+
 from jobcore._informer import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Informer, strip_bulk
 from jobcore._resources import PODS, Object, ObjectKey
 
@@ -320,6 +322,16 @@ def test_add_indexer_indexes_existing_objects_and_later_changes() -> None:
     assert names(informer.by_index("app", "db")) == ["default/a"]
     assert informer.by_index("app", "web") == []
     assert_indices_consistent(informer)
+
+
+def test_an_index_name_keeps_its_function() -> None:
+    informer, _ = make_informer(indexers={"app": by_app})
+    informer.add_indexer("app", by_app)  # the same index again: nothing changes
+
+    with pytest.raises(ValueError, match="already has an index 'app'"):
+        informer.add_indexer("app", lambda obj: ())
+    informer._upsert(pod("a", 1, labels={"app": "web"}))
+    assert names(informer.by_index("app", "web")) == ["default/a"]
 
 
 def test_indexer_with_several_values_per_object() -> None:
