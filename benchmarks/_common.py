@@ -22,6 +22,18 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a process has used so far."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu(plane: ControlPlane) -> float:
+    """CPU seconds used so far by the API server and etcd together."""
+    return sum(cpu_seconds(pid) for pid in plane.pids.values())
+
+
 Row = tuple[str, str, str]
 """(figure, value with its unit, target or "")."""
 

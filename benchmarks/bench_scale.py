@@ -5,8 +5,9 @@
 One fresh control plane; `jobcore run` as its own process (so its RSS and CPU are its own);
 the simulated node in this process binds, starts and ends the pods (launchers exit 0 after
 half a second). Per run it reports the time from submitting N jobs to all workers created,
-all jobs Running and all Succeeded; the same creations by a plain concurrent asyncio client
-(the floor, measured before and after the controller and averaged) and the ratio to it; the
+all workers started by the node, all jobs Running and all Succeeded; the same creations by a
+plain concurrent asyncio client (the floor, measured before and after the controller and
+averaged), to all created and to all workers started, and the ratios to it; the
 controller's API requests per job beyond its creations (from its own /metrics), its peak RSS
 and CPU seconds, reconcile p50/p99 and errors. `--cache-pods` then measures the controller's
 peak RSS with that many pods in its cache. Targets (issue 8): ratio <= 1.25, <= 12 requests
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import socket
 import sys
 import time
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from benchmarks._common import machine, print_table
+from benchmarks._common import cpu_seconds, machine, print_table, server_cpu
 from benchmarks.bench_mpijob import children, mpijob
 from jobcore import (
     JOB_NAME_LABEL,
@@ -75,18 +75,6 @@ class Process:
                 key, _, value = line.rpartition(" ")
                 samples[key] = float(value)
         return samples
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds a process has used so far."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def server_cpu(plane: ControlPlane) -> float:
-    """CPU seconds used so far by the API server and etcd together."""
-    return sum(cpu_seconds(pid) for pid in plane.pids.values())
 
 
 def _free_port() -> int:
@@ -166,12 +154,15 @@ def quantile(samples: dict[str, float], q: float) -> float:
 
 async def floor(
     plane: ControlPlane, client: Client, namespace: str, jobs: int, workers: int
-) -> tuple[float, float]:
-    """Seconds (and API server + etcd CPU seconds) for a plain client to create what the
-    controller creates, all at once.
+) -> tuple[float, float, float]:
+    """A plain client creating what the controller creates, all at once: seconds until the
+    creations are answered, seconds until the node has started every worker, and the API
+    server + etcd CPU seconds of the first.
 
-    The simulated node binds and starts these pods as they come, as it does the controller's,
-    so both meet the same load on the API server.
+    The simulated node binds and starts these pods as they come, as it does the controller's.
+    The creations finish before the node does (its binds and status writes queue behind
+    them), while the controller's creations share their window with the node's writes: the
+    second time compares the two with the same node work done.
     """
     await client.create(NAMESPACES, {"metadata": {"name": namespace}})
     objects = children(namespace, jobs, workers)
@@ -181,7 +172,23 @@ async def floor(
         server = server_cpu(plane)
         started = time.perf_counter()
         await asyncio.gather(*(client.create(resource, obj) for resource, obj in objects))
-        return time.perf_counter() - started, server_cpu(plane) - server
+        created = time.perf_counter() - started
+        server = server_cpu(plane) - server
+        await eventually(lambda: workers_running(node, jobs * workers), timeout=600, interval=0.01)
+        return created, time.perf_counter() - started, server
+
+
+def workers_running(node: SimulatedNode, wanted: int) -> bool:
+    """Whether the node has started `wanted` worker pods (from its own cache: no extra load)."""
+    started = ("Running", "Succeeded", "Failed")
+    return (
+        sum(
+            "-worker-" in pod["metadata"]["name"]
+            and (pod.get("status") or {}).get("phase") in started
+            for pod in node.pods.list()
+        )
+        >= wanted
+    )
 
 
 def _phase(job: Object) -> str:
@@ -224,6 +231,9 @@ async def run_jobs(
         created = time.perf_counter() - started
         server_created = server_cpu(plane) - server
         cpu_created = proc.cpu_seconds() - cpu
+        at_created = await proc.metrics()
+        await eventually(lambda: workers_running(node, wanted), timeout=600, interval=0.01)
+        workers_started = time.perf_counter() - started
         await eventually(lambda: all_in("Running", "Succeeded"), timeout=600, interval=0.25)
         running = time.perf_counter() - started
         await eventually(lambda: all_in("Succeeded"), timeout=600, interval=0.25)
@@ -234,11 +244,14 @@ async def run_jobs(
         return {
             "created": created,
             "running": running,
+            "workers_running": workers_started,
             "succeeded": succeeded,
             "requests": requests(after) - requests(before),
             "beyond": (requests(after) - requests(before) - creations) / jobs,
             "posts": requests(after, "POST") - requests(before, "POST"),
             "patches": requests(after, "PATCH") - requests(before, "PATCH"),
+            "posts_created": requests(at_created, "POST") - requests(before, "POST"),
+            "patches_created": requests(at_created, "PATCH") - requests(before, "PATCH"),
             "cpu": proc.cpu_seconds() - cpu,
             "cpu_created": cpu_created,
             "server_created": server_created,
@@ -281,7 +294,7 @@ async def cached_pods_rss(plane: ControlPlane, client: Client, count: int) -> fl
 
 async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: list[str]) -> None:
     configure_logging(format="console", level="warning")
-    runs, ratios, plains = [], [], []
+    runs, ratios, plains, plains_running = [], [], [], []
     async with ControlPlane() as plane:
         client = await Client.from_kubeconfig(plane.kubeconfig_path)
         try:
@@ -289,22 +302,33 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
             await floor(plane, client, "warm-up", 10, workers)
             for n in range(rounds):
                 # The floor runs before and after the controller: neither meets a fuller etcd.
-                before, cpu_before = await floor(plane, client, f"floor-{n}-before", jobs, workers)
+                before, before_running, cpu_before = await floor(
+                    plane, client, f"floor-{n}-before", jobs, workers
+                )
                 run = await run_jobs(plane, client, f"jobs-{n}", jobs, workers, *options)
-                after, cpu_after = await floor(plane, client, f"floor-{n}-after", jobs, workers)
+                after, after_running, cpu_after = await floor(
+                    plane, client, f"floor-{n}-after", jobs, workers
+                )
                 run["server_floor"] = (cpu_before + cpu_after) / 2
                 runs.append(run)
                 plains.append((before + after) / 2)
+                plains_running.append((before_running + after_running) / 2)
                 ratios.append(run["created"] / plains[-1])
             rss = await cached_pods_rss(plane, client, cache_pods) if cache_pods else None
         finally:
             await client.close()
     median = sorted(range(rounds), key=lambda i: ratios[i])[rounds // 2]
-    run, plain = runs[median], plains[median]
+    run, plain, plain_running = runs[median], plains[median], plains_running[median]
     print(f"machine: {machine()}")
     print(f"{jobs} MPIJobs x {workers} workers, driven to Succeeded by the simulated node;")
     print(
         f"{rounds} rounds, the median round shown; ratios: " + ", ".join(f"{r:.2f}" for r in ratios)
+    )
+    print(
+        "ratios at all workers started: "
+        + ", ".join(
+            f"{r['workers_running'] / p:.2f}" for r, p in zip(runs, plains_running, strict=True)
+        )
     )
     if options:
         print("jobcore run " + " ".join(options))
@@ -312,10 +336,18 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
         (f"plain client: the same {jobs * (workers + 3)} objects", f"{plain:.2f} s", ""),
         ("controller: submit -> all workers created", f"{run['created']:.2f} s", ""),
         ("ratio to the plain client", f"{run['created'] / plain:.2f}", "<= 1.25"),
+        ("plain client: ... and all workers started", f"{plain_running:.2f} s", ""),
+        ("controller: submit -> all workers started", f"{run['workers_running']:.2f} s", ""),
+        ("ratio to the plain client", f"{run['workers_running'] / plain_running:.2f}", ""),
         ("controller: submit -> all jobs Running", f"{run['running']:.2f} s", ""),
         ("controller: submit -> all jobs Succeeded", f"{run['succeeded']:.2f} s", ""),
         ("API requests by the controller", f"{run['requests']:.0f}", ""),
         ("  of which POST / PATCH", f"{run['posts']:.0f} / {run['patches']:.0f}", ""),
+        (
+            "  until all workers created",
+            f"{run['posts_created']:.0f} / {run['patches_created']:.0f}",
+            "",
+        ),
         ("requests per job beyond its creations", f"{run['beyond']:.1f}", "<= 12"),
         ("controller CPU seconds", f"{run['cpu']:.1f} s", ""),
         ("  of which until all workers created", f"{run['cpu_created']:.1f} s", ""),
