@@ -44,7 +44,8 @@ from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()
 LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
-PAGE = 4096
+WARM_UP = 10
+"""Jobs run before each measurement, by the floor's client and by the controller."""
 
 
 @dataclass
@@ -198,25 +199,36 @@ def _phase(job: Object) -> str:
 async def run_jobs(
     plane: ControlPlane, client: Client, namespace: str, jobs: int, workers: int, *options: str
 ) -> dict[str, float]:
-    """Submit the jobs to a fresh controller process; time them to Succeeded."""
+    """Submit the jobs to a fresh controller process; time them to Succeeded.
+
+    The controller first runs WARM_UP jobs to the end, as the floor's client first creates
+    theirs: both then start with their connections open.
+    """
     await client.create(NAMESPACES, {"metadata": {"name": namespace}})
     node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace, workers=64)
     node.when(LAUNCHER, exit_code=0, after=0.5)
-    wanted = jobs * workers
+    wanted = (WARM_UP + jobs) * workers
 
     def workers_created() -> bool:
         # The node's own pod cache: counting adds no watch, so no load the floor lacks.
         return sum("-worker-" in p["metadata"]["name"] for p in node.pods.list()) >= wanted
 
-    async def all_in(*phases: str) -> bool:
+    async def all_in(*phases: str, count: int = WARM_UP + jobs) -> bool:
         listed = (await client.list(KIND.resource, namespace))["items"]
-        return len(listed) == jobs and all(_phase(job) in phases for job in listed)
+        return len(listed) == count and all(_phase(job) in phases for job in listed)
 
     async with (
         controller(plane.kubeconfig_path, namespace, *options) as proc,
         background(node.run()),
     ):
         await node.pods.wait_for_sync()
+        await asyncio.gather(
+            *(
+                client.create(KIND.resource, mpijob(namespace, f"warm-up-{j}", workers))
+                for j in range(WARM_UP)
+            )
+        )
+        await eventually(lambda: all_in("Succeeded", count=WARM_UP), timeout=120, interval=0.25)
         before = await proc.metrics()
         cpu = proc.cpu_seconds()
         server = server_cpu(plane)
@@ -299,7 +311,7 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
         client = await Client.from_kubeconfig(plane.kubeconfig_path)
         try:
             await install_crd(client, crd_for(KIND))
-            await floor(plane, client, "warm-up", 10, workers)
+            await floor(plane, client, "warm-up", WARM_UP, workers)
             for n in range(rounds):
                 # The floor runs before and after the controller: neither meets a fuller etcd.
                 before, before_running, cpu_before = await floor(
