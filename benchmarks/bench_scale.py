@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from benchmarks import floor_client
 from benchmarks._common import cpu_seconds, machine, print_table, server_cpu
-from benchmarks.bench_mpijob import children, mpijob
+from benchmarks.bench_mpijob import mpijob
 from jobcore import (
     JOB_NAME_LABEL,
     NAMESPACES,
@@ -44,8 +45,8 @@ from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()
 LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
-WARM_UP = 10
-"""Jobs run before each measurement, by the floor's client and by the controller."""
+WARM_UP = floor_client.WARM_UP
+"""Jobs run before each measurement, by the controller as by the floor's client."""
 
 
 @dataclass
@@ -160,21 +161,39 @@ async def floor(
     creations are answered, seconds until the node has started every worker, and the API
     server + etcd CPU seconds of the first.
 
-    The simulated node binds and starts these pods as they come, as it does the controller's.
-    The creations finish before the node does (its binds and status writes queue behind
-    them), while the controller's creations share their window with the node's writes: the
-    second time compares the two with the same node work done.
+    The client is a process of its own (benchmarks.floor_client), as the controller is, and
+    the simulated node in this process binds and starts the pods as they come, for the floor
+    as for the controller.
     """
     await client.create(NAMESPACES, {"metadata": {"name": namespace}})
-    objects = children(namespace, jobs, workers)
     node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace, workers=64)
     async with background(node.run()):
         await node.pods.wait_for_sync()  # serving before the first pod comes, as in a run
-        server = server_cpu(plane)
-        started = time.perf_counter()
-        await asyncio.gather(*(client.create(resource, obj) for resource, obj in objects))
-        created = time.perf_counter() - started
-        server = server_cpu(plane) - server
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "benchmarks.floor_client",
+            plane.kubeconfig_path,
+            namespace,
+            str(jobs),
+            str(workers),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            if await process.stdout.readline() != b"ready\n":
+                raise RuntimeError("the floor's client did not start")
+            server = server_cpu(plane)
+            started = time.perf_counter()
+            process.stdin.write(b"go\n")
+            await process.stdin.drain()
+            if await process.stdout.readline() != b"done\n":
+                raise RuntimeError("the floor's client failed")
+            created = time.perf_counter() - started
+            server = server_cpu(plane) - server
+        finally:
+            await process.wait()
         await eventually(lambda: workers_running(node, jobs * workers), timeout=600, interval=0.01)
         return created, time.perf_counter() - started, server
 
@@ -202,7 +221,7 @@ async def run_jobs(
     """Submit the jobs to a fresh controller process; time them to Succeeded.
 
     The controller first runs WARM_UP jobs to the end, as the floor's client first creates
-    theirs: both then start with their connections open.
+    their children: both then start with their connections open.
     """
     await client.create(NAMESPACES, {"metadata": {"name": namespace}})
     node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace, workers=64)
@@ -311,7 +330,6 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
         client = await Client.from_kubeconfig(plane.kubeconfig_path)
         try:
             await install_crd(client, crd_for(KIND))
-            await floor(plane, client, "warm-up", WARM_UP, workers)
             for n in range(rounds):
                 # The floor runs before and after the controller: neither meets a fuller etcd.
                 before, before_running, cpu_before = await floor(
