@@ -3,12 +3,12 @@
 Plugin authors use it as the project's own tests do: `ControlPlane` runs etcd and
 kube-apiserver from `KUBEBUILDER_ASSETS`; `SimulatedNode` plays scheduler and kubelet for
 Pods; `background` keeps a runnable going for the length of a block; `eventually` waits
-for a condition; `install_crd`, `job_status`, `wait_for_phase`, `wait_for_phases`,
-`condition`, `live_pods` and `event_reasons` are what a job kind's tests check;
-`FaultProxy` stands between a controller and the API server and fails a share of its
-requests (`Faults`). The pytest plugin
-(`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides the
-`control_plane`, `kubeconfig_path`, `client`, `namespace` and `simulated_node` fixtures.
+for a condition; `job_controller` runs a kind's controller for a block; `install_crd`,
+`job_status`, `wait_for_phase`, `wait_for_phases`, `condition`, `live_pods` and
+`event_reasons` are what a job kind's tests check; `FaultProxy` stands between a
+controller and the API server and fails a share of its requests (`Faults`). The pytest
+plugin (`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides
+the `control_plane`, `kubeconfig_path`, `client`, `namespace` and `simulated_node` fixtures.
 """
 
 from jobcore.testing._background import background
@@ -19,6 +19,7 @@ from jobcore.testing._jobs import (
     condition,
     event_reasons,
     install_crd,
+    job_controller,
     job_status,
     live_pods,
     schemaless_crd,
@@ -44,6 +45,7 @@ __all__ = [
     "event_reasons",
     "eventually",
     "install_crd",
+    "job_controller",
     "job_status",
     "live_pods",
     "process_node_available",

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from jobcore._client import Client
+from jobcore._controller import Controller
+from jobcore._crd import crd_for
 from jobcore._errors import AlreadyExistsError
+from jobcore._jobkind import JobKind
+from jobcore._jobreconciler import add_job_controller
+from jobcore._manager import Manager
 from jobcore._resources import CUSTOM_RESOURCE_DEFINITIONS, EVENTS, PODS, Object, Resource
+from jobcore.testing._background import background
 from jobcore.testing._eventually import eventually
 
 
@@ -24,6 +30,21 @@ async def install_crd(client: Client, crd: Object) -> None:
             return
         await asyncio.sleep(0.1)
     raise TimeoutError(f"CRD {crd['metadata']['name']} was not established")
+
+
+@contextlib.asynccontextmanager
+async def job_controller(
+    client: Client, kind: JobKind[Any], *, namespace: str, **options: Any
+) -> AsyncIterator[Controller]:
+    """The kind's CRD installed and its controller running for `namespace`, for the block.
+
+    `options` go to `add_job_controller` (`gang_scheduler`, `max_concurrent_reconciles`).
+    """
+    await install_crd(client, crd_for(kind))
+    manager = Manager(client, metrics_address=None, health_address=None)
+    controller = add_job_controller(manager, kind, namespace=namespace, **options)
+    async with background(manager.run()):
+        yield controller
 
 
 def schemaless_crd(resource: Resource) -> Object:

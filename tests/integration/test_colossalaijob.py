@@ -18,17 +18,14 @@ from jobcore import (
     SERVICES,
     Client,
     Controller,
-    Manager,
     Object,
-    add_job_controller,
-    crd_for,
 )
 from jobcore.testing import (
     SimulatedNode,
     background,
     condition,
     eventually,
-    install_crd,
+    job_controller,
     job_status,
     live_pods,
     wait_for_phase,
@@ -66,10 +63,7 @@ def colossalaijob(namespace: str, name: str, **spec: Any) -> Object:
 @pytest.fixture
 async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
     """The ColossalAIJob controller, scoped to the test's namespace."""
-    await install_crd(client, crd_for(KIND))
-    manager = Manager(client, metrics_address=None, health_address=None)
-    controller = add_job_controller(manager, KIND, namespace=namespace)
-    async with background(manager.run()):
+    async with job_controller(client, KIND, namespace=namespace) as controller:
         yield controller
 
 

@@ -14,17 +14,13 @@ from jobcore import (
     REPLICA_TYPE_LABEL,
     Client,
     Controller,
-    Manager,
     Object,
-    add_job_controller,
-    crd_for,
 )
 from jobcore.testing import (
     SimulatedNode,
-    background,
     condition,
     eventually,
-    install_crd,
+    job_controller,
     job_status,
     live_pods,
     wait_for_phase,
@@ -65,10 +61,7 @@ def elastic(namespace: str, name: str, replicas: int = 2) -> Object:
 @pytest.fixture
 async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
     """The HorovodJob controller, scoped to the test's namespace."""
-    await install_crd(client, crd_for(KIND))
-    manager = Manager(client, metrics_address=None, health_address=None)
-    controller = add_job_controller(manager, KIND, namespace=namespace)
-    async with background(manager.run()):
+    async with job_controller(client, KIND, namespace=namespace) as controller:
         yield controller
 
 

@@ -8,7 +8,6 @@ MPIJob stands for every kind, ColossalAIJob where its defaults differ.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -22,17 +21,12 @@ from jobcore import (
     RUN_MODE_LABEL,
     Client,
     Controller,
-    GangScheduler,
-    JobKind,
-    Manager,
     NotFoundError,
     Object,
     Resource,
     SchedulerPlugins,
     T9kScheduler,
     Volcano,
-    add_job_controller,
-    crd_for,
 )
 from jobcore.testing import (
     SimulatedNode,
@@ -41,6 +35,7 @@ from jobcore.testing import (
     event_reasons,
     eventually,
     install_crd,
+    job_controller,
     job_status,
     live_pods,
     schemaless_crd,
@@ -89,28 +84,10 @@ def with_init_container(job: Object) -> Object:
     return job
 
 
-@contextlib.asynccontextmanager
-async def running_controller(
-    client: Client,
-    namespace: str,
-    *,
-    kind: JobKind[Any] = KIND,
-    gang_scheduler: GangScheduler | None = None,
-) -> AsyncIterator[Controller]:
-    """A manager running the kind's controller for the namespace, for the block's length."""
-    await install_crd(client, crd_for(kind))
-    manager = Manager(client, metrics_address=None, health_address=None)
-    controller = add_job_controller(
-        manager, kind, namespace=namespace, gang_scheduler=gang_scheduler
-    )
-    async with background(manager.run()):
-        yield controller
-
-
 @pytest.fixture
 async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
     """The MPIJob controller, scoped to the test's namespace, without a gang scheduler."""
-    async with running_controller(client, namespace) as controller:
+    async with job_controller(client, KIND, namespace=namespace) as controller:
         yield controller
 
 
@@ -470,7 +447,7 @@ async def test_colossalai_debug_mode_sleeps_in_every_pod(
             "runMode": {"debug": {"enabled": True}},
         },
     }
-    async with running_controller(client, namespace, kind=COLOSSAL):
+    async with job_controller(client, COLOSSAL, namespace=namespace):
         await client.create(jobs, job)
         status = await wait_for_phase(client, jobs, namespace, "cai", "Running")
         assert condition(status, "Running")["reason"] == "Debugging"
@@ -543,7 +520,9 @@ async def test_volcano_pod_groups_for_every_job(
     queued = mpijob(namespace, "vq", replicas=1)
     queued["metadata"]["annotations"] = {Volcano.QUEUE_ANNOTATION: "research"}
     try:
-        async with running_controller(client, namespace, gang_scheduler=Volcano(queue="batch")):
+        async with job_controller(
+            client, KIND, namespace=namespace, gang_scheduler=Volcano(queue="batch")
+        ):
             await client.create(MPIJOBS, job)
             await client.create(MPIJOBS, queued)
             await asyncio.gather(
@@ -571,7 +550,7 @@ async def test_scheduler_plugins_pod_groups_for_every_job(
 ) -> None:
     await install_crd(client, schemaless_crd(SchedulerPlugins.resource))
     gang = SchedulerPlugins(schedule_timeout_seconds=60)
-    async with running_controller(client, namespace, gang_scheduler=gang):
+    async with job_controller(client, KIND, namespace=namespace, gang_scheduler=gang):
         await client.create(MPIJOBS, mpijob(namespace, "sp"))
         await phase_reached(client, namespace, "sp", "Running")
 
@@ -590,7 +569,7 @@ async def test_a_missing_pod_group_crd_holds_the_job_with_a_clear_condition(
     client: Client, namespace: str, simulated_node: SimulatedNode
 ) -> None:
     await install_crd(client, schemaless_crd(T9kScheduler.resource))
-    async with running_controller(client, namespace, gang_scheduler=UninstalledGang()):
+    async with job_controller(client, KIND, namespace=namespace, gang_scheduler=UninstalledGang()):
         await client.create(MPIJOBS, mpijob(namespace, "stranded"))
         t9k = {"t9kScheduler": {"queue": "default"}}
         await client.create(MPIJOBS, mpijob(namespace, "served", scheduler=t9k))

@@ -14,8 +14,14 @@ import yaml
 
 from controllers.allreduce import compile_allreduce
 from controllers.sandbox import run_sandbox
-from jobcore import PODS, Client, Controller, Manager, Object, add_job_controller, crd_for
-from jobcore.testing import ProcessNode, background, eventually, install_crd, process_node_available
+from jobcore import PODS, Client, Controller, Object
+from jobcore.testing import (
+    ProcessNode,
+    background,
+    eventually,
+    job_controller,
+    process_node_available,
+)
 from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()
@@ -53,10 +59,7 @@ async def node(client: Client, namespace: str) -> AsyncIterator[ProcessNode]:
 
 @pytest.fixture
 async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    await install_crd(client, crd_for(KIND))
-    manager = Manager(client, metrics_address=None, health_address=None)
-    controller = add_job_controller(manager, KIND, namespace=namespace)
-    async with background(manager.run()):
+    async with job_controller(client, KIND, namespace=namespace) as controller:
         yield controller
 
 

@@ -36,6 +36,7 @@ from jobcore.testing import (
     event_reasons,
     eventually,
     install_crd,
+    job_controller,
     job_status,
     live_pods,
     schemaless_crd,
@@ -76,10 +77,7 @@ def mpijob(namespace: str, name: str, *, replicas: int = 2, **spec: Any) -> Obje
 @pytest.fixture
 async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
     """The MPIJob controller, scoped to the test's namespace."""
-    await install_crd(client, crd_for(KIND))
-    manager = Manager(client, metrics_address=None, health_address=None)
-    controller = add_job_controller(manager, KIND, namespace=namespace)
-    async with background(manager.run()):
+    async with job_controller(client, KIND, namespace=namespace) as controller:
         yield controller
 
 

@@ -19,12 +19,9 @@ from jobcore import (
     SECRETS,
     SERVICES,
     Client,
-    Manager,
     Object,
-    add_job_controller,
-    crd_for,
 )
-from jobcore.testing import SimulatedNode, background, eventually, install_crd
+from jobcore.testing import SimulatedNode, background, eventually, job_controller
 from jobkinds.mpijob import MPIJobKind
 
 pytestmark = pytest.mark.integration
@@ -35,10 +32,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 
 @pytest.fixture
 async def controller(client: Client, namespace: str) -> AsyncIterator[None]:
-    await install_crd(client, crd_for(KIND))
-    manager = Manager(client, metrics_address=None, health_address=None)
-    add_job_controller(manager, KIND, namespace=namespace)
-    async with background(manager.run()):
+    async with job_controller(client, KIND, namespace=namespace):
         yield
 
 

@@ -18,16 +18,12 @@ from jobcore import (
     Client,
     ConflictError,
     Controller,
-    Manager,
     Object,
-    add_job_controller,
-    crd_for,
 )
 from jobcore.testing import (
     SimulatedNode,
-    background,
     eventually,
-    install_crd,
+    job_controller,
     job_status,
     wait_for_phase,
 )
@@ -58,10 +54,7 @@ def mpijob(namespace: str, name: str) -> Object:
 
 @pytest.fixture
 async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    await install_crd(client, crd_for(KIND))
-    manager = Manager(client, metrics_address=None, health_address=None)
-    controller = add_job_controller(manager, KIND, namespace=namespace)
-    async with background(manager.run()):
+    async with job_controller(client, KIND, namespace=namespace) as controller:
         yield controller
 
 

@@ -14,16 +14,12 @@ from jobcore import (
     REPLICA_TYPE_LABEL,
     SERVICES,
     Client,
-    Manager,
     Object,
-    add_job_controller,
-    crd_for,
 )
 from jobcore.testing import (
     SimulatedNode,
-    background,
     condition,
-    install_crd,
+    job_controller,
     live_pods,
     wait_for_phase,
 )
@@ -49,10 +45,7 @@ def torchjob(namespace: str, name: str) -> Object:
 @pytest.fixture
 async def controller(client: Client, namespace: str) -> AsyncIterator[None]:
     """The TorchJob controller, scoped to the test's namespace."""
-    await install_crd(client, crd_for(KIND))
-    manager = Manager(client, metrics_address=None, health_address=None)
-    add_job_controller(manager, KIND, namespace=namespace)
-    async with background(manager.run()):
+    async with job_controller(client, KIND, namespace=namespace):
         yield
 
 
