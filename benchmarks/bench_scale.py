@@ -57,9 +57,15 @@ class Process:
     metrics_port: int
 
     def peak_rss_mb(self) -> float:
+        return self._status_mb("VmHWM:")
+
+    def rss_mb(self) -> float:
+        return self._status_mb("VmRSS:")
+
+    def _status_mb(self, field: str) -> float:
         with open(f"/proc/{self.pid}/status") as status:
             for line in status:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field):
                     return int(line.split()[1]) / 1024
         return 0.0
 
@@ -287,6 +293,7 @@ async def run_jobs(
             "cpu_created": cpu_created,
             "server_created": server_created,
             "rss": proc.peak_rss_mb(),
+            "rss_end": proc.rss_mb(),
             "p50": quantile(after, 0.5) * 1000,
             "p99": quantile(after, 0.99) * 1000,
             "errors": sum(
@@ -386,7 +393,7 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
             (f"{run['server_floor']:.1f} / {run['server_created']:.1f} s"),
             "",
         ),
-        ("controller peak RSS", f"{run['rss']:.0f} MB", ""),
+        ("controller peak RSS / RSS at the end", f"{run['rss']:.0f} / {run['rss_end']:.0f} MB", ""),
         ("reconcile p50 / p99", f"{run['p50']:.1f} / {run['p99']:.0f} ms", ""),
         ("reconcile errors", f"{run['errors']:.0f}", "0"),
     ]
