@@ -15,6 +15,7 @@ from typing import Any
 from controllers import render
 from controllers.kinds import ENTRY_POINT_GROUP, InstalledKind, KindLoadError, installed_kinds
 from jobcore import (
+    DEFAULT_MAX_CONNECTIONS,
     Client,
     GangScheduler,
     JobKind,
@@ -117,6 +118,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-election-namespace", default="default")
     run.add_argument("--leader-election-id", default="jobcore-controller")
     run.add_argument("--max-concurrent-reconciles", type=int, default=16, help="per kind")
+    run.add_argument(
+        "--api-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        help="connections to the API server at most (each holds about 0.3 MB)",
+    )
     _add_gang_arguments(run)
 
     raw = argparse.RawDescriptionHelpFormatter
@@ -180,9 +187,9 @@ def _gang_scheduler(args: argparse.Namespace) -> GangScheduler | None:
 async def _run(args: argparse.Namespace) -> int:
     kinds = _kinds(args.kinds)
     if args.kubeconfig:
-        client = await Client.from_kubeconfig(args.kubeconfig)
+        client = await Client.from_kubeconfig(args.kubeconfig, max_connections=args.api_connections)
     else:
-        client = await Client.from_environment()
+        client = await Client.from_environment(max_connections=args.api_connections)
     election = None
     if args.leader_elect:
         election = LeaderElectionConfig(

@@ -22,7 +22,7 @@ Modules, from the bottom up:
 Everything a plugin may use is imported here; the underscored modules are private.
 """
 
-from jobcore._client import Client, PatchType, WatchEvent
+from jobcore._client import DEFAULT_MAX_CONNECTIONS, Client, PatchType, WatchEvent
 from jobcore._controller import Controller, Reconciler, Result, reconciler_from
 from jobcore._crd import crd_for, structural_schema, write_crds
 from jobcore._errors import (
@@ -127,6 +127,7 @@ __all__ = [
     "CONFIGMAPS",
     "CONTROLLER_UID_INDEX",
     "CUSTOM_RESOURCE_DEFINITIONS",
+    "DEFAULT_MAX_CONNECTIONS",
     "EVENTS",
     "JOB_KIND_LABEL",
     "JOB_NAME_LABEL",

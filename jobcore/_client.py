@@ -39,6 +39,9 @@ _APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 _log = structlog.get_logger("jobcore.client")
 
 
+DEFAULT_MAX_CONNECTIONS = 100
+"""Connections to the API server a client opens at most (kubernetes-asyncio's default)."""
+
 _DEEPEST = 20_000
 """Nesting the decoder follows (the API server stores up to 10,000 levels)."""
 
@@ -113,20 +116,43 @@ class Client:
 
     @classmethod
     async def from_kubeconfig(
-        cls, path: str | None = None, *, context: str | None = None, **options: Any
+        cls,
+        path: str | None = None,
+        *,
+        context: str | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        **options: Any,
     ) -> Client:
-        """A client for the kubeconfig at `path` (default: `$KUBECONFIG` or ~/.kube/config)."""
-        api_client = await k8s_config.new_client_from_config(config_file=path, context=context)
-        return cls(api_client, **options)
+        """A client for the kubeconfig at `path` (default: `$KUBECONFIG` or ~/.kube/config).
+
+        At most `max_connections` requests are in flight at once (each open connection
+        holds about 0.3 MB of TLS buffers); more wait for a free connection.
+        """
+        configuration = type.__call__(k8s_client.Configuration)  # not the shared default
+        await k8s_config.load_kube_config(
+            config_file=path, context=context, client_configuration=configuration
+        )
+        return cls._configured(configuration, max_connections, options)
 
     @classmethod
-    async def from_environment(cls, **options: Any) -> Client:
+    async def from_environment(
+        cls, *, max_connections: int = DEFAULT_MAX_CONNECTIONS, **options: Any
+    ) -> Client:
         """The in-cluster service account when running in a Pod, else the kubeconfig."""
         if os.environ.get("KUBERNETES_SERVICE_HOST"):
-            configuration = k8s_client.Configuration()
+            configuration = type.__call__(k8s_client.Configuration)
             k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            return cls(k8s_client.ApiClient(configuration), **options)
-        return await cls.from_kubeconfig(**options)
+            return cls._configured(configuration, max_connections, options)
+        return await cls.from_kubeconfig(max_connections=max_connections, **options)
+
+    @classmethod
+    def _configured(
+        cls, configuration: k8s_client.Configuration, max_connections: int, options: Any
+    ) -> Client:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+        configuration.connection_pool_maxsize = max_connections
+        return cls(k8s_client.ApiClient(configuration), **options)
 
     async def close(self) -> None:
         await self._session.close()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
 from jobcore import (
@@ -138,3 +141,24 @@ async def test_watch_streams_changes_from_a_resource_version(
     ):
         events.append((event_type, obj["metadata"].get("name")))
     assert ("ADDED", "w") in events
+
+
+async def test_max_connections_bounds_the_requests_in_flight(
+    kubeconfig_path: str, namespace: str
+) -> None:
+    async with await Client.from_kubeconfig(kubeconfig_path, max_connections=1) as client:
+
+        async def watch() -> None:
+            async for _ in client.watch(CONFIGMAPS, namespace, timeout_seconds=2):
+                pass
+
+        watching = asyncio.create_task(watch())
+        await asyncio.sleep(0.5)  # the watch holds the only connection
+        started = time.monotonic()
+        await client.list(CONFIGMAPS, namespace)
+        waited = time.monotonic() - started
+        await watching
+    assert waited > 1.0, "the list had to wait for the watch's connection"
+
+    with pytest.raises(ValueError, match="max_connections must be at least 1"):
+        await Client.from_kubeconfig(kubeconfig_path, max_connections=0)
