@@ -147,7 +147,7 @@ class Client:
 
     @classmethod
     def _configured(
-        cls, configuration: k8s_client.Configuration, max_connections: int, options: Any
+        cls, configuration: k8s_client.Configuration, max_connections: int, options: dict[str, Any]
     ) -> Client:
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, not {max_connections}")
