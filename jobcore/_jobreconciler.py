@@ -489,7 +489,7 @@ class JobReconciler(Generic[SpecT]):
         # The watch may have delivered this very write while the patch was answered.
         cached = self.jobs.get(meta["name"], meta["namespace"])
         seen = cached is not None and cached["metadata"].get("resourceVersion") == version
-        self._written[key] = _Written(meta["uid"], version, status, self.clock(), not seen)
+        self._written[key] = _Written(meta["uid"], version, self.clock(), None if seen else status)
         self._announce(obj, previous, status)
         return None
 
@@ -546,7 +546,11 @@ class JobReconciler(Generic[SpecT]):
         cache has caught up it is the truth again, other writers' changes included.
         """
         written = self._written.get(ObjectKey.of(obj))
-        if written is not None and written.current and written.uid == obj["metadata"]["uid"]:
+        if (
+            written is not None
+            and written.status is not None
+            and written.uid == obj["metadata"]["uid"]
+        ):
             return written.status
         return _read_status(obj)
 
@@ -567,13 +571,16 @@ class _Refused(TerminalError):
 
 @dataclasses.dataclass(slots=True)
 class _Written:
-    """The status this process last wrote to a job, and whether the cache still lags it."""
+    """This process's last status write to a job: when, and the status while the cache lags it.
+
+    Once the cache shows the write, the status is dropped: the cache is the truth again, and
+    a thousand ended jobs need not keep theirs twice.
+    """
 
     uid: str
     version: str
-    status: JobStatus
     at: float
-    current: bool = True
+    status: JobStatus | None
 
 
 class _WriteObserver:
@@ -589,7 +596,7 @@ class _WriteObserver:
     def _seen(self, obj: Object) -> None:
         written = self._written.get(ObjectKey.of(obj))
         if written is not None and written.version == obj["metadata"].get("resourceVersion"):
-            written.current = False
+            written.status = None
 
     def on_add(self, obj: Object) -> None:
         self._seen(obj)
