@@ -21,7 +21,7 @@ from contextlib import AsyncExitStack
 
 from benchmarks._common import machine, print_table, server_cpu
 from benchmarks.bench_mpijob import children, mpijob
-from benchmarks.bench_scale import KIND, workers_running
+from benchmarks.bench_scale import KIND, STARTED, pods_seen
 from jobcore import (
     CONFIGMAPS,
     EVENTS,
@@ -122,7 +122,11 @@ async def round_(
             await meter.charge(
                 f"a worker bound and started by the node{watched}",
                 wanted,
-                eventually(lambda: workers_running(node, wanted), timeout=600, interval=0.01),
+                eventually(
+                    lambda: pods_seen(node, wanted, "-worker-", *STARTED),
+                    timeout=600,
+                    interval=0.01,
+                ),
             )
         await meter.charge(
             f"an MPIJob's creation{watched}",

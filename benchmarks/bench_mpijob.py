@@ -56,10 +56,18 @@ def mpijob(namespace: str, name: str, workers: int) -> Object:
     }
 
 
-def children(namespace: str, jobs: int, workers: int) -> list[tuple[Resource, Object]]:
-    """The very objects the controller creates for these jobs, rendered by the kind itself."""
+def children(
+    namespace: str, jobs: int, workers: int, *, launchers: bool = False
+) -> list[tuple[Resource, Object]]:
+    """The very objects the controller creates for these jobs, rendered by the kind itself.
+
+    With `launchers`, also each job's launcher, which the kind renders once every worker is
+    Ready; the launchers come last, as the controller creates them after the workers.
+    """
     resources = {resource.kind: resource for resource in KIND.child_resources}
-    objects = []
+    objects: list[tuple[Resource, Object]] = []
+    last: list[tuple[Resource, Object]] = []
+    pods: dict[str, Object] = {}
     for j in range(jobs):
         raw = mpijob(namespace, f"job-{j}", workers)
         job = Job(
@@ -71,10 +79,20 @@ def children(namespace: str, jobs: int, workers: int) -> list[tuple[Resource, Ob
             status=JobStatus(),
             obj=raw,
         )
-        for obj in KIND.render(job, Observed({})):
+        rendered = KIND.render(job, Observed({}))
+        if launchers:
+            ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            pods = {
+                o["metadata"]["name"]: {**o, "status": ready}
+                for o in rendered
+                if o["kind"] == "Pod"
+            }
+            rendered = KIND.render(job, Observed({PODS: pods}))
+        for obj in rendered:
             obj["metadata"]["labels"] = {**obj["metadata"].get("labels", {}), **job.labels()}
-            objects.append((resources[obj["kind"]], obj))
-    return objects
+            launcher = launchers and obj["kind"] == "Pod" and obj["metadata"]["name"] not in pods
+            (last if launcher else objects).append((resources[obj["kind"]], obj))
+    return objects + last
 
 
 async def floor(client: Client, namespace: str, jobs: int, workers: int) -> float:

@@ -4,8 +4,8 @@
 
 Creates WARM_UP jobs' children in a namespace of their own (so its connections are open, as
 the controller's are after its warm-up jobs), prints `ready`, waits for a line on stdin,
-then creates the children of JOBS MPIJobs in NAMESPACE (which must exist), all requests at
-once, and prints `done`.
+then creates the children of JOBS MPIJobs in NAMESPACE (which must exist), launchers
+included and last, all requests at once, and prints `done`.
 bench_scale times it from outside; the simulated node stays in bench_scale's process for
 the floor as for the controller, so neither shares its process with the node.
 """
@@ -23,7 +23,7 @@ WARM_UP = 10
 
 
 async def create_all(client: Client, namespace: str, jobs: int, workers: int) -> None:
-    objects = children(namespace, jobs, workers)
+    objects = children(namespace, jobs, workers, launchers=True)
     await asyncio.gather(*(client.create(resource, obj) for resource, obj in objects))
 
 
