@@ -36,12 +36,12 @@ from jobcore.testing import (
     wait_for_phases,
 )
 from jobkinds.mpijob import MPIJobKind
+from tests.mpijobs import mpijob, pods_of
 
 pytestmark = pytest.mark.integration
 
 KIND = MPIJobKind()
 MPIJOBS = KIND.resource
-WORKERS = 2
 LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 
 
@@ -87,29 +87,6 @@ async def node(client: Client, namespace: str) -> AsyncIterator[SimulatedNode]:
     add_job_controller(manager, KIND, namespace=namespace)
     async with background(node.run()), background(manager.run()):
         yield node
-
-
-def mpijob(namespace: str, name: str) -> Object:
-    container = {"name": "mpi-worker", "image": "mpi:latest"}
-    return {
-        "apiVersion": MPIJOBS.api_version,
-        "kind": MPIJOBS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": WORKERS,
-                "cmd": ["./allreduce"],
-                "template": {"spec": {"containers": [container]}},
-            }
-        },
-    }
-
-
-def pods_of(names: list[str]) -> set[str]:
-    """The pods an MPIJob of each name runs: its workers and its launcher."""
-    return {f"{n}-worker-{i}" for n in names for i in range(WORKERS)} | {
-        f"{n}-launcher" for n in names
-    }
 
 
 async def pod_uids(client: Client, namespace: str) -> dict[str, str]:

@@ -42,12 +42,12 @@ from jobcore.testing import (
     wait_for_phases,
 )
 from jobkinds.mpijob import MPIJobKind
+from tests.mpijobs import mpijob, pods_of
 
 pytestmark = pytest.mark.integration
 
 KIND = MPIJobKind()
 MPIJOBS = KIND.resource
-WORKERS = 2
 LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 LEASE_DURATION = 15.0
 """The CLI's lease duration (LeaderElectionConfig's default)."""
@@ -199,29 +199,6 @@ class PodHistory:
 
     def on_delete(self, obj: Object) -> None:
         pass
-
-
-def mpijob(namespace: str, name: str) -> Object:
-    container = {"name": "mpi-worker", "image": "mpi:latest"}
-    return {
-        "apiVersion": MPIJOBS.api_version,
-        "kind": MPIJOBS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": WORKERS,
-                "cmd": ["./allreduce"],
-                "template": {"spec": {"containers": [container]}},
-            }
-        },
-    }
-
-
-def pods_of(names: list[str]) -> set[str]:
-    """The pods an MPIJob of each name runs: its workers and its launcher."""
-    return {f"{n}-worker-{i}" for n in names for i in range(WORKERS)} | {
-        f"{n}-launcher" for n in names
-    }
 
 
 @pytest.mark.timeout(150)

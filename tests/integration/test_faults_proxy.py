@@ -35,6 +35,7 @@ from jobcore.testing import (
     live_pods,
 )
 from jobkinds.mpijob import MPIJobKind
+from tests.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 
@@ -43,23 +44,6 @@ MPIJOBS = KIND.resource
 JOBS = 20
 LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 FAULTS = Faults.mixed(0.2, delay=0.3, cut_after=3.0)
-
-
-def mpijob(namespace: str, name: str) -> Object:
-    return {
-        "apiVersion": MPIJOBS.api_version,
-        "kind": MPIJOBS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": 2,
-                "cmd": ["./allreduce"],
-                "template": {
-                    "spec": {"containers": [{"name": "mpi-worker", "image": "mpi:latest"}]}
-                },
-            },
-        },
-    }
 
 
 def expected_pods(name: str) -> set[str]:

@@ -43,6 +43,7 @@ from jobcore.testing import (
 )
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.mpijob import MPIJobKind
+from tests.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 
@@ -56,25 +57,6 @@ PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False
 )
 Status = dict[str, Any]
-
-
-def mpijob(namespace: str, name: str, *, replicas: int = 2, **spec: Any) -> Object:
-    job: Object = {
-        "apiVersion": MPIJOBS.api_version,
-        "kind": MPIJOBS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": replicas,
-                "cmd": ["./train"],
-                "template": {
-                    "spec": {"containers": [{"name": "mpi-worker", "image": "mpi:latest"}]}
-                },
-            },
-        },
-    }
-    job["spec"].update(spec)
-    return job
 
 
 def with_init_container(job: Object) -> Object:

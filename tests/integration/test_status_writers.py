@@ -18,7 +18,6 @@ from jobcore import (
     Client,
     ConflictError,
     Controller,
-    Object,
 )
 from jobcore.testing import (
     SimulatedNode,
@@ -28,28 +27,13 @@ from jobcore.testing import (
     wait_for_phase,
 )
 from jobkinds.mpijob import MPIJobKind
+from tests.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 
 KIND = MPIJobKind()
 MPIJOBS = KIND.resource
 CONDITIONS = ["Initialized", "Running", "ReplicaFailure", "Completed", "Failed"]
-
-
-def mpijob(namespace: str, name: str) -> Object:
-    container = {"name": "mpi-worker", "image": "mpi:latest"}
-    return {
-        "apiVersion": MPIJOBS.api_version,
-        "kind": MPIJOBS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": 2,
-                "cmd": ["./train"],
-                "template": {"spec": {"containers": [container]}},
-            }
-        },
-    }
 
 
 @pytest.fixture
