@@ -21,8 +21,6 @@ from jobcore import (
     PODS,
     Client,
     Controller,
-    Job,
-    JobStatus,
     Manager,
     Object,
     Observed,
@@ -31,6 +29,7 @@ from jobcore import (
     add_job_controller,
     configure_logging,
     crd_for,
+    parse_job,
 )
 from jobcore.testing import api_requests, background, eventually, install_crd
 from jobkinds.mpijob import MPIJobKind
@@ -70,15 +69,10 @@ def children(
     pods: dict[str, Object] = {}
     for j in range(jobs):
         raw = mpijob(namespace, f"job-{j}", workers)
-        job = Job(
-            kind=KIND.resource.kind,
-            name=f"job-{j}",
-            namespace=namespace,
-            uid=str(uuid.uuid4()),
-            spec=KIND.spec_model.model_validate(raw["spec"]),
-            status=JobStatus(),
-            obj=raw,
-        )
+        raw["metadata"]["uid"] = str(uuid.uuid4())
+        job, errors = parse_job(KIND, raw)
+        if job is None:
+            raise ValueError(f"the benchmark's MPIJob is invalid: {errors}")
         rendered = KIND.render(job, Observed({}))
         if launchers:
             ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
