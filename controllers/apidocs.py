@@ -22,7 +22,7 @@ from pydantic_core import core_schema
 
 from controllers import _apischema
 from controllers._apischema import NONE
-from controllers.kinds import installed_kinds
+from controllers.kinds import installed_kinds, kind_names
 from jobcore import JobKind, JobStatus, crd_for
 
 REGENERATE = "python -m controllers.apidocs docs/reference"
@@ -317,8 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"comma-separated installed kinds (default: {','.join(BUNDLED_KINDS)})",
     )
     args = parser.parse_args(argv)
-    names = [n.strip() for n in args.kinds.split(",") if n.strip()] if args.kinds else None
-    kinds = [installed.kind for installed in installed_kinds(names or BUNDLED_KINDS)]
+    names = kind_names(args.kinds) or BUNDLED_KINDS
+    kinds = [installed.kind for installed in installed_kinds(names)]
     for path in write_api_reference(kinds, args.folder):
         print(path)
     return 0

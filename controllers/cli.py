@@ -9,11 +9,16 @@ import signal
 import socket
 import sys
 import uuid
-from importlib.metadata import entry_points
 from typing import Any
 
 from controllers import render
-from controllers.kinds import ENTRY_POINT_GROUP, InstalledKind, KindLoadError, installed_kinds
+from controllers.kinds import (
+    ENTRY_POINT_GROUP,
+    KindLoadError,
+    installed_kinds,
+    kind_names,
+    load_all_kinds,
+)
 from jobcore import (
     DEFAULT_MAX_CONNECTIONS,
     Client,
@@ -35,10 +40,6 @@ def _address(text: str) -> tuple[str, int] | None:
         return None
     host, _, port = text.rpartition(":")
     return host or "0.0.0.0", int(port)
-
-
-def _kind_names(text: str | None) -> list[str] | None:
-    return [name.strip() for name in text.split(",") if name.strip()] if text else None
 
 
 _KINDS_HELP = """\
@@ -170,7 +171,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _kinds(text: str | None) -> list[JobKind[Any]]:
-    return [installed.kind for installed in installed_kinds(_kind_names(text))]
+    return [installed.kind for installed in installed_kinds(kind_names(text))]
 
 
 def _gang_scheduler(args: argparse.Namespace) -> GangScheduler | None:
@@ -203,13 +204,14 @@ async def _run(args: argparse.Namespace) -> int:
         metrics_address=_address(args.metrics_bind_address),
         health_address=_address(args.health_probe_bind_address),
     )
+    gang_scheduler = _gang_scheduler(args)
     for kind in kinds:
         add_job_controller(
             manager,
             kind,
             namespace=args.namespace,
             max_concurrent_reconciles=args.max_concurrent_reconciles,
-            gang_scheduler=_gang_scheduler(args),
+            gang_scheduler=gang_scheduler,
         )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -226,31 +228,28 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _list_kinds(args: argparse.Namespace) -> int:
-    names = sorted({entry.name for entry in entry_points(group=ENTRY_POINT_GROUP)})
-    loaded: list[InstalledKind] = []
-    for name in names:
-        try:
-            loaded += installed_kinds([name])  # asked for by name: a failure raises, not logs
-        except KindLoadError as error:
-            print(f"jobcore kinds: skipped, failed to load: {error}", file=sys.stderr)
-    if not names:
+    loaded, errors = load_all_kinds()
+    for error in errors:
+        print(f"jobcore kinds: skipped, failed to load: {error}", file=sys.stderr)
+    if not loaded and not errors:
         print(f"jobcore kinds: no job kinds installed ({ENTRY_POINT_GROUP})", file=sys.stderr)
-    rows = [("NAME", "KIND", "GROUP/VERSION", "SHORT NAMES", "SOURCE")]
-    rows += [
-        (
-            installed.name,
-            installed.kind.resource.kind,
-            installed.kind.resource.api_version,
-            ",".join(installed.kind.short_names) or "-",
-            installed.source,
-        )
-        for installed in loaded
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    for row in rows if loaded else ():
-        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        print("  ".join(cells).rstrip())
-    return 0 if names and len(loaded) == len(names) else 1
+    if loaded:
+        rows = [("NAME", "KIND", "GROUP/VERSION", "SHORT NAMES", "SOURCE")]
+        rows += [
+            (
+                installed.name,
+                installed.kind.resource.kind,
+                installed.kind.resource.api_version,
+                ",".join(installed.kind.short_names) or "-",
+                installed.source,
+            )
+            for installed in loaded
+        ]
+        widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+        for row in rows:
+            cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+            print("  ".join(cells).rstrip())
+    return 0 if loaded and not errors else 1
 
 
 async def _validate(args: argparse.Namespace) -> int:
@@ -269,13 +268,11 @@ async def _render(args: argparse.Namespace) -> int:
     if problems:
         return 1
     children = []
+    gang_scheduler = _gang_scheduler(args)
     for job in jobs:
         try:
             children += render.render_job(
-                job.kind,
-                job.job,
-                workers_ready=args.workers_ready,
-                gang_scheduler=_gang_scheduler(args),
+                job.kind, job.job, workers_ready=args.workers_ready, gang_scheduler=gang_scheduler
             )
         except render.RenderError as error:
             print(f"{job}: {error}", file=sys.stderr)

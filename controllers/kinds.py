@@ -42,26 +42,40 @@ def _load(entry: EntryPoint) -> InstalledKind:
     return InstalledKind(entry.name, kind, _source(entry))
 
 
+def kind_names(text: str | None) -> list[str] | None:
+    """The names in a comma-separated `--kinds` value; None for none given."""
+    return [name.strip() for name in text.split(",") if name.strip()] if text else None
+
+
+def _entries() -> dict[str, EntryPoint]:
+    return {entry.name: entry for entry in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def load_all_kinds() -> tuple[list[InstalledKind], list[KindLoadError]]:
+    """Every installed kind in name order, and why each one that failed to load failed."""
+    kinds, errors, entries = [], [], _entries()
+    for name in sorted(entries):
+        try:
+            kinds.append(_load(entries[name]))
+        except KindLoadError as error:
+            errors.append(error)
+    return kinds, errors
+
+
 def installed_kinds(names: Iterable[str] | None = None) -> list[InstalledKind]:
     """The installed kinds in name order; only `names` when given.
 
     A kind the user asked for by name fails loudly when it cannot load; an auto-discovered
     kind that cannot load is logged and skipped, so one broken plugin never stops the others.
     """
-    wanted = set(names) if names is not None else None
-    entries = {entry.name: entry for entry in entry_points(group=ENTRY_POINT_GROUP)}
-    if wanted is not None and (unknown := wanted - entries.keys()):
+    if names is None:
+        kinds, errors = load_all_kinds()
+        for error in errors:
+            _log.error("skipping a job kind that failed to load", error=str(error))
+        return kinds
+    wanted, entries = set(names), _entries()
+    if unknown := wanted - entries.keys():
         raise KindLoadError(
             f"unknown job kind(s) {sorted(unknown)}; installed: {sorted(entries) or 'none'}"
         )
-    kinds = []
-    for name in sorted(entries):
-        if wanted is not None and name not in wanted:
-            continue
-        try:
-            kinds.append(_load(entries[name]))
-        except KindLoadError as error:
-            if wanted is not None:
-                raise
-            _log.error("skipping a job kind that failed to load", error=str(error))
-    return kinds
+    return [_load(entries[name]) for name in sorted(wanted)]

@@ -41,6 +41,7 @@ from jobcore import (
     parse_job,
     plan,
     pod_group,
+    unserved_kinds,
 )
 
 DEFAULT_NAMESPACE = "default"
@@ -122,7 +123,11 @@ def load_job(
     ]
     meta, meta_problems = _metadata(document, namespace)
     problems += meta_problems
-    obj = {key: copy.deepcopy(value) for key, value in data.items() if key != "status"}
+    obj = {
+        key: copy.deepcopy(value)
+        for key, value in data.items()
+        if key not in ("status", "metadata")
+    }
     obj["metadata"] = meta
     job, errors = parse_job(kind, obj)
     problems += [document.problem(str(error), error.path) for error in errors]
@@ -233,10 +238,9 @@ def _children(
     kind: JobKind[Any], job: Job[Any], observed: Observed, scheduler: GangScheduler | None
 ) -> list[Object]:
     desired = plan(kind, job, observed, scheduler=scheduler)
-    served = {resource.kind for resource in kind.child_resources}
-    if unknown := {str(child.get("kind")) for child in desired} - served:
+    if unknown := unserved_kinds(kind, desired):
         raise RenderError(
-            f"{kind.resource.kind} rendered {sorted(unknown)}, not in its child_resources: "
+            f"{kind.resource.kind} rendered {unknown}, not in its child_resources: "
             "the controller would refuse to create them"
         )
     group = [pod_group(kind, job, scheduler, desired)] if scheduler is not None else []

@@ -88,6 +88,7 @@ from jobcore._jobplan import (
     plan,
     pod_group,
     run_mode_errors,
+    unserved_kinds,
 )
 from jobcore._jobreconciler import JobReconciler, add_job_controller
 from jobcore._labels import parse_selector, selector_to_string
@@ -228,5 +229,6 @@ __all__ = [
     "selector_to_string",
     "strip_bulk",
     "structural_schema",
+    "unserved_kinds",
     "write_crds",
 ]

@@ -98,6 +98,13 @@ def pod_group(
     return adopt(job, scheduler.pod_group(job, sum(kind.replicas(job).values()), pods))
 
 
+def unserved_kinds(kind: JobKind[Any], children: Sequence[Object]) -> list[str]:
+    """The kinds among `children` that `kind.child_resources` does not name, sorted: the
+    controller refuses to create those (it neither watches nor owns them)."""
+    served = {resource.kind for resource in kind.child_resources}
+    return sorted({str(child.get("kind")) for child in children} - served)
+
+
 def adopt(job: Job[Any], child: Object) -> Object:
     """`child` (changed in place) in the job's namespace, with its labels, owned by it.
 

@@ -38,7 +38,14 @@ from jobcore._jobkind import (
 )
 from jobcore._jobmodels import ConditionType, JobStatus, ResumeSpec
 from jobcore._jobparse import parse_job
-from jobcore._jobplan import adopt, gang_scheduling, plan, pod_group, run_mode_of
+from jobcore._jobplan import (
+    adopt,
+    gang_scheduling,
+    plan,
+    pod_group,
+    run_mode_of,
+    unserved_kinds,
+)
 from jobcore._jobpolicy import (
     deadline_left,
     doomed_after_end,
@@ -327,11 +334,9 @@ class JobReconciler(Generic[SpecT]):
         self, request: Request, job: Job[SpecT], desired: Sequence[Object], observed: Observed
     ) -> int:
         """Create what is missing, non-Pod children before Pods; how many; raise on failure."""
+        if unknown := unserved_kinds(self.kind, desired):
+            raise TerminalError(f"{self._kind_name} rendered {unknown}, not in its child_resources")
         resources = {resource.kind: resource for resource in self.kind.child_resources}
-        if unknown := {o["kind"] for o in desired} - resources.keys():
-            raise TerminalError(
-                f"{self._kind_name} rendered {sorted(unknown)}, not in its child_resources"
-            )
         missing = [
             o for o in desired if observed.get(resources[o["kind"]], o["metadata"]["name"]) is None
         ]

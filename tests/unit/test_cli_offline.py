@@ -84,7 +84,6 @@ def fake_entry_points(monkeypatch: pytest.MonkeyPatch, extra: list[EntryPoint]) 
         return [*real, *extra]
 
     monkeypatch.setattr(kinds, "entry_points", with_extra)
-    monkeypatch.setattr(cli, "entry_points", with_extra)
 
 
 def test_a_broken_kind_is_reported_and_skipped_and_fails_the_command(
@@ -101,7 +100,7 @@ def test_a_broken_kind_is_reported_and_skipped_and_fails_the_command(
 def test_no_kinds_installed_fails_the_command(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "entry_points", lambda *, group: [])
+    monkeypatch.setattr(kinds, "entry_points", lambda *, group: [])
     code, out, err = run(capsys, "kinds")
     assert (code, out) == (1, "")
     assert "no job kinds installed" in err
