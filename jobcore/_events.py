@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -134,13 +135,11 @@ class EventRecorder:
                     except NotFoundError:
                         pass  # the Event expired (the API server's event TTL): start anew
                 event = self._event(obj, namespace, type, reason, message)
-                try:
-                    created = await self._client.create(EVENTS, event, namespace)
-                except AlreadyExistsError:
-                    # A create sent again after its answer was lost: the name (object and
-                    # nanosecond) is this recorder's own, so the Event is the one just made.
-                    created = event
-                recorded.name, recorded.count = created["metadata"]["name"], 1
+                # AlreadyExistsError: a create sent again after its answer was lost; the name
+                # (object and nanosecond) is this recorder's own, so the Event is the one made.
+                with contextlib.suppress(AlreadyExistsError):
+                    await self._client.create(EVENTS, event, namespace)
+                recorded.name, recorded.count = event["metadata"]["name"], 1
             except ApiError as exc:
                 _log.warning(
                     "recording event failed",

@@ -242,8 +242,7 @@ class LeaderElector:
             record["acquireTime"] = spec.get("acquireTime") or now
             record["leaseTransitions"] = spec.get("leaseTransitions") or 0
         else:
-            expires_at = self._observed_time + (spec.get("leaseDurationSeconds") or 0)
-            if holder and time.monotonic() < expires_at:
+            if holder and time.monotonic() < self._expires_at():
                 self._log.debug("lease is held by another", holder=holder)
                 return False
             record["leaseTransitions"] = (spec.get("leaseTransitions") or 0) + 1
@@ -267,11 +266,15 @@ class LeaderElector:
         holder = self._holder()
         if not holder or holder == self._config.identity:
             return None
-        duration = ((self._lease or {}).get("spec") or {}).get("leaseDurationSeconds") or 0
-        left = self._observed_time + duration - time.monotonic()
+        left = self._expires_at() - time.monotonic()
         if left <= 0:
             return None  # expired, yet not taken: a race lost to another candidate
         return min(self._config.retry_period * _STANDBY_POLL_FACTOR, left)
+
+    def _expires_at(self) -> float:
+        """When the observed lease runs out, on the monotonic clock of its last change."""
+        duration = ((self._lease or {}).get("spec") or {}).get("leaseDurationSeconds") or 0
+        return self._observed_time + duration
 
     def _holder(self) -> str:
         return str(((self._lease or {}).get("spec") or {}).get("holderIdentity") or "")

@@ -121,13 +121,12 @@ class FaultProxy:
         self._random = random.Random(seed)
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._port = 0
 
     @property
     def url(self) -> str:
         if self._runner is None:
             raise RuntimeError("the fault proxy is not started")
-        return f"http://127.0.0.1:{self._port}"
+        return f"http://127.0.0.1:{self._runner.addresses[0][1]}"
 
     def kubeconfig(self, path: str) -> str:
         """Write a kubeconfig for the proxy to `path`; return `path`."""
@@ -147,7 +146,6 @@ class FaultProxy:
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        self._port = int(self._runner.addresses[0][1])
 
     async def stop(self) -> None:
         """Close every connection, watches included; safe to call twice."""

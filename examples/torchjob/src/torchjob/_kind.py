@@ -59,15 +59,15 @@ class TorchJobKind:
 
         A worker that exits 0 first is fine: the ranks of a finished run end in any order.
         """
-        master = observed.get(PODS, master_name(job))
         names = [master_name(job)] + [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         pods = {name: observed.get(PODS, name) for name in names}
-        if _phase(master) == "Succeeded":
+        master_phase = _phase(pods[master_name(job)])
+        if master_phase == "Succeeded":
             return Outcome("succeeded")
         if failed := [p for p in pods.values() if p is not None and _phase(p) == "Failed"]:
             message = (
                 "The master exited with an error code."
-                if _phase(master) == "Failed"
+                if master_phase == "Failed"
                 else "A worker failed before the master finished."
             )
             more = f"; and {len(failed) - 3} more" if failed[3:] else ""
