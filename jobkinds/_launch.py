@@ -9,7 +9,9 @@ commands, environment) is passed in by keyword. Run modes are jobcore's, applied
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from jobcore import Job, Object
 from jobkinds import _ssh
@@ -32,6 +34,8 @@ MAX_WORKERS = 1000
 """The most workers a job may ask for: the job's status lists every pod and its hostfile every
 worker, and each must fit in one API object; an unbounded count would also have the controller
 build that many pods in memory."""
+WorkerCount = Annotated[int, Field(ge=1, le=MAX_WORKERS)]
+"""A number of worker pods: at least one, at most MAX_WORKERS."""
 
 
 # Names -----------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 from pydantic import Field
 
 from jobcore import ApiModel
-from jobkinds._launch import MAX_WORKERS
+from jobkinds._launch import WorkerCount
 
 JsonSchema = dict[str, Any]
 ReplicaType = Literal["worker", "launcher"]
@@ -27,9 +27,7 @@ class ReplicaSpec(ApiModel):
     """One entry of `spec.replicaSpecs` in T9k's current shape."""
 
     type: ReplicaType = Field(description="Which replica type.")
-    replicas: int | None = Field(
-        default=None, ge=1, le=MAX_WORKERS, description="How many pods (workers)."
-    )
+    replicas: WorkerCount | None = Field(default=None, description="How many pods (workers).")
     restart_policy: str | None = Field(
         default=None,
         description="The workers' restartPolicy; Never when unset (ColossalAIJob: always Never).",

@@ -36,8 +36,8 @@ from jobkinds import _colossalai as _cai
 from jobkinds._colossalai import LAUNCHER_CONTAINER, WORKER_CONTAINER
 from jobkinds._launch import (
     LAUNCHER,
-    MAX_WORKERS,
     WORKER,
+    WorkerCount,
     launcher_name,
     service,
     ssh_secret_name,
@@ -95,7 +95,7 @@ class LauncherSpec(ApiModel):
 class ColossalAIWorkerSpec(ApiModel):
     """The workers, and the training script torchrun starts on each."""
 
-    replicas: int = Field(default=1, ge=1, le=MAX_WORKERS, description="Number of worker pods.")
+    replicas: WorkerCount = Field(default=1, description="Number of worker pods.")
     proc_per_worker: int = Field(
         default=1, ge=1, description="Training processes per worker (--nproc_per_node)."
     )

@@ -42,8 +42,8 @@ from jobkinds._horovod import (
 )
 from jobkinds._launch import (
     LAUNCHER,
-    MAX_WORKERS,
     WORKER,
+    WorkerCount,
     launcher_name,
     service,
     ssh_secret_name,
@@ -57,7 +57,7 @@ _INTERFACE = re.compile(r"[A-Za-z0-9_.:@-]+")
 class HorovodWorkerSpec(ApiModel):
     """The workers, and the program horovodrun starts on them."""
 
-    replicas: int = Field(default=1, ge=1, le=MAX_WORKERS, description="Number of worker pods.")
+    replicas: WorkerCount = Field(default=1, description="Number of worker pods.")
     slots_per_worker: int = Field(
         default=1, ge=1, description="Horovod processes per worker (the hostfile's slots)."
     )
@@ -88,10 +88,8 @@ class HorovodSpec(ApiModel):
 class ElasticSpec(ApiModel):
     """Elastic Horovod: the job runs on between minReplicas and the workers' replicas."""
 
-    min_replicas: int = Field(ge=1, le=MAX_WORKERS, description="Fewest workers the job runs with.")
-    max_replicas: int = Field(
-        ge=1, le=MAX_WORKERS, description="Most workers the job scales up to."
-    )
+    min_replicas: WorkerCount = Field(description="Fewest workers the job runs with.")
+    max_replicas: WorkerCount = Field(description="Most workers the job scales up to.")
     reset_limit: int | None = Field(
         default=None, ge=0, description="How many times horovodrun may reset its workers."
     )

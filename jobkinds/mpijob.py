@@ -33,8 +33,8 @@ from jobcore import (
 from jobkinds import _checks, _mpi, _pods, _ssh, _t9kshape
 from jobkinds._launch import (
     LAUNCHER,
-    MAX_WORKERS,
     WORKER,
+    WorkerCount,
     launcher_name,
     service,
     ssh_secret_name,
@@ -53,7 +53,7 @@ _MCA_NAME = re.compile(r"[A-Za-z0-9_]+")
 class MPIWorkerSpec(ApiModel):
     """The workers, and the MPI program mpirun starts on them."""
 
-    replicas: int = Field(default=1, ge=1, le=MAX_WORKERS, description="Number of worker pods.")
+    replicas: WorkerCount = Field(default=1, description="Number of worker pods.")
     extra_mpi_args: list[str] = Field(
         default_factory=list,
         alias="extraMPIArgs",
