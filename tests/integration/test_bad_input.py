@@ -50,7 +50,7 @@ from jobcore import (
     crd_for,
     parse_job,
 )
-from jobcore.testing import SimulatedNode, background, install_crd
+from jobcore.testing import SimulatedNode, background, install_crd, job_controller
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.mpijob import MPIJobKind
@@ -525,9 +525,7 @@ async def test_a_job_nested_deeper_than_python_recurses_does_not_stop_the_contro
     base = [str(binary), "--kubeconfig", kubeconfig_path, "-n", namespace]
     assert await kubectl(*base, "create", "-f", "-", stdin=text) == 0
     try:
-        manager = Manager(client, metrics_address=None, health_address=None)
-        add_job_controller(manager, kind, namespace=namespace)
-        async with background(manager.run()):
+        async with job_controller(client, kind, namespace=namespace):
             canary = copy.deepcopy(sample)
             canary["metadata"] = {"name": "canary", "namespace": namespace}
             await client.create(kind.resource, canary)

@@ -20,9 +20,7 @@ from jobcore import (
     REGISTRY,
     REPLICA_TYPE_LABEL,
     Client,
-    Manager,
     Object,
-    add_job_controller,
     crd_for,
 )
 from jobcore.testing import (
@@ -32,6 +30,7 @@ from jobcore.testing import (
     event_reasons,
     eventually,
     install_crd,
+    job_controller,
     live_pods,
     wait_for_phases,
 )
@@ -83,9 +82,7 @@ async def namespace(client: Client) -> str:
 async def node(client: Client, namespace: str) -> AsyncIterator[SimulatedNode]:
     """A simulated node, and the MPIJob controller beside it, scoped to the test's namespace."""
     node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace)
-    manager = Manager(client, metrics_address=None, health_address=None)
-    add_job_controller(manager, KIND, namespace=namespace)
-    async with background(node.run()), background(manager.run()):
+    async with background(node.run()), job_controller(client, KIND, namespace=namespace):
         yield node
 
 
