@@ -24,13 +24,12 @@ import json
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -51,32 +50,17 @@ from jobcore import (
     parse_job,
 )
 from jobcore.testing import SimulatedNode, background, install_crd, job_controller
-from jobkinds.colossalaijob import ColossalAIJobKind
-from jobkinds.horovodjob import HorovodJobKind
-from jobkinds.mpijob import MPIJobKind
+from tests.jobdocs import KINDS, FieldPath, at, nested, paths, sample_jobs
 
 pytestmark = pytest.mark.integration
 
-KINDS: dict[str, JobKind[Any]] = {
-    kind.resource.kind: kind for kind in (MPIJobKind(), HorovodJobKind(), ColossalAIJobKind())
-}
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 GENERATED = 500
 """Hypothesis-drawn jobs in the stream, next to the fixed `edge_cases` of every kind."""
 SETTLE_SECONDS = 45.0
 """How long every accepted job has to get the status it should have."""
 
 
-def _samples() -> list[Object]:
-    samples = []
-    for path in sorted(SAMPLES_DIR.glob("*.yaml")):
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if isinstance(doc, dict) and doc.get("kind") in KINDS:
-            samples.append(doc)
-    return samples
-
-
-SAMPLES = _samples()
+SAMPLES = sample_jobs()
 CANARIES = [
     s
     for s in SAMPLES
@@ -86,7 +70,6 @@ CANARIES = [
 
 # Generation -----------------------------------------------------------------------------
 
-FieldPath = tuple[str | int, ...]
 NUMBERS = st.sampled_from([-1, 0, 1, 2, 3, 1001, 10**9, 2**31, 2**63 - 1, 2**63, 10**30])
 """Huge and negative numbers, and small ones: no valid count here makes more than 3 workers."""
 TEXT = st.one_of(
@@ -99,18 +82,11 @@ SCALARS = st.one_of(
 )
 
 
-def nested(depth: int) -> Any:
-    value: Any = "deep"
-    for i in range(depth):
-        value = {"n": value} if i % 2 else [value]
-    return value
-
-
 VALUES = st.one_of(
     SCALARS,
     st.lists(SCALARS, max_size=3),
     st.dictionaries(TEXT, SCALARS, max_size=3),
-    st.sampled_from([20, 150]).map(nested),
+    st.sampled_from([20, 150]).map(lambda depth: nested(depth, "deep")),
 )
 NAMES = st.one_of(
     st.from_regex(r"[a-z][-a-z0-9]{0,20}[a-z0-9]", fullmatch=True),
@@ -130,28 +106,14 @@ def dotted(path: FieldPath) -> str:
     return ".".join(str(part) for part in path)
 
 
-def paths(doc: Any, prefix: FieldPath) -> Iterator[FieldPath]:
-    if PASS_THROUGH.search(dotted(prefix)):
-        return
-    yield prefix
-    if isinstance(doc, dict):
-        for key, value in doc.items():
-            yield from paths(value, (*prefix, key))
-    elif isinstance(doc, list):
-        for index, value in enumerate(doc):
-            yield from paths(value, (*prefix, index))
-
-
-def at(doc: Any, path: FieldPath) -> Any:
-    for part in path:
-        doc = doc[part]
-    return doc
+def passes_through(path: FieldPath) -> bool:
+    return bool(PASS_THROUGH.search(dotted(path)))
 
 
 @st.composite
 def mutated(draw: st.DrawFn, obj: Object) -> Object:
     """`obj` with one change at a drawn place of its spec."""
-    path = draw(st.sampled_from(list(paths(obj["spec"], ("spec",)))))
+    path = draw(st.sampled_from(list(paths(obj["spec"], ("spec",), skip=passes_through))))
     parent, target = at(obj, path[:-1]), at(obj, path)
     ops = ["replace", "drop"] if path[1:] else ["replace"]
     if isinstance(target, dict):
@@ -250,7 +212,10 @@ def edge_cases(sample: Object) -> list[Object]:
         case("unicode-label-key", template_labels({"é": "team"})),
         case("no-worker", lambda spec: spec.pop("worker")),
         case("worker-list", worker(template=[])),
-        case("deep", worker(template={**sample["spec"]["worker"]["template"], "x": nested(150)})),
+        case(
+            "deep",
+            worker(template={**sample["spec"]["worker"]["template"], "x": nested(150, "deep")}),
+        ),
         case("extra-fields", lambda spec: spec.update(unknown={"a": 1}, moreUnknown=[1])),
         case(
             "unicode-queue",

@@ -15,11 +15,9 @@ import copy
 import dataclasses
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -35,14 +33,8 @@ from jobcore import (
     plan,
     pod_group,
 )
-from jobkinds.colossalaijob import ColossalAIJobKind
-from jobkinds.horovodjob import HorovodJobKind
-from jobkinds.mpijob import MPIJobKind
+from tests.jobdocs import KINDS, FieldPath, at, nested, paths, sample_jobs
 
-KINDS: dict[str, JobKind[Any]] = {
-    kind.resource.kind: kind for kind in (MPIJobKind(), HorovodJobKind(), ColossalAIJobKind())
-}
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 MAX_PODS = 1001
 """A job renders at most this many pods: 1,000 workers and a launcher."""
 EXAMPLES = 2500
@@ -57,12 +49,10 @@ SETTINGS = settings(
 
 
 def _samples() -> list[Object]:
-    samples = []
-    for path in sorted(SAMPLES_DIR.glob("*.yaml")):
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if isinstance(doc, dict) and doc.get("kind") in KINDS:
-            doc["metadata"].update(namespace="team", uid="0d1e2f3a-job")
-            samples.append(doc)
+    """The samples as the API server stores them: in a namespace, with a uid."""
+    samples = sample_jobs()
+    for doc in samples:
+        doc["metadata"].update(namespace="team", uid="0d1e2f3a-job")
     return samples
 
 
@@ -127,7 +117,6 @@ def object_problems(obj: Object, namespace: str) -> list[str]:
 
 # Mutations ------------------------------------------------------------------------------
 
-FieldPath = tuple[str | int, ...]
 
 NUMBERS = st.sampled_from(
     [0, -1, -(2**31), -(2**63), 1, 2, 63, 64, 1000, 1001, 10**9, 2**31, 2**63 - 1, 2**63, 10**30]
@@ -151,12 +140,6 @@ SCALARS = st.one_of(
 )
 
 
-def nested(depth: int, leaf: Any) -> Any:
-    for i in range(depth):
-        leaf = {"n": leaf} if i % 2 else [leaf]
-    return leaf
-
-
 VALUES = st.one_of(
     SCALARS,
     st.lists(SCALARS, max_size=4),
@@ -176,23 +159,6 @@ KEYS = st.one_of(
         ["example.com/team", "app", "a" * 64, "a" * 254 + "/b", "-a", "jobcore.dev/job-name"]
     ),
 )
-
-
-def paths(doc: Any, prefix: FieldPath = ()) -> Iterator[FieldPath]:
-    """Every path into `doc`, the root included."""
-    yield prefix
-    if isinstance(doc, dict):
-        for key, value in doc.items():
-            yield from paths(value, (*prefix, key))
-    elif isinstance(doc, list):
-        for index, value in enumerate(doc):
-            yield from paths(value, (*prefix, index))
-
-
-def at(doc: Any, path: FieldPath) -> Any:
-    for part in path:
-        doc = doc[part]
-    return doc
 
 
 def put(doc: Any, path: FieldPath, value: Any) -> Any:

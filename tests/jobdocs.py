@@ -1,0 +1,60 @@
+"""The bundled kinds' sample jobs, and walking a job document by field path: what the
+bad-input tests (unit and integration) generate their malformed jobs from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from jobcore import JobKind, Object
+from jobkinds.colossalaijob import ColossalAIJobKind
+from jobkinds.horovodjob import HorovodJobKind
+from jobkinds.mpijob import MPIJobKind
+
+KINDS: dict[str, JobKind[Any]] = {
+    kind.resource.kind: kind for kind in (MPIJobKind(), HorovodJobKind(), ColossalAIJobKind())
+}
+SAMPLES_DIR = Path(__file__).resolve().parents[1] / "manifests" / "samples"
+
+FieldPath = tuple[str | int, ...]
+
+
+def sample_jobs() -> list[Object]:
+    """Every sample job of the bundled kinds in manifests/samples, in file order."""
+    samples = []
+    for path in sorted(SAMPLES_DIR.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(doc, dict) and doc.get("kind") in KINDS:
+            samples.append(doc)
+    return samples
+
+
+def nested(depth: int, leaf: Any) -> Any:
+    """`leaf` inside `depth` levels of alternating lists and dicts."""
+    for i in range(depth):
+        leaf = {"n": leaf} if i % 2 else [leaf]
+    return leaf
+
+
+def paths(
+    doc: Any, prefix: FieldPath = (), *, skip: Callable[[FieldPath], bool] | None = None
+) -> Iterator[FieldPath]:
+    """Every path into `doc`, the root included; none at or below a path `skip` accepts."""
+    if skip is not None and skip(prefix):
+        return
+    yield prefix
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield from paths(value, (*prefix, key), skip=skip)
+    elif isinstance(doc, list):
+        for index, value in enumerate(doc):
+            yield from paths(value, (*prefix, index), skip=skip)
+
+
+def at(doc: Any, path: FieldPath) -> Any:
+    for part in path:
+        doc = doc[part]
+    return doc
