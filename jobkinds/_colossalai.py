@@ -7,6 +7,7 @@ its own. Every user-provided string reaches `colossalai run` as a positional arg
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -168,7 +169,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec]) -> Object:
         # The user's own value of one of our variables wins.
         "env": [
             *({"name": k, "value": v} for k, v in ours.items() if k not in user_names),
-            *launcher.env,
+            *copy.deepcopy(launcher.env),
         ],
         "volumeMounts": [
             ssh_mount(SSH_VOLUME, job.spec.ssh.auth_mount_path),
@@ -179,7 +180,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec]) -> Object:
     if launcher.working_dir:
         container["workingDir"] = launcher.working_dir
     if launcher.resources:
-        container["resources"] = launcher.resources
+        container["resources"] = copy.deepcopy(launcher.resources)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
