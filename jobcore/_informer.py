@@ -48,25 +48,52 @@ def index_by_controller_uid(obj: Object) -> Iterable[str]:
 
 
 _intern = sys.intern
+_SHARED_CAPACITY = 16_384
+_shared: dict[tuple[Any, ...], Any] = {}
+"""Canonical copies of recently cached subtrees, keyed by their content (see _compact)."""
 
 
-def _compact(value: Any) -> Any:
-    """Share equal keys and short strings between cached objects (most of a Pod repeats).
+def _compact(value: Any) -> tuple[Any, Any]:
+    """`value` with short strings interned and equal subtrees shared, and its content key.
 
+    Most of a Pod repeats its siblings' (containers, volumes, tolerations, owner references)
+    and its own previous version, so each dict or list is replaced by an equal one already
+    cached when there is one: cached objects are read-only, so sharing them is safe. A
+    container's key names its children by identity, which is sound because `_shared` holds
+    every canonical subtree it names; it is cleared when full, which only forgets sharing.
     Runs for every watch event, so it dispatches on exact types: JSON gives no subclasses.
     """
     kind = type(value)
+    if kind is str:
+        value = _intern(value) if len(value) <= _INTERN_MAX_LEN else value
+        return value, value
     if kind is dict:
-        return {_intern(k): _compact(v) for k, v in value.items()}
-    if kind is list:
-        return [_compact(v) for v in value]
-    if kind is str and len(value) <= _INTERN_MAX_LEN:
-        return _intern(value)
-    return value
+        compacted: Any = {}
+        parts: list[Any] = [dict]
+        for name, item in value.items():
+            interned = _intern(name)
+            compacted[interned], part = _compact(item)
+            parts += (interned, part)
+    elif kind is list:
+        compacted = []
+        parts = [list]
+        for item in value:
+            shared_item, part = _compact(item)
+            compacted.append(shared_item)
+            parts.append(part)
+    else:  # a number, a bool or None: typed, so that 1, 1.0 and True differ
+        return value, (kind, value)
+    key = tuple(parts)
+    shared = _shared.get(key)
+    if shared is None:
+        if len(_shared) >= _SHARED_CAPACITY:
+            _shared.clear()
+        _shared[key] = shared = compacted
+    return shared, id(shared)
 
 
 def strip_bulk(obj: Object) -> Object:
-    """The default transform: drop managedFields and last-applied annotations, share strings."""
+    """The default transform: drop managedFields and last-applied annotations, share the rest."""
     meta = obj.get("metadata")
     if meta:
         meta.pop("managedFields", None)
@@ -75,7 +102,7 @@ def strip_bulk(obj: Object) -> Object:
             for name in _BULK_ANNOTATIONS:
                 annotations.pop(name, None)
     try:
-        compacted: Object = _compact(obj)
+        compacted: Object = _compact(obj)[0]
     except RecursionError:  # nested deeper than Python recurses: cached as it came
         return obj
     return compacted
