@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from jobcore._informer import modified_shared_subtrees
 from jobcore.testing._controlplane import ControlPlane
 from jobcore.testing._k3s import K3sCluster, docker_available, start_k3s
 
@@ -111,3 +112,14 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[Cluster]:
 def kubeconfig_path(control_plane: Cluster) -> str:
     """An admin kubeconfig for the session's cluster."""
     return control_plane.kubeconfig_path
+
+
+@pytest.fixture(autouse=True)
+def _cached_objects_unmodified() -> Iterator[None]:
+    """Fails a test that modified an object from an informer's cache in place.
+
+    Cached objects share equal subtrees, so such a change would reach other objects too.
+    """
+    yield
+    modified = modified_shared_subtrees()
+    assert not modified, f"cached objects were modified in place: {modified[:3]!r}"

@@ -12,7 +12,14 @@ from typing import Any
 
 import pytest
 
-from jobcore._informer import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Informer, strip_bulk
+from jobcore._informer import (
+    CONTROLLER_UID_INDEX,
+    NAMESPACE_INDEX,
+    Informer,
+    _shared,
+    modified_shared_subtrees,
+    strip_bulk,
+)
 from jobcore._resources import PODS, Object, ObjectKey
 
 Event = tuple[Any, ...]
@@ -459,3 +466,17 @@ def test_strip_bulk_stays_exact_when_its_table_fills(monkeypatch: pytest.MonkeyP
     ]
     compacted = [strip_bulk(copy.deepcopy(p)) for p in originals]
     assert compacted == originals
+
+
+def test_a_cached_object_modified_in_place_is_found() -> None:
+    containers = [{"name": "main", "args": ["train"]}]
+    cached = strip_bulk(pod("a", 1, spec={"containers": copy.deepcopy(containers)}))
+    assert cached["spec"]["containers"] not in modified_shared_subtrees()
+
+    cached["spec"]["containers"][0]["args"].append("--resume")
+    try:
+        assert cached["spec"]["containers"][0]["args"] in modified_shared_subtrees()
+        again = strip_bulk(pod("b", 1, spec={"containers": copy.deepcopy(containers)}))
+        assert again["spec"]["containers"][0]["args"] == ["train", "--resume"]  # why it matters
+    finally:
+        _shared.clear()
