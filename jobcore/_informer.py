@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import random
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
 from jobcore._client import Client
+from jobcore._compact import compact
 from jobcore._errors import ApiError, GoneError
 from jobcore._resources import Object, ObjectKey, Resource, controller_of
 
@@ -24,7 +24,6 @@ Transform = Callable[[Object], Object]
 NAMESPACE_INDEX = "namespace"
 CONTROLLER_UID_INDEX = "controller-uid"
 _BULK_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
-_INTERN_MAX_LEN = 64
 _log = structlog.get_logger("jobcore.informer")
 
 
@@ -47,77 +46,11 @@ def index_by_controller_uid(obj: Object) -> Iterable[str]:
     return (ref["uid"],) if ref else ()
 
 
-_intern = sys.intern
-_SHARED_CAPACITY = 16_384
-_shared: dict[tuple[Any, ...], Any] = {}
-"""Canonical copies of recently cached subtrees, keyed by their content (see _compact)."""
-
-
-def _compact(value: Any) -> tuple[Any, Any]:
-    """`value` with short strings interned and equal subtrees shared, and its content key.
-
-    Most of a Pod repeats its siblings' (containers, volumes, tolerations, owner references)
-    and its own previous version, so each dict or list is replaced by an equal one already
-    cached when there is one: cached objects are read-only, so sharing them is safe. A
-    container's key names its children by identity, which is sound because `_shared` holds
-    every canonical subtree it names; it is cleared when full, which only forgets sharing.
-    Runs for every watch event, so it dispatches on exact types: JSON gives no subclasses.
-    """
-    kind = type(value)
-    if kind is str:
-        value = _intern(value) if len(value) <= _INTERN_MAX_LEN else value
-        return value, value
-    if kind is dict:
-        compacted: Any = {}
-        parts: list[Any] = [dict]
-        for name, item in value.items():
-            interned = _intern(name)
-            compacted[interned], part = _compact(item)
-            parts += (interned, part)
-    elif kind is list:
-        compacted = []
-        parts = [list]
-        for item in value:
-            shared_item, part = _compact(item)
-            compacted.append(shared_item)
-            parts.append(part)
-    else:  # a number, a bool or None: typed, so that 1, 1.0 and True differ
-        return value, (kind, value)
-    key = tuple(parts)
-    shared = _shared.get(key)
-    if shared is None:
-        if len(_shared) >= _SHARED_CAPACITY:
-            _shared.clear()
-        _shared[key] = shared = compacted
-    return shared, id(shared)
-
-
-def modified_shared_subtrees() -> list[Any]:
-    """Shared subtrees whose content no longer matches their key, i.e. cached objects someone
-    modified in place. The testing kit's pytest plugin fails a test that leaves any.
-    """
-
-    def part(value: Any) -> Any:  # a child's part of its parent's key, as _compact makes it
-        kind = type(value)
-        if kind is str:
-            return value
-        return id(value) if kind is dict or kind is list else (kind, value)
-
-    modified = []
-    for key, subtree in list(_shared.items()):
-        if type(subtree) is dict:
-            parts: list[Any] = [dict]
-            for name, item in subtree.items():
-                parts += (name, part(item))
-        else:
-            parts = [list, *map(part, subtree)]
-        if tuple(parts) != key:
-            modified.append(subtree)
-    return modified
-
-
 def strip_bulk(obj: Object) -> Object:
-    """The default transform: drop managedFields and last-applied annotations, share the rest."""
+    """The default transform: drop managedFields and last-applied annotations, then share
+    what the object has in common with other cached objects (`jobcore._compact`). The result
+    shares its parts, so a transform that calls this makes its own changes first.
+    """
     meta = obj.get("metadata")
     if meta:
         meta.pop("managedFields", None)
@@ -126,10 +59,9 @@ def strip_bulk(obj: Object) -> Object:
             for name in _BULK_ANNOTATIONS:
                 annotations.pop(name, None)
     try:
-        compacted: Object = _compact(obj)[0]
+        return compact(obj)
     except RecursionError:  # nested deeper than Python recurses: cached as it came
         return obj
-    return compacted
 
 
 class Informer:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import reprlib
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
 
-from jobcore._informer import modified_shared_subtrees
+from jobcore._compact import modified_subtrees
 from jobcore.testing._controlplane import ControlPlane
 from jobcore.testing._k3s import K3sCluster, docker_available, start_k3s
 
@@ -121,5 +122,5 @@ def _cached_objects_unmodified() -> Iterator[None]:
     Cached objects share equal subtrees, so such a change would reach other objects too.
     """
     yield
-    modified = modified_shared_subtrees()
-    assert not modified, f"cached objects were modified in place: {modified[:3]!r}"
+    modified = modified_subtrees()
+    assert not modified, f"cached objects were modified in place: {reprlib.repr(modified)}"

@@ -12,14 +12,7 @@ from typing import Any
 
 import pytest
 
-from jobcore._informer import (
-    CONTROLLER_UID_INDEX,
-    NAMESPACE_INDEX,
-    Informer,
-    _shared,
-    modified_shared_subtrees,
-    strip_bulk,
-)
+from jobcore._informer import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Informer, strip_bulk
 from jobcore._resources import PODS, Object, ObjectKey
 
 Event = tuple[Any, ...]
@@ -437,46 +430,3 @@ def test_strip_bulk_leaves_objects_without_bulk_fields_equal() -> None:
     bare = pod("b", 1)
     bare["metadata"]["annotations"] = {}
     assert strip_bulk(copy.deepcopy(bare)) == bare
-
-
-def test_strip_bulk_shares_equal_subtrees_between_objects() -> None:
-    spec = {"containers": [{"name": "main", "image": "img", "ports": [{"containerPort": 22}]}]}
-    first = strip_bulk(pod("a", 1, spec=copy.deepcopy(spec), status={"phase": "Running"}))
-    second = strip_bulk(pod("b", 1, spec=copy.deepcopy(spec), status={"phase": "Pending"}))
-    newer = strip_bulk(pod("a", 2, spec=copy.deepcopy(spec), status={"phase": "Running"}))
-
-    assert first["spec"] == spec and second["spec"] == spec
-    assert first["spec"] is second["spec"] is newer["spec"]
-    assert first["status"] is newer["status"] and first["status"] is not second["status"]
-    assert first["metadata"] is not newer["metadata"]  # the resourceVersion differs
-
-
-def test_strip_bulk_never_merges_values_that_only_compare_equal() -> None:
-    values = [1, 1.0, True, "1", None, 0, False, [], {}, ["x", "y"], {"x": "y"}]
-    objects = [strip_bulk({"kind": "Pod", "spec": {"value": v}}) for v in values]
-    for obj, value in zip(objects, values, strict=True):
-        assert type(obj["spec"]["value"]) is type(value) and obj["spec"]["value"] == value
-
-
-def test_strip_bulk_stays_exact_when_its_table_fills(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("jobcore._informer._SHARED_CAPACITY", 3)
-    originals = [
-        pod(f"p{i}", i, spec={"containers": [{"name": "main", "args": [str(i % 3)] * (i % 4)}]})
-        for i in range(40)
-    ]
-    compacted = [strip_bulk(copy.deepcopy(p)) for p in originals]
-    assert compacted == originals
-
-
-def test_a_cached_object_modified_in_place_is_found() -> None:
-    containers = [{"name": "main", "args": ["train"]}]
-    cached = strip_bulk(pod("a", 1, spec={"containers": copy.deepcopy(containers)}))
-    assert cached["spec"]["containers"] not in modified_shared_subtrees()
-
-    cached["spec"]["containers"][0]["args"].append("--resume")
-    try:
-        assert cached["spec"]["containers"][0]["args"] in modified_shared_subtrees()
-        again = strip_bulk(pod("b", 1, spec={"containers": copy.deepcopy(containers)}))
-        assert again["spec"]["containers"][0]["args"] == ["train", "--resume"]  # why it matters
-    finally:
-        _shared.clear()

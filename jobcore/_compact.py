@@ -1,0 +1,108 @@
+"""One copy of what cached objects have in common: equal strings and equal subtrees.
+
+Most of a Pod repeats its siblings' (containers, volumes, tolerations, owner references) and
+its own previous version. `compact` rebuilds an object decoded from JSON with short strings
+interned and each dict or list replaced by an equal one compacted before, when there is one.
+Cached objects are read-only, so sharing their parts is safe.
+
+A subtree's key is its type and its children's parts: a string is its own part; a number, a
+bool or None is (type, value), so that 1, 1.0, True, 0.0 and -0.0 differ; a dict or list is
+named by identity, which is sound because a table entry keeps its children alive. The table
+is emptied when full, which forgets sharing and nothing else. It never holds whole objects
+(they differ by resourceVersion anyway) nor anything above a string longer than
+`_SHARE_MAX_LEN` (a key, a certificate, a script), so it keeps no blobs alive.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from jobcore._resources import Object
+
+_INTERN_MAX_LEN = 64
+_SHARE_MAX_LEN = 256
+_CAPACITY = 16_384
+_table: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...]]] = {}
+"""key -> (the canonical subtree, its children as compacted)."""
+_intern = sys.intern
+
+
+def compact(obj: Object) -> Object:
+    """`obj` rebuilt from parts shared with the objects compacted before it.
+
+    Raises RecursionError for an object nested deeper than Python recurses.
+    """
+    return {_intern(name): _compact(item)[0] for name, item in obj.items()}
+
+
+def _compact(value: Any) -> tuple[Any, Any]:
+    """`value` compacted, and its part in its parent's key (None: not to be shared).
+
+    Runs for every watch event, so it dispatches on exact types: JSON gives no subclasses.
+    """
+    kind = type(value)
+    if kind is str:
+        if len(value) <= _INTERN_MAX_LEN:
+            value = _intern(value)
+            return value, value
+        return value, value if len(value) <= _SHARE_MAX_LEN else None
+    if kind is dict:
+        compacted: Any = {}
+        parts: list[Any] = [dict]
+        for name, item in value.items():
+            interned = _intern(name)
+            compacted[interned], part = _compact(item)
+            parts += (interned, part)
+    elif kind is list:
+        compacted = []
+        parts = [list]
+        for item in value:
+            shared_item, part = _compact(item)
+            compacted.append(shared_item)
+            parts.append(part)
+    elif kind is float:
+        return value, (kind, value.hex())
+    elif kind is int or kind is bool or value is None:
+        return value, (kind, value)
+    else:  # not from JSON: kept as it is, and what holds it is not shared
+        return value, None
+    if None in parts:
+        return compacted, None
+    key = tuple(parts)
+    entry = _table.get(key)
+    if entry is None:
+        if len(_table) >= _CAPACITY:
+            _table.clear()
+        children = tuple(compacted.values() if kind is dict else compacted)
+        entry = _table[key] = (compacted, children)
+    return entry[0], id(entry[0])
+
+
+def _part(value: Any) -> Any:
+    """A child's part in its parent's key, as `_compact` gives it."""
+    kind = type(value)
+    if kind is str:
+        return value if len(value) <= _SHARE_MAX_LEN else None
+    if kind is dict or kind is list:
+        return id(value)
+    return (kind, value.hex()) if kind is float else (kind, value)
+
+
+def modified_subtrees() -> list[Any]:
+    """Shared subtrees changed in place since they were compacted: cached objects someone
+    modified. They are forgotten, so each is reported once; the testing kit's pytest plugin
+    fails a test that leaves any.
+    """
+    modified = []
+    for key, (subtree, _) in list(_table.items()):
+        if type(subtree) is dict:
+            parts: list[Any] = [dict]
+            for name, item in subtree.items():
+                parts += (name, _part(item))
+        else:
+            parts = [list, *map(_part, subtree)]
+        if tuple(parts) != key:
+            modified.append(subtree)
+            del _table[key]
+    return modified
