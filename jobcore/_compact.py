@@ -22,7 +22,7 @@ from jobcore._resources import Object
 
 _INTERN_MAX_LEN = 64
 _SHARE_MAX_LEN = 256
-_CAPACITY = 16_384
+_CAPACITY = 4096
 _table: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...]]] = {}
 """key -> (the canonical subtree, its children as compacted)."""
 _intern = sys.intern
