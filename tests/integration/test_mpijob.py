@@ -43,6 +43,7 @@ from jobcore.testing import (
     wait_for_phase,
 )
 from jobkinds.mpijob import MPIJobKind
+from tests import mpijobs
 
 pytestmark = pytest.mark.integration
 
@@ -53,24 +54,10 @@ LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 
 
 def mpijob(namespace: str, name: str, *, replicas: int = 2, **spec: Any) -> Object:
-    job: Object = {
-        "apiVersion": MPIJOBS.api_version,
-        "kind": MPIJOBS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": replicas,
-                "extraMPIArgs": ["-N", "2"],
-                "cmd": ["./allreduce"],
-                "template": {
-                    "spec": {"containers": [{"name": "mpi-worker", "image": "mpi:latest"}]}
-                },
-            },
-            "mca": {"btl": "^openib"},
-            "mpiHome": "/usr/local",
-        },
-    }
-    job["spec"].update(spec)
+    """The plain MPIJob of tests.mpijobs, with the mpirun options these tests see rendered."""
+    options = {"mca": {"btl": "^openib"}, "mpiHome": "/usr/local", **spec}
+    job = mpijobs.mpijob(namespace, name, replicas=replicas, **options)
+    job["spec"]["worker"].update(extraMPIArgs=["-N", "2"], cmd=["./allreduce"])
     return job
 
 
