@@ -11,9 +11,9 @@ before and after the controller and averaged), to all workers created and to all
 started, and the ratios to it; in both windows to all workers created, the API server's CPU
 seconds and the pods the node had started; the controller's API requests per job beyond its
 creations (from its own /metrics), its peak RSS and CPU seconds, reconcile p50/p99 and
-errors. `--cache-pods` then measures the controller's
-peak RSS with that many pods in its cache. Targets (issue 8): ratio <= 1.25, <= 12 requests
-per job beyond creations, RSS <= 200 MB at 10,000 cached pods, no reconcile error.
+errors. `--cache-pods` then measures the controller's peak RSS with that many pods in its
+cache. Targets (issue 8): ratio <= 1.25, <= 12 requests per job beyond creations, RSS <= 200
+MB at 10,000 cached pods, no reconcile error.
 """
 
 from __future__ import annotations
