@@ -390,6 +390,12 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
         f"{rounds} rounds, the median round shown; ratios: " + ", ".join(f"{r:.2f}" for r in ratios)
     )
     print(
+        "all workers created, floor / controller: "
+        + ", ".join(
+            f"{f.created:.2f} / {r['created']:.2f} s" for r, f in zip(runs, floors, strict=True)
+        )
+    )
+    print(
         "ratios at all pods started: "
         + ", ".join(
             f"{r['pods_started'] / f.started:.2f}" for r, f in zip(runs, floors, strict=True)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
+import orjson
 import structlog
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
@@ -47,7 +48,15 @@ _DEEPEST = 20_000
 
 
 def _loads(data: bytes | str) -> Any:
-    """JSON, however deeply nested: one deep object must not make a whole list unreadable."""
+    """JSON, however deeply nested: one deep object must not make a whole list unreadable.
+
+    orjson decodes at a fraction of the standard library's cost (watch events are most of a
+    controller's CPU), but it stops at 1,024 levels; the standard library takes the rest.
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
     try:
         return json.loads(data)
     except RecursionError:
@@ -57,6 +66,15 @@ def _loads(data: bytes | str) -> Any:
             return json.loads(data)
         finally:
             sys.setrecursionlimit(limit)
+
+
+def _dumps(body: Any) -> bytes:
+    """A request body; the standard library takes what orjson refuses (integers beyond 64
+    bits, nesting beyond 254 levels, keys that are not strings)."""
+    try:
+        return orjson.dumps(body)
+    except orjson.JSONEncodeError:
+        return json.dumps(body, separators=(",", ":")).encode()
 
 
 def _decode_error(data: bytes) -> Any:
@@ -192,7 +210,7 @@ class Client:
         args = self._request_args(method, path, query)
         args["headers"] = await self._headers(content_type)
         if body is not None:
-            args["data"] = json.dumps(body, separators=(",", ":"))
+            args["data"] = _dumps(body)
         try:
             async with self._session.request(**args, timeout=self._request_timeout) as resp:
                 data = await resp.read()
