@@ -31,6 +31,7 @@ from jobcore import (
     T9kScheduler,
     Volcano,
     add_job_controller,
+    configure_gc,
     configure_logging,
 )
 
@@ -205,6 +206,7 @@ async def _run(args: argparse.Namespace) -> int:
         health_address=_address(args.health_probe_bind_address),
     )
     gang_scheduler = _gang_scheduler(args)
+    configure_gc()
     for kind in kinds:
         add_job_controller(
             manager,

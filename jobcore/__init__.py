@@ -8,8 +8,8 @@ Modules, from the bottom up:
 - `_queue`, `_ratelimit`: the deduplicating, rate-limited work queue.
 - `_handler`, `_predicate`: from cache events to reconcile requests.
 - `_controller`: workers that drain a queue into a `Reconciler`.
-- `_leaderelection`, `_server`, `_metrics`, `_events`, `_expectations`, `_logging`:
-  what a production controller process needs around its reconcilers.
+- `_leaderelection`, `_server`, `_metrics`, `_events`, `_expectations`, `_logging`,
+  `_gc`: what a production controller process needs around its reconcilers.
 - `_manager`: runs all of the above as one process.
 - `_jobmodels`, `_jobkind`, `_jobstatus`, `_jobreconciler`, `_crd`: the job layer — the T9k
   job API models, the `JobKind` plugin interface, status derivation, the generic reconciler
@@ -38,6 +38,7 @@ from jobcore._errors import (
 )
 from jobcore._events import EventRecorder
 from jobcore._expectations import Expectations
+from jobcore._gc import configure_gc
 from jobcore._handler import (
     EnqueueRequests,
     Mapper,
@@ -211,6 +212,7 @@ __all__ = [
     "WorkQueue",
     "add_job_controller",
     "adopt",
+    "configure_gc",
     "configure_logging",
     "controller_of",
     "crd_for",
