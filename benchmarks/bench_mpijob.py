@@ -27,6 +27,7 @@ from jobcore import (
     Request,
     Resource,
     add_job_controller,
+    adopt,
     configure_logging,
     crd_for,
     parse_job,
@@ -58,7 +59,8 @@ def mpijob(namespace: str, name: str, workers: int) -> Object:
 def children(
     namespace: str, jobs: int, workers: int, *, launchers: bool = False
 ) -> list[tuple[Resource, Object]]:
-    """The very objects the controller creates for these jobs, rendered by the kind itself.
+    """The very objects the controller creates for these jobs, rendered by the kind itself
+    and adopted by the job (its labels and an ownerReference), as the controller does.
 
     With `launchers`, also each job's launcher, which the kind renders once every worker is
     Ready; the launchers come last, as the controller creates them after the workers.
@@ -83,7 +85,7 @@ def children(
             }
             rendered = KIND.render(job, Observed({PODS: pods}))
         for obj in rendered:
-            obj["metadata"]["labels"] = {**obj["metadata"].get("labels", {}), **job.labels()}
+            adopt(job, obj)
             launcher = launchers and obj["kind"] == "Pod" and obj["metadata"]["name"] not in pods
             (last if launcher else objects).append((resources[obj["kind"]], obj))
     return objects + last
