@@ -3,7 +3,8 @@
 Most of a Pod repeats its siblings' (containers, volumes, tolerations, owner references) and
 its own previous version. `compact` rebuilds an object decoded from JSON with short strings
 interned and each dict or list replaced by an equal one compacted before, when there is one.
-Cached objects are read-only, so sharing their parts is safe.
+Given the object's previous version, it first takes that version's parts wherever they are
+equal. Cached objects are read-only, so sharing their parts is safe.
 
 A subtree's key is its type and its children's parts: a string is its own part; a number, a
 bool or None is (type, value), so that 1, 1.0, True, 0.0 and -0.0 differ; a dict or list is
@@ -18,6 +19,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import orjson
+
 from jobcore._resources import Object
 
 _INTERN_MAX_LEN = 64
@@ -28,12 +31,45 @@ _table: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...]]] = {}
 _intern = sys.intern
 
 
-def compact(obj: Object) -> Object:
+def compact(obj: Object, previous: Object | None = None) -> Object:
     """`obj` rebuilt from parts shared with the objects compacted before it.
 
+    `previous` is the compacted version `obj` replaces: its parts two levels down (a Pod's
+    `spec.containers`, `status.conditions`, `metadata.labels`) are taken wherever they are
+    equal, compared as JSON text, which costs a fraction of compacting them again.
     Raises RecursionError for an object nested deeper than Python recurses.
     """
-    return {_intern(name): _compact(item)[0] for name, item in obj.items()}
+    if previous is None:
+        return {_intern(name): _compact(item)[0] for name, item in obj.items()}
+    return {_intern(name): _update(item, previous.get(name), 1) for name, item in obj.items()}
+
+
+def _update(value: Any, old: Any, levels: int) -> Any:
+    """`value` compacted, reusing `old` (its previous version) if equal; else, `levels` deep,
+    rebuilt from old's equal children and compacted new ones. Rebuilt containers are not
+    shared: they are where an object changes, so they seldom equal another's."""
+    kind = type(value)
+    if not (kind is dict or kind is list) or type(old) is not kind:
+        return _compact(value)[0]
+    if _same(value, old):
+        return old
+    if not levels:
+        return _compact(value)[0]
+    if type(old) is dict:
+        return {
+            _intern(name): _update(item, old.get(name), levels - 1) for name, item in value.items()
+        }
+    return [
+        _update(item, old[i] if i < len(old) else None, levels - 1) for i, item in enumerate(value)
+    ]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON: unlike ==, True differs from 1 and 1 from 1.0."""
+    try:
+        return orjson.dumps(a) == orjson.dumps(b)
+    except orjson.JSONEncodeError:  # nested too deep for orjson, or not JSON: assume not
+        return False
 
 
 def _compact(value: Any) -> tuple[Any, Any]:

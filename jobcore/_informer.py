@@ -47,10 +47,8 @@ def index_by_controller_uid(obj: Object) -> Iterable[str]:
 
 
 def strip_bulk(obj: Object) -> Object:
-    """The default transform: drop managedFields and last-applied annotations, then share
-    what the object has in common with other cached objects (`jobcore._compact`). The result
-    shares its parts, so a transform that calls this makes its own changes first.
-    """
+    """The default transform: drop managedFields and last-applied annotations, which no
+    controller reads and which can be most of an object's size."""
     meta = obj.get("metadata")
     if meta:
         meta.pop("managedFields", None)
@@ -58,10 +56,7 @@ def strip_bulk(obj: Object) -> Object:
         if annotations:
             for name in _BULK_ANNOTATIONS:
                 annotations.pop(name, None)
-    try:
-        return compact(obj)
-    except RecursionError:  # nested deeper than Python recurses: cached as it came
-        return obj
+    return obj
 
 
 class Informer:
@@ -71,7 +66,9 @@ class Informer:
     fresh). When the server answers 410 Gone the informer lists again and diffs the list
     against its cache, so objects deleted while it was not watching are still reported as
     deletions and nothing is reported twice. Objects in the cache are shared: read, never
-    modify them.
+    modify them. With `share_parts`, each object is cached compacted (`jobcore._compact`):
+    its parts are the same dicts and lists as equal parts of its previous version and of
+    other cached objects.
     """
 
     def __init__(
@@ -83,6 +80,7 @@ class Informer:
         label_selector: str | None = None,
         field_selector: str | None = None,
         transform: Transform | None = strip_bulk,
+        share_parts: bool = True,
         indexers: Mapping[str, IndexFunc] | None = None,
         page_size: int = 500,
         watch_timeout: int = 300,
@@ -95,6 +93,7 @@ class Informer:
         self.label_selector = label_selector
         self.field_selector = field_selector
         self._transform = transform
+        self._share_parts = share_parts
         self._indexers: dict[str, IndexFunc] = {
             NAMESPACE_INDEX: index_by_namespace,
             CONTROLLER_UID_INDEX: index_by_controller_uid,
@@ -221,7 +220,7 @@ class Informer:
                 # List items carry no kind; give cached objects the same shape as watched ones.
                 raw.setdefault("kind", self.resource.kind)
                 raw.setdefault("apiVersion", self.resource.api_version)
-                obj = self._transform(raw) if self._transform else raw
+                obj = self._cacheable(raw)
                 items[ObjectKey.of(obj)] = obj
             continue_token = page["metadata"].get("continue")
             if not continue_token:
@@ -250,13 +249,22 @@ class Informer:
             timeout_seconds=timeout,
             inactivity_timeout=self._inactivity_timeout,
         ):
-            if event_type != "BOOKMARK":
+            if event_type == "DELETED":
                 obj = self._transform(raw) if self._transform else raw
-                if event_type == "DELETED":
-                    self._remove(ObjectKey.of(obj), obj)
-                else:
-                    self._upsert(obj)
+                self._remove(ObjectKey.of(obj), obj)
+            elif event_type != "BOOKMARK":
+                self._upsert(self._cacheable(raw))
             self._resource_version = raw["metadata"]["resourceVersion"]
+
+    def _cacheable(self, raw: Object) -> Object:
+        """`raw` transformed and, with `share_parts`, compacted against its cached version."""
+        obj = self._transform(raw) if self._transform else raw
+        if not self._share_parts:
+            return obj
+        try:
+            return compact(obj, self._store.get(ObjectKey.of(obj)))
+        except RecursionError:  # nested deeper than Python recurses: cached as it came
+            return obj
 
     # Store -------------------------------------------------------------------------------
 

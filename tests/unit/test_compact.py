@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -103,3 +103,38 @@ def test_a_change_in_place_never_reaches_unequal_objects(monkeypatch: pytest.Mon
     del spare  # freed after it: in CPython the next two dicts made reuse their memory
     assert compact(arg) == other
     assert modified_subtrees() == [[{"name": "zzz"}]]
+
+
+def test_an_update_takes_the_equal_parts_of_its_previous_version() -> None:
+    containers = [{"name": "main", "image": "img", "args": ["train"]}]
+    scheduled = [{"type": "PodScheduled", "status": "True"}]
+    before = compact(
+        pod("a", 1, spec={"containers": copy.deepcopy(containers)}, status={"phase": "Pending"})
+    )
+    _compact._table.clear()  # nothing left to share with but the previous version
+    update = pod(
+        "a",
+        2,
+        spec={"containers": copy.deepcopy(containers), "nodeName": "n1"},
+        status={"phase": "Pending", "conditions": scheduled},
+    )
+    after = compact(copy.deepcopy(update), previous=before)
+
+    assert after == update
+    assert after["spec"] is not before["spec"]  # it changed: nodeName
+    assert shared(after["spec"]["containers"], before["spec"]["containers"])
+    again = compact(copy.deepcopy(update), previous=after)
+    assert all(again[name] is after[name] for name in ("metadata", "spec", "status"))
+
+
+def test_an_update_keeps_changes_that_only_compare_equal() -> None:
+    pairs = [(True, 1), (1, 1.0), (0.0, -0.0), (False, 0), ({"a": 1, "b": 2}, {"b": 2, "a": 1})]
+    shapes: list[Callable[[Any], dict[str, Any]]] = [
+        lambda v: {"spec": {"x": {"v": v}}},
+        lambda v: {"spec": {"v": v}},
+        lambda v: {"spec": v},
+    ]
+    for old, new in pairs:
+        for shape in shapes:
+            after = compact(shape(new), previous=compact(shape(old)))
+            assert json.dumps(after) == json.dumps(shape(new))

@@ -1,4 +1,5 @@
-"""Unit tests for the Informer's cache: events, relist diffs, indices, handlers, strip_bulk.
+"""Unit tests for the Informer's cache: events, relist diffs, indices, handlers, strip_bulk,
+shared parts.
 
 No API server: the informer is built without a client and its store methods are called
 directly with the objects a list or watch would have delivered.
@@ -430,3 +431,27 @@ def test_strip_bulk_leaves_objects_without_bulk_fields_equal() -> None:
     bare = pod("b", 1)
     bare["metadata"]["annotations"] = {}
     assert strip_bulk(copy.deepcopy(bare)) == bare
+
+
+# --- shared parts -------------------------------------------------------------------------------
+
+
+def test_an_update_is_cached_with_its_previous_versions_unchanged_parts() -> None:
+    informer, recorder = make_informer()
+    spec = {"containers": [{"name": "main", "image": "img"}]}
+    informer._upsert(informer._cacheable(pod("a", 1, spec=copy.deepcopy(spec))))
+    before = informer.get("a", "default")
+    informer._upsert(
+        informer._cacheable(pod("a", 2, spec=copy.deepcopy(spec), status={"phase": "Running"}))
+    )
+    after = informer.get("a", "default")
+    assert before is not None and after is not None
+    assert after == pod("a", 2, spec=spec, status={"phase": "Running"})
+    assert after["spec"] is before["spec"]
+    assert recorder.take() == [("add", "default/a", "1"), ("update", "default/a", "1", "2")]
+
+
+def test_without_share_parts_objects_are_cached_as_transformed() -> None:
+    informer, _ = make_informer(share_parts=False, transform=None)
+    raw = pod("a", 1, spec={"containers": [{"name": "main"}]})
+    assert informer._cacheable(raw) is raw
