@@ -469,8 +469,9 @@ class JobReconciler(Generic[SpecT]):
     ) -> float | None:
         """Patch the status if it changed; seconds until a held-back write is due, if one is.
 
-        A change of phase or conditions is written at once. A change only in the pods'
-        progress (tasks, aggregate, ready) waits until `status_interval` has passed since the
+        A change of phase or of a condition's status or reason is written at once. A change
+        only in the pods' progress (tasks, aggregate, ready, a condition's message such as
+        "Waiting for 3 of 8 worker(s)") waits until `status_interval` has passed since the
         job's last write: a gang of pods starting together then costs one write, not one per
         pod event.
         """
@@ -617,8 +618,17 @@ _PROGRESS = frozenset({"tasks", "aggregate", "ready"})
 
 
 def _progress_only(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
-    """Whether two statuses differ only in the pods' progress, not in phase or conditions."""
-    return all(new.get(key) == old.get(key) for key in (new.keys() | old.keys()) - _PROGRESS)
+    """Whether two statuses differ only in the pods' progress: counts, and condition messages
+    (such as "Waiting for 3 of 8 worker(s)"), not phase nor any condition's status or reason."""
+    others = (new.keys() | old.keys()) - _PROGRESS - {"conditions"}
+    if any(new.get(key) != old.get(key) for key in others):
+        return False
+    return _unworded(new.get("conditions")) == _unworded(old.get("conditions"))
+
+
+def _unworded(conditions: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Conditions without their messages."""
+    return [{k: v for k, v in c.items() if k != "message"} for c in conditions or ()]
 
 
 class _ExpectationObserver:

@@ -13,6 +13,14 @@ def test_progress_alone_waits() -> None:
     assert _progress_only({**new, "ready": "1/3", "aggregate": {"running": 1}}, old)
 
 
+def test_a_condition_message_alone_waits() -> None:
+    waiting = {"type": "Running", "status": "False", "reason": "WorkersNotReady"}
+    old = {"phase": "Pending", "conditions": [{**waiting, "message": "Waiting for 8 of 8"}]}
+    new = {"phase": "Pending", "conditions": [{**waiting, "message": "Waiting for 7 of 8"}]}
+    assert _progress_only(new, old)
+    assert not _progress_only({**new, "conditions": [{**waiting, "reason": "Other"}]}, old)
+
+
 def test_a_phase_or_condition_change_is_written_at_once() -> None:
     assert not _progress_only({**RUNNING, "phase": "Succeeded"}, RUNNING)
     changed = {**RUNNING, "conditions": [{"type": "Running", "status": "False"}]}
