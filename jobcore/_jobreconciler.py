@@ -199,8 +199,10 @@ class JobReconciler(Generic[SpecT]):
             lifecycle = dataclasses.replace(
                 lifecycle, uninitialized=("PodGroupUnavailable", missing)
             )
-            await self._write(step, Outcome("pending", "PodGroupUnavailable", missing), lifecycle)
-            return Result(requeue_after=_RECHECK_SECONDS)  # a held-back write waits as long
+            _, held = await self._write(
+                step, Outcome("pending", "PodGroupUnavailable", missing), lifecycle
+            )
+            return Result(requeue_after=_soonest(_RECHECK_SECONDS, held))
         # ConfigMaps first, so a Pod created in this pass mounts current data.
         await self._update_config(desired, observed)
         try:
@@ -462,25 +464,26 @@ class JobReconciler(Generic[SpecT]):
     ) -> None:
         message = "Invalid spec: " + "; ".join(str(error) for error in errors)
         status = invalid_status(previous, message)
-        await self._write_status(obj, previous, status)
+        await self._write_status(obj, previous, status, coalesce=False)
 
     async def _write_status(
-        self, obj: Object, previous: JobStatus, status: JobStatus
+        self, obj: Object, previous: JobStatus, status: JobStatus, *, coalesce: bool = True
     ) -> float | None:
         """Patch the status if it changed; seconds until a held-back write is due, if one is.
 
-        A change of phase or of a condition's status or reason is written at once. A change
-        only in the pods' progress (tasks, aggregate, ready, a condition's message such as
-        "Waiting for 3 of 8 worker(s)") waits until `status_interval` has passed since the
-        job's last write: a gang of pods starting together then costs one write, not one per
-        pod event.
+        A change of phase, of the conditions' statuses or reasons, or of any other field is
+        written at once. A change only in the pods' progress (tasks, aggregate, ready) and in
+        conditions' messages (such as "Waiting for 3 of 8 worker(s)") waits until
+        `status_interval` has passed since the job's last write: a gang of pods starting
+        together then costs one write, not one per pod event. Without `coalesce` (an invalid
+        spec's message) it is written at once too.
         """
         meta = obj["metadata"]
         new, old = status.to_api(), previous.to_api()
         if new == old:
             return None
         key = ObjectKey.of(obj)
-        if _progress_only(new, old) and (last := self._written.get(key)) is not None:
+        if coalesce and _progress_only(new, old) and (last := self._written.get(key)) is not None:
             wait = last.at + self.status_interval - self.clock()
             if wait > 0:
                 return wait
