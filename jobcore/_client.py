@@ -52,6 +52,8 @@ def _loads(data: bytes | str) -> Any:
 
     orjson decodes at a fraction of the standard library's cost (watch events are most of a
     controller's CPU), but it stops at 1,024 levels; the standard library takes the rest.
+    orjson reads an integer beyond 64 bits as a float: the API server holds numbers as int64
+    or float64, so such a number was a float there too.
     """
     try:
         return orjson.loads(data)
@@ -250,7 +252,9 @@ class Client:
         repeatable = is_repeatable(method, body, content_type)
         try:
             return await self._request_once(method, path, query, body, content_type)
-        except Exception as exc:  # whether to retry is tenacity's predicate's call
+        except Exception as exc:
+            if not should_retry(exc, repeatable=repeatable):
+                raise
             failures = [exc]
 
         async def send() -> Any:
