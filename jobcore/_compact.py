@@ -64,10 +64,18 @@ def _update(value: Any, old: Any, levels: int) -> Any:
     ]
 
 
+_NOT_JSON = (
+    orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+"""Types a transform might return that orjson would otherwise write as JSON: refused."""
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal as JSON: unlike ==, True differs from 1 and 1 from 1.0."""
     try:
-        return orjson.dumps(a) == orjson.dumps(b)
+        return orjson.dumps(a, option=_NOT_JSON) == orjson.dumps(b, option=_NOT_JSON)
     except orjson.JSONEncodeError:  # nested too deep for orjson, or not JSON: assume not
         return False
 

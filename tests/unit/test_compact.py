@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import datetime
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -138,3 +139,10 @@ def test_an_update_keeps_changes_that_only_compare_equal() -> None:
         for shape in shapes:
             after = compact(shape(new), previous=compact(shape(old)))
             assert json.dumps(after) == json.dumps(shape(new))
+
+
+def test_an_update_never_takes_an_equal_looking_value_of_another_type() -> None:
+    when = datetime.datetime(2026, 11, 21, tzinfo=datetime.UTC)
+    before = compact({"spec": {"x": {"at": when.isoformat()}}})
+    after = compact({"spec": {"x": {"at": when}}}, previous=before)
+    assert after["spec"]["x"]["at"] is when
