@@ -260,9 +260,11 @@ class ControlPlane:
             *self._apiserver_args,
         ]
         self._procs.spawn(_APISERVER, argv, work / f"{_APISERVER}.log")
-        await self._wait_ready(
-            _APISERVER, f"{self.url}/readyz", {"Authorization": f"Bearer {self._token}"}, "ok"
-        )
+        auth = {"Authorization": f"Bearer {self._token}"}
+        await self._wait_ready(_APISERVER, f"{self.url}/readyz", auth, "ok")
+        # Ready does not wait for the bootstrap controller to create the `default` namespace,
+        # which tests (and kubectl's context) use at once.
+        await self._wait_ready(_APISERVER, f"{self.url}/api/v1/namespaces/default", auth, "default")
 
     async def restart_apiserver(self) -> None:
         """Stop and start the API server on the same port and etcd: re-reads the token file."""
