@@ -96,9 +96,11 @@ class Controller:
         *,
         mapper: Mapper = request_for_object,
         predicates: Sequence[Predicate] = (),
+        delay: float = 0.0,
     ) -> None:
-        """Enqueue `mapper(obj)` for every event of `informer` that passes all `predicates`."""
-        informer.add_handler(EnqueueRequests(self.queue, mapper, predicates))
+        """Enqueue `mapper(obj)` for every event of `informer` that passes all `predicates`,
+        `delay` seconds later if given (see `EnqueueRequests`)."""
+        informer.add_handler(EnqueueRequests(self.queue, mapper, predicates, delay))
         if informer not in self.informers:
             self.informers.append(informer)
 

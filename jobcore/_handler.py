@@ -43,27 +43,38 @@ class EnqueueRequests:
     """An informer event handler that enqueues the mapped requests events that pass predicates.
 
     An update enqueues the requests of both the old and the new object, so an object that
-    moved to another owner wakes both.
+    moved to another owner wakes both. With a `delay`, a request is enqueued that much later,
+    and events for a request already waiting add nothing: a burst of events (a gang of pods
+    starting) costs one reconcile, at most `delay` after its first event.
     """
 
     def __init__(
-        self, queue: WorkQueue[Request], mapper: Mapper, predicates: Sequence[Predicate] = ()
+        self,
+        queue: WorkQueue[Request],
+        mapper: Mapper,
+        predicates: Sequence[Predicate] = (),
+        delay: float = 0.0,
     ) -> None:
         self._queue = queue
         self._mapper = mapper
         self._predicates = tuple(predicates)
+        self._delay = delay
 
     def on_add(self, obj: Object) -> None:
         if all(p.create(obj) for p in self._predicates):
-            for request in self._mapper(obj):
-                self._queue.add(request)
+            self._enqueue(self._mapper(obj))
 
     def on_update(self, old: Object, new: Object) -> None:
         if all(p.update(old, new) for p in self._predicates):
-            for request in {*self._mapper(old), *self._mapper(new)}:
-                self._queue.add(request)
+            self._enqueue({*self._mapper(old), *self._mapper(new)})
 
     def on_delete(self, obj: Object) -> None:
         if all(p.delete(obj) for p in self._predicates):
-            for request in self._mapper(obj):
+            self._enqueue(self._mapper(obj))
+
+    def _enqueue(self, requests: Iterable[Request]) -> None:
+        for request in requests:
+            if not self._delay:
                 self._queue.add(request)
+            elif not self._queue.waiting(request):  # a waiting reconcile sees this event too
+                self._queue.add_after(request, self._delay)

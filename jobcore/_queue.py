@@ -83,6 +83,10 @@ class WorkQueue(Generic[T]):
         """Items ready to be handed out (not those being processed or still delayed)."""
         return len(self._queue)
 
+    def waiting(self, item: T) -> bool:
+        """Whether `item` is ready to be handed out and not yet handed out."""
+        return item in self._dirty and item not in self._processing
+
     @property
     def processing(self) -> int:
         """Items handed out and not yet `done`."""

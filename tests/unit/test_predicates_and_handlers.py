@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -298,3 +299,31 @@ def test_event_while_the_request_is_processing_is_handed_out_again_once() -> Non
     assert len(queue) == 0, "not handed to a second worker while processing"
     queue.done(request)
     assert drain(queue) == [request]
+
+
+async def test_with_a_delay_a_burst_of_events_is_one_request_that_much_later() -> None:
+    queue: WorkQueue[Request] = WorkQueue()
+    handler = EnqueueRequests(queue, requests_for_owner(JOBS), delay=0.05)
+    pods = [make(f"p{i}", owners=[ref("job-1")]) for i in range(8)]
+    for pod in pods:
+        handler.on_add(pod)
+    assert len(queue) == 0
+    await asyncio.sleep(0.1)
+    assert drain(queue) == [ObjectKey("default", "job-1")]
+
+
+async def test_with_a_delay_an_event_for_a_waiting_request_adds_nothing() -> None:
+    queue: WorkQueue[Request] = WorkQueue()
+    handler = EnqueueRequests(queue, requests_for_owner(JOBS), delay=0.05)
+    queue.add(ObjectKey("default", "job-1"))  # waiting: its reconcile will see the event
+    handler.on_add(make("p", owners=[ref("job-1")]))
+    assert drain(queue) == [ObjectKey("default", "job-1")]
+    await asyncio.sleep(0.1)
+    assert len(queue) == 0
+    item = ObjectKey("default", "job-1")
+    queue.add(item)
+    assert queue.get_nowait() == item  # being reconciled: this event needs another pass
+    handler.on_add(make("p", owners=[ref("job-1")]))
+    queue.done(item)
+    await asyncio.sleep(0.1)
+    assert drain(queue) == [item]
