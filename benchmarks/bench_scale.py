@@ -141,6 +141,14 @@ def requests(samples: dict[str, float], method: str | None = None) -> float:
     )
 
 
+def reconciles(samples: dict[str, float]) -> float:
+    return sum(
+        value
+        for key, value in samples.items()
+        if key.startswith("controller_runtime_reconcile_total{")
+    )
+
+
 def quantile(samples: dict[str, float], q: float) -> float:
     """A quantile of the reconcile-time histogram, by linear interpolation in its buckets."""
     prefix = "controller_runtime_reconcile_time_seconds_bucket{"
@@ -330,6 +338,7 @@ async def run_jobs(
             "rss_end": proc.rss_mb(),
             "p50": quantile(after, 0.5) * 1000,
             "p99": quantile(after, 0.99) * 1000,
+            "reconciles": (reconciles(after) - reconciles(before)) / jobs,
             "errors": sum(
                 v
                 for k, v in after.items()
@@ -437,6 +446,7 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
             "",
         ),
         ("controller peak RSS / RSS at the end", f"{run['rss']:.0f} / {run['rss_end']:.0f} MB", ""),
+        ("reconciles per job", f"{run['reconciles']:.1f}", ""),
         ("reconcile p50 / p99", f"{run['p50']:.1f} / {run['p99']:.0f} ms", ""),
         ("reconcile errors", f"{run['errors']:.0f}", "0"),
     ]

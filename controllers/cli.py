@@ -119,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-elect", action="store_true", help="run as one of several replicas")
     run.add_argument("--leader-election-namespace", default="default")
     run.add_argument("--leader-election-id", default="jobcore-controller")
-    run.add_argument("--max-concurrent-reconciles", type=int, default=16, help="per kind")
+    run.add_argument("--max-concurrent-reconciles", type=int, default=32, help="per kind")
     run.add_argument(
         "--api-connections",
         type=int,

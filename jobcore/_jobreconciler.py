@@ -72,6 +72,9 @@ _log = structlog.get_logger("jobcore.jobs")
 RESTARTING = "Restarting"
 """The Running condition's reason while a failed job is recreated under its backoffLimit."""
 _RECHECK_SECONDS = 30.0
+CHILD_EVENT_DELAY = 0.5
+"""Seconds a child's event waits before it reconciles its job, gathering the events of a
+gang of pods into one reconcile (Kubernetes' Job controller batches pod events for 1 s)."""
 
 _WARNINGS: tuple[tuple[ConditionType, str], ...] = (
     ("Running", RESTARTING),
@@ -754,14 +757,17 @@ def add_job_controller(
     kind: JobKind[Any],
     *,
     namespace: str | None = None,
-    max_concurrent_reconciles: int = 16,
+    max_concurrent_reconciles: int = 32,
     gang_scheduler: GangScheduler | None = None,
+    child_event_delay: float = CHILD_EVENT_DELAY,
 ) -> Controller:
     """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
 
     Children informers are shared between kinds (one per resource, selecting objects that
     carry the job-name label); each kind's controller maps only its own children back.
     `gang_scheduler` gives every job without `spec.scheduler` a PodGroup of that scheduler.
+    A child's event reconciles its job `child_event_delay` seconds later, together with the
+    other events of that time; a change to the job itself is reconciled at once.
     """
     jobs = manager.informer(kind.resource, namespace=namespace)
     children = {
@@ -783,6 +789,8 @@ def add_job_controller(
     )
     controller.watch(jobs, predicates=[GenerationChanged()])
     for informer in children.values():
-        controller.watch(informer, mapper=requests_for_owner(kind.resource))
+        controller.watch(
+            informer, mapper=requests_for_owner(kind.resource), delay=child_event_delay
+        )
     manager.add_controller(controller)
     return controller
