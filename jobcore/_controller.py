@@ -18,6 +18,7 @@ from jobcore._logging import reconcile_context
 from jobcore._predicate import Predicate
 from jobcore._queue import QueueShutDown, WorkQueue
 from jobcore._ratelimit import RateLimiter, default_controller_rate_limiter
+from jobcore._resources import Object
 
 _log = structlog.get_logger("jobcore.controller")
 
@@ -97,10 +98,11 @@ class Controller:
         mapper: Mapper = request_for_object,
         predicates: Sequence[Predicate] = (),
         delay: float = 0.0,
+        urgent: Callable[[Object], bool] | None = None,
     ) -> None:
         """Enqueue `mapper(obj)` for every event of `informer` that passes all `predicates`,
-        `delay` seconds later if given (see `EnqueueRequests`)."""
-        informer.add_handler(EnqueueRequests(self.queue, mapper, predicates, delay))
+        `delay` seconds later if given, unless a deletion or `urgent` (see `EnqueueRequests`)."""
+        informer.add_handler(EnqueueRequests(self.queue, mapper, predicates, delay, urgent))
         if informer not in self.informers:
             self.informers.append(informer)
 

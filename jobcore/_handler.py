@@ -45,7 +45,9 @@ class EnqueueRequests:
     An update enqueues the requests of both the old and the new object, so an object that
     moved to another owner wakes both. With a `delay`, a request is enqueued that much later,
     and events for a request already waiting add nothing: a burst of events (a gang of pods
-    starting) costs one reconcile, at most `delay` after its first event.
+    starting) costs one reconcile, at most `delay` after its first event. Deletions, and
+    objects for which `urgent` is true, are enqueued at once: a state that may not last
+    (a pod that failed and is about to go) must not wait.
     """
 
     def __init__(
@@ -54,27 +56,32 @@ class EnqueueRequests:
         mapper: Mapper,
         predicates: Sequence[Predicate] = (),
         delay: float = 0.0,
+        urgent: Callable[[Object], bool] | None = None,
     ) -> None:
         self._queue = queue
         self._mapper = mapper
         self._predicates = tuple(predicates)
         self._delay = delay
+        self._urgent = urgent
 
     def on_add(self, obj: Object) -> None:
         if all(p.create(obj) for p in self._predicates):
-            self._enqueue(self._mapper(obj))
+            self._enqueue(self._mapper(obj), self._is_urgent(obj))
 
     def on_update(self, old: Object, new: Object) -> None:
         if all(p.update(old, new) for p in self._predicates):
-            self._enqueue({*self._mapper(old), *self._mapper(new)})
+            self._enqueue({*self._mapper(old), *self._mapper(new)}, self._is_urgent(new))
 
     def on_delete(self, obj: Object) -> None:
         if all(p.delete(obj) for p in self._predicates):
-            self._enqueue(self._mapper(obj))
+            self._enqueue(self._mapper(obj), urgent=True)
 
-    def _enqueue(self, requests: Iterable[Request]) -> None:
+    def _is_urgent(self, obj: Object) -> bool:
+        return self._urgent is not None and self._urgent(obj)
+
+    def _enqueue(self, requests: Iterable[Request], urgent: bool) -> None:
         for request in requests:
-            if not self._delay:
+            if not self._delay or urgent:
                 self._queue.add(request)
             elif not self._queue.waiting(request):  # a waiting reconcile sees this event too
                 self._queue.add_after(request, self._delay)

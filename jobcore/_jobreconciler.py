@@ -747,6 +747,12 @@ def _debugging(outcome: Outcome, observed: Observed, desired: Sequence[Object]) 
     )
 
 
+def _ending(child: Object) -> bool:
+    """A child being deleted, or a Pod that has ended: its job must see it before it goes."""
+    phase = (child.get("status") or {}).get("phase")
+    return bool(child["metadata"].get("deletionTimestamp")) or phase in ("Succeeded", "Failed")
+
+
 def _soonest(*delays: float | None) -> float | None:
     known = [delay for delay in delays if delay is not None]
     return max(min(known), 0.5) if known else None
@@ -767,7 +773,8 @@ def add_job_controller(
     carry the job-name label); each kind's controller maps only its own children back.
     `gang_scheduler` gives every job without `spec.scheduler` a PodGroup of that scheduler.
     A child's event reconciles its job `child_event_delay` seconds later, together with the
-    other events of that time; a change to the job itself is reconciled at once.
+    other events of that time; a change to the job itself, a child's deletion and a Pod that
+    ended are reconciled at once.
     """
     jobs = manager.informer(kind.resource, namespace=namespace)
     children = {
@@ -790,7 +797,10 @@ def add_job_controller(
     controller.watch(jobs, predicates=[GenerationChanged()])
     for informer in children.values():
         controller.watch(
-            informer, mapper=requests_for_owner(kind.resource), delay=child_event_delay
+            informer,
+            mapper=requests_for_owner(kind.resource),
+            delay=child_event_delay,
+            urgent=_ending,
         )
     manager.add_controller(controller)
     return controller

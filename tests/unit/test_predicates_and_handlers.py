@@ -327,3 +327,21 @@ async def test_with_a_delay_an_event_for_a_waiting_request_adds_nothing() -> Non
     queue.done(item)
     await asyncio.sleep(0.1)
     assert drain(queue) == [item]
+
+
+async def test_with_a_delay_deletions_and_urgent_objects_are_enqueued_at_once() -> None:
+    queue: WorkQueue[Request] = WorkQueue()
+    failed = make("p1", owners=[ref("job-1")])
+    failed["status"] = {"phase": "Failed"}
+    handler = EnqueueRequests(
+        queue,
+        requests_for_owner(JOBS),
+        delay=60.0,
+        urgent=lambda obj: (obj.get("status") or {}).get("phase") == "Failed",
+    )
+    handler.on_update(make("p1", owners=[ref("job-1")]), failed)
+    assert drain(queue) == [ObjectKey("default", "job-1")]
+    handler.on_delete(make("p2", owners=[ref("job-2")]))
+    assert drain(queue) == [ObjectKey("default", "job-2")]
+    handler.on_add(make("p3", owners=[ref("job-3")]))
+    assert len(queue) == 0
