@@ -719,12 +719,12 @@ def _other_mode_pods(desired: Sequence[Object], observed: Observed) -> set[str]:
     return stale
 
 
+def _ended(pod: Object) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
 def _ended_pods(observed: Observed) -> set[str]:
-    return {
-        name
-        for name, pod in observed.pods.items()
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-    }
+    return {name for name, pod in observed.pods.items() if _ended(pod)}
 
 
 def _debugging(outcome: Outcome, observed: Observed, desired: Sequence[Object]) -> Outcome:
@@ -749,8 +749,7 @@ def _debugging(outcome: Outcome, observed: Observed, desired: Sequence[Object]) 
 
 def _ending(child: Object) -> bool:
     """A child being deleted, or a Pod that has ended: its job must see it before it goes."""
-    phase = (child.get("status") or {}).get("phase")
-    return bool(child["metadata"].get("deletionTimestamp")) or phase in ("Succeeded", "Failed")
+    return bool(child["metadata"].get("deletionTimestamp")) or _ended(child)
 
 
 def _soonest(*delays: float | None) -> float | None:
