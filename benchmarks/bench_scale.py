@@ -132,21 +132,13 @@ async def controller(kubeconfig: str, namespace: str, *options: str) -> AsyncIte
         await asyncio.wait_for(process.wait(), timeout=40)
 
 
+def total(samples: dict[str, float], name: str, label: str = "") -> float:
+    """The sum of a metric's samples, of those whose labels hold `label` if given."""
+    return sum(v for k, v in samples.items() if k.startswith(name + "{") and label in k)
+
+
 def requests(samples: dict[str, float], method: str | None = None) -> float:
-    return sum(
-        value
-        for key, value in samples.items()
-        if key.startswith("rest_client_requests_total{")
-        and (method is None or f'method="{method}"' in key)
-    )
-
-
-def reconciles(samples: dict[str, float]) -> float:
-    return sum(
-        value
-        for key, value in samples.items()
-        if key.startswith("controller_runtime_reconcile_total{")
-    )
+    return total(samples, "rest_client_requests_total", f'method="{method}"' if method else "")
 
 
 def quantile(samples: dict[str, float], q: float) -> float:
@@ -338,12 +330,12 @@ async def run_jobs(
             "rss_end": proc.rss_mb(),
             "p50": quantile(after, 0.5) * 1000,
             "p99": quantile(after, 0.99) * 1000,
-            "reconciles": (reconciles(after) - reconciles(before)) / jobs,
-            "errors": sum(
-                v
-                for k, v in after.items()
-                if k.startswith("controller_runtime_reconcile_errors_total{")
-            ),
+            "reconciles": (
+                total(after, "controller_runtime_reconcile_total")
+                - total(before, "controller_runtime_reconcile_total")
+            )
+            / jobs,
+            "errors": total(after, "controller_runtime_reconcile_errors_total"),
         }
 
 
