@@ -163,8 +163,23 @@ class LeaderElector:
         """
         self._set_leading(False)
         async with self._write_lock:
-            if self._lease is None or self._holder() != self._config.identity:
+            try:
+                async with asyncio.timeout(self._config.renew_deadline):
+                    freed = await self._free()
+            except (ApiError, TimeoutError) as exc:
+                self._log.warning("releasing the lease failed; it will expire", error=str(exc))
                 return
+        if freed:
+            self._log.info("released the lease")
+
+    async def _free(self) -> bool:
+        """Write an empty holder while the lease names us; False if it no longer does.
+
+        A conflict means the lease changed since we read it: most often our own renewal,
+        cancelled after its write was sent, landed unseen. The lease is read again and, if it
+        still names us, freed with the new resourceVersion.
+        """
+        while self._lease is not None and self._holder() == self._config.identity:
             spec = self._lease.get("spec") or {}
             now = _micro_time()
             record = {
@@ -175,14 +190,12 @@ class LeaderElector:
                 "leaseTransitions": spec.get("leaseTransitions") or 0,
             }
             try:
-                async with asyncio.timeout(self._config.renew_deadline):
-                    self._observe(
-                        await self._client.update(LEASES, {**self._lease, "spec": record})
-                    )
-            except (ApiError, TimeoutError) as exc:
-                self._log.warning("releasing the lease failed; it will expire", error=str(exc))
-                return
-        self._log.info("released the lease")
+                self._observe(await self._client.update(LEASES, {**self._lease, "spec": record}))
+                return True
+            except ConflictError:
+                config = self._config
+                self._observe(await self._client.get(LEASES, config.name, config.namespace))
+        return False
 
     async def _renew(self) -> None:
         started = time.monotonic()

@@ -8,6 +8,7 @@ import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -165,6 +166,22 @@ async def test_standby_takes_over_at_once_when_the_leader_releases(
     spec = (await client.get(LEASES, lease_name, namespace))["spec"]
     assert spec["holderIdentity"] == "b"
     assert spec["leaseTransitions"] == 1  # a's release kept the count; b's takeover added one
+
+
+async def test_release_frees_the_lease_after_a_renewal_that_landed_unseen(
+    client: Client, namespace: str, lease_name: str, elector: MakeElector
+) -> None:
+    # A leader stopped in the middle of a renewal: the write reached the API server, its
+    # answer never reached the leader, whose copy of the lease is now one version behind.
+    a = elector("a")
+    await asyncio.wait_for(a.acquire(), 5)
+    lease = await client.get(LEASES, lease_name, namespace)
+    lease["spec"]["renewTime"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    await client.update(LEASES, lease)
+    await a.release()
+    spec = (await client.get(LEASES, lease_name, namespace))["spec"]
+    assert spec.get("holderIdentity", "") == ""
+    assert spec["leaseDurationSeconds"] == 1
 
 
 async def test_standby_waits_out_the_lease_when_the_leader_stops_renewing(
