@@ -57,20 +57,21 @@ def mpijob(namespace: str, name: str, workers: int) -> Object:
 
 
 def children(
-    namespace: str, jobs: int, workers: int, *, launchers: bool = False
+    namespace: str, jobs: int, workers: int, *, launchers: bool = False, prefix: str = "job"
 ) -> list[tuple[Resource, Object]]:
     """The very objects the controller creates for these jobs, rendered by the kind itself
     and adopted by the job (its labels and an ownerReference), as the controller does.
 
-    With `launchers`, also each job's launcher, which the kind renders once every worker is
-    Ready; the launchers come last, as the controller creates them after the workers.
+    The jobs are named `{prefix}-{j}`. With `launchers`, also each job's launcher, which the
+    kind renders once every worker is Ready; the launchers come last, as the controller
+    creates them after the workers.
     """
     resources = {resource.kind: resource for resource in KIND.child_resources}
     objects: list[tuple[Resource, Object]] = []
     last: list[tuple[Resource, Object]] = []
     pods: dict[str, Object] = {}
     for j in range(jobs):
-        raw = mpijob(namespace, f"job-{j}", workers)
+        raw = mpijob(namespace, f"{prefix}-{j}", workers)
         raw["metadata"]["uid"] = str(uuid.uuid4())
         job, errors = parse_job(KIND, raw)
         if job is None:

@@ -1,6 +1,6 @@
 """MPIJobs at scale, driven to Succeeded: the controller process against the API server's floor.
 
-    python -m benchmarks.bench_scale [--jobs 200] [--workers 8] [--rounds 3] [--cache-pods 10000]
+    python -m benchmarks.bench_scale [--jobs 200] [--workers 8] [--rounds 5] [--cache-pods 10000]
 
 One fresh control plane; `jobcore run` as its own process (so its RSS and CPU are its own);
 the simulated node in this process binds, starts and ends the pods (launchers exit 0 after
@@ -9,7 +9,8 @@ all pods (workers and launchers) started by the node, all jobs Running and all S
 same creations by a plain concurrent asyncio client, launchers last (the floor, measured
 before and after the controller and averaged), to all workers created and to all pods
 started, and the ratios to it; in both windows to all workers created, the API server's CPU
-seconds and the pods the node had started; the controller's API requests per job beyond its
+seconds, the pods the node had started and the CPU time the hypervisor gave other guests
+(steal: the machine's speed changes by the minute); the controller's API requests per job beyond its
 creations (from its own /metrics), its peak RSS and CPU seconds, reconcile p50/p99 and
 errors. `--cache-pods` then measures the controller's peak RSS with that many pods in its
 cache. Targets (issue 8): ratio <= 1.25, <= 12 requests per job beyond creations, RSS <= 200
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from benchmarks import floor_client
-from benchmarks._common import cpu_seconds, machine, print_table, server_cpu
+from benchmarks._common import cpu_seconds, machine, print_table, server_cpu, steal_seconds
 from benchmarks.bench_mpijob import mpijob
 from jobcore import (
     JOB_NAME_LABEL,
@@ -165,13 +166,14 @@ def quantile(samples: dict[str, float], q: float) -> float:
 @dataclass
 class Floor:
     """What the floor's plain client took: seconds to all workers created and to all pods
-    started, and in the first window the API server + etcd CPU seconds and the pods the node
-    had started by its end."""
+    started, and in the first window the API server + etcd CPU seconds, the pods the node
+    had started by its end and the CPU seconds stolen by the hypervisor."""
 
     created: float
     started: float
     server_cpu: float
     node_started: int
+    steal: float
 
     @staticmethod
     def mean(a: Floor, b: Floor) -> Floor:
@@ -180,6 +182,7 @@ class Floor:
             (a.started + b.started) / 2,
             (a.server_cpu + b.server_cpu) / 2,
             (a.node_started + b.node_started) // 2,
+            (a.steal + b.steal) / 2,
         )
 
 
@@ -211,23 +214,30 @@ async def floor(
         try:
             if await process.stdout.readline() != b"ready\n":
                 raise RuntimeError("the floor's client did not start")
-            server = server_cpu(plane)
+            await eventually(
+                lambda: pods_seen(node, WARM_UP * (workers + 1), "warm-up-", *STARTED),
+                timeout=120,
+                interval=0.05,
+            )
+            server, steal = server_cpu(plane), steal_seconds()
             started = time.perf_counter()
             process.stdin.write(b"go\n")
             await process.stdin.drain()
             await eventually(
-                lambda: pods_seen(node, jobs * workers, "-worker-"), timeout=600, interval=0.01
+                lambda: pods_seen(node, (WARM_UP + jobs) * workers, "-worker-"),
+                timeout=600,
+                interval=0.01,
             )
             created = time.perf_counter() - started
-            server = server_cpu(plane) - server
-            node_started = pods_counted(node, "", *STARTED)
+            server, steal = server_cpu(plane) - server, steal_seconds() - steal
+            node_started = pods_counted(node, "job-", *STARTED)
             if await process.stdout.readline() != b"done\n":
                 raise RuntimeError("the floor's client failed")
         finally:
             await process.wait()
-        pods = jobs * (workers + 1)
+        pods = (WARM_UP + jobs) * (workers + 1)
         await eventually(lambda: pods_seen(node, pods, "", *STARTED), timeout=600, interval=0.01)
-        return Floor(created, time.perf_counter() - started, server, node_started)
+        return Floor(created, time.perf_counter() - started, server, node_started, steal)
 
 
 def pods_counted(node: SimulatedNode, name_part: str, *phases: str) -> int:
@@ -284,7 +294,7 @@ async def run_jobs(
         await eventually(lambda: all_in("Succeeded", count=WARM_UP), timeout=120, interval=0.25)
         before = await proc.metrics()
         cpu = proc.cpu_seconds()
-        server = server_cpu(plane)
+        server, steal = server_cpu(plane), steal_seconds()
         started = time.perf_counter()
         await asyncio.gather(
             *(
@@ -296,7 +306,7 @@ async def run_jobs(
             lambda: pods_seen(node, workers_wanted, "-worker-"), timeout=600, interval=0.01
         )
         created = time.perf_counter() - started
-        server_created = server_cpu(plane) - server
+        server_created, steal_created = server_cpu(plane) - server, steal_seconds() - steal
         cpu_created = proc.cpu_seconds() - cpu
         node_started = pods_counted(node, "job-", *STARTED)  # the warm-up's are done
         at_created = await proc.metrics()
@@ -325,6 +335,7 @@ async def run_jobs(
             "cpu": proc.cpu_seconds() - cpu,
             "cpu_created": cpu_created,
             "server_created": server_created,
+            "steal_created": steal_created,
             "node_started": node_started,
             "rss": proc.peak_rss_mb(),
             "rss_end": proc.rss_mb(),
@@ -397,6 +408,12 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
         )
     )
     print(
+        "CPU seconds stolen by the hypervisor in those windows, floor / controller: "
+        + ", ".join(
+            f"{f.steal:.1f} / {r['steal_created']:.1f}" for r, f in zip(runs, floors, strict=True)
+        )
+    )
+    print(
         "ratios at all pods started: "
         + ", ".join(
             f"{r['pods_started'] / f.started:.2f}" for r, f in zip(runs, floors, strict=True)
@@ -451,7 +468,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cache-pods", type=int, default=10_000)
     parser.add_argument(
         "--max-concurrent-reconciles", type=int, help="passed to jobcore run (default: its own)"

@@ -16,23 +16,23 @@ import asyncio
 import sys
 
 from benchmarks.bench_mpijob import children
-from jobcore import NAMESPACES, Client
+from jobcore import Client
 
 WARM_UP = 10
 """Jobs whose children are created before the measured ones."""
 
 
-async def create_all(client: Client, namespace: str, jobs: int, workers: int) -> None:
-    objects = children(namespace, jobs, workers, launchers=True)
+async def create_all(
+    client: Client, namespace: str, jobs: int, workers: int, prefix: str = "job"
+) -> None:
+    objects = children(namespace, jobs, workers, launchers=True, prefix=prefix)
     await asyncio.gather(*(client.create(resource, obj) for resource, obj in objects))
 
 
 async def main(kubeconfig: str, namespace: str, jobs: int, workers: int) -> None:
     client = await Client.from_kubeconfig(kubeconfig)
     try:
-        warm_up = f"{namespace}-warm-up"
-        await client.create(NAMESPACES, {"metadata": {"name": warm_up}})
-        await create_all(client, warm_up, WARM_UP, workers)
+        await create_all(client, namespace, WARM_UP, workers, prefix="warm-up")
         print("ready", flush=True)
         await asyncio.to_thread(sys.stdin.readline)
         await create_all(client, namespace, jobs, workers)
