@@ -63,7 +63,10 @@ class WorkQueue(Generic[T]):
         self._delayed: list[tuple[float, int, T]] = []
         self._ready_at: dict[T, float] = {}
         self._seq = itertools.count()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
+        self._timer_at = 0.0
+        """When `_timer` fires, on the loop's clock: uvloop arms a timer due within half a
+        millisecond as a plain Handle, with no `when()`."""
         self._metrics = None if name is None else self._bind_metrics(name)
 
     def _bind_metrics(self, name: str) -> _Metrics:
@@ -185,10 +188,10 @@ class WorkQueue(Generic[T]):
         self._ready_at[item] = ready_at
         heapq.heappush(self._delayed, (ready_at, next(self._seq), item))
         timer = self._timer
-        if timer is None or ready_at < timer.when():
+        if timer is None or ready_at < self._timer_at:
             if timer is not None:
                 timer.cancel()
-            self._timer = loop.call_at(ready_at, self._add_due, ready_at)
+            self._arm(loop, ready_at)
 
     def _add_due(self, scheduled: float) -> None:
         """Timer callback: add every delayed item that is due, then re-arm for the next one."""
@@ -205,7 +208,10 @@ class WorkQueue(Generic[T]):
         while delayed and ready_at.get(delayed[0][2]) != delayed[0][0]:
             heapq.heappop(delayed)  # Superseded entry: no timer for it.
         if delayed:
-            self._timer = loop.call_at(delayed[0][0], self._add_due, delayed[0][0])
+            self._arm(loop, delayed[0][0])
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        self._timer, self._timer_at = loop.call_at(when, self._add_due, when), when
 
     def add_rate_limited(self, item: T) -> None:
         """Add `item` after its rate limiter's delay: the retry path for a failed item."""

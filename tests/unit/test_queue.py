@@ -10,6 +10,7 @@ from collections.abc import Hashable
 from typing import Any
 
 import pytest
+import uvloop
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -231,6 +232,21 @@ async def test_add_after_hands_items_out_in_ready_order() -> None:
     assert len(queue) == 0
     got = [await asyncio.wait_for(queue.get(), 1) for _ in range(3)]
     assert got == ["b", "c", "a"]
+
+
+def test_delayed_adds_work_on_uvloop() -> None:
+    """`jobcore run` runs on uvloop, which arms a timer due within half a millisecond as a
+    plain handle, with no `when()`."""
+
+    async def scenario() -> list[str]:
+        queue: WorkQueue[str] = WorkQueue()
+        queue.add_after("a", 0.05)
+        queue.add_after("b", 0.0002)  # earlier: re-arms the one timer, due almost at once
+        queue.add_after("c", 0.0001)  # earlier still
+        queue.add_after("d", 0.03)
+        return [await asyncio.wait_for(queue.get(), 1) for _ in range(4)]
+
+    assert uvloop.run(scenario()) == ["c", "b", "d", "a"]
 
 
 async def test_add_after_without_delay_adds_at_once() -> None:
