@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 import subprocess
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 import structlog
+import uvloop
 import yaml
 
 from controllers import cli, kinds
@@ -249,3 +251,15 @@ def test_the_installed_command_reads_stdin() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert kinds_of(result.stdout)[-1] == ("Pod", "mpi-example-launcher")
+
+
+def test_commands_run_on_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
+    loops: list[type] = []
+
+    async def probe(args: Any) -> int:
+        loops.append(type(asyncio.get_running_loop()))
+        return 0
+
+    monkeypatch.setitem(cli._COMMANDS, "kinds", probe)
+    assert cli.main(["kinds"]) == 0
+    assert loops == [uvloop.Loop]
