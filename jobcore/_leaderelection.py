@@ -166,6 +166,8 @@ class LeaderElector:
             try:
                 async with asyncio.timeout(self._config.renew_deadline):
                     freed = await self._free()
+            except NotFoundError:
+                freed = False  # deleted: there is nothing to free
             except (ApiError, TimeoutError) as exc:
                 self._log.warning("releasing the lease failed; it will expire", error=str(exc))
                 return

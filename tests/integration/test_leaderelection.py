@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from structlog.testing import capture_logs
 
 from jobcore._client import Client
 from jobcore._errors import LeaderElectionLost
@@ -182,6 +183,32 @@ async def test_release_frees_the_lease_after_a_renewal_that_landed_unseen(
     spec = (await client.get(LEASES, lease_name, namespace))["spec"]
     assert spec.get("holderIdentity", "") == ""
     assert spec["leaseDurationSeconds"] == 1
+
+
+async def test_release_leaves_a_lease_another_took_meanwhile_alone(
+    client: Client, namespace: str, lease_name: str, elector: MakeElector
+) -> None:
+    a = elector("a")
+    await asyncio.wait_for(a.acquire(), 5)
+    lease = await client.get(LEASES, lease_name, namespace)
+    lease["spec"]["holderIdentity"] = "intruder"
+    await client.update(LEASES, lease)
+    await a.release()  # its copy still names "a": the conflict makes it look again
+    spec = (await client.get(LEASES, lease_name, namespace))["spec"]
+    assert spec["holderIdentity"] == "intruder"
+    assert spec["leaseDurationSeconds"] == 2
+
+
+async def test_releasing_a_deleted_lease_is_harmless(
+    client: Client, namespace: str, lease_name: str, elector: MakeElector
+) -> None:
+    with capture_logs() as logs:
+        a = elector("a")
+        await asyncio.wait_for(a.acquire(), 5)
+        await client.delete(LEASES, lease_name, namespace)
+        await a.release()
+    assert not a.is_leader
+    assert [log for log in logs if log["log_level"] == "warning"] == []
 
 
 async def test_standby_waits_out_the_lease_when_the_leader_stops_renewing(
