@@ -246,7 +246,9 @@ def test_delayed_adds_work_on_uvloop() -> None:
         queue.add_after("d", 0.03)
         return [await asyncio.wait_for(queue.get(), 1) for _ in range(4)]
 
-    assert uvloop.run(scenario()) == ["c", "b", "d", "a"]
+    got = uvloop.run(scenario())
+    assert set(got[:2]) == {"b", "c"}  # due within the same millisecond of uvloop's clock
+    assert got[2:] == ["d", "a"]
 
 
 async def test_add_after_without_delay_adds_at_once() -> None:
