@@ -88,3 +88,21 @@ async def test_run_reconciles_and_stops_gracefully_on_sigterm(
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def test_sandbox_runs_the_sample_job_to_succeeded_showing_its_status() -> None:
+    """The README's main command: `scripts/sandbox.sh` runs `jobcore sandbox`."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "controllers.cli",
+        "sandbox",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    output, _ = await asyncio.wait_for(process.communicate(), 120)
+    text = output.decode()
+    assert process.returncode == 0, text
+    assert "phase=Running" in text  # shown live, while it runs
+    assert "sample job finished: Succeeded" in text
