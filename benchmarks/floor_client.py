@@ -2,10 +2,11 @@
 
     python -m benchmarks.floor_client KUBECONFIG NAMESPACE JOBS WORKERS
 
-Creates WARM_UP jobs' children in a namespace of their own (so its connections are open, as
-the controller's are after its warm-up jobs), prints `ready`, waits for a line on stdin,
-then creates the children of JOBS MPIJobs in NAMESPACE (which must exist), launchers
-included and last, all requests at once, and prints `done`.
+Creates the children of WARM_UP jobs named `warm-up-{j}` in NAMESPACE (which must exist), so
+that its connections are open and the namespace is known to the API server's admission, as
+the controller's are after its warm-up jobs. Then prints `ready`, waits for a line on stdin,
+creates the children of JOBS MPIJobs named `job-{j}`, launchers included and last, all
+requests at once, and prints `done`. It runs on uvloop, as `jobcore run` does.
 bench_scale times it from outside; the simulated node stays in bench_scale's process for
 the floor as for the controller, so neither shares its process with the node.
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+
+import uvloop
 
 from benchmarks.bench_mpijob import children
 from jobcore import Client
@@ -43,4 +46,4 @@ async def main(kubeconfig: str, namespace: str, jobs: int, workers: int) -> None
 
 if __name__ == "__main__":
     kubeconfig, namespace, jobs, workers = sys.argv[1:5]
-    asyncio.run(main(kubeconfig, namespace, int(jobs), int(workers)))
+    uvloop.run(main(kubeconfig, namespace, int(jobs), int(workers)))
