@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
 import time
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from jobcore import PODS, REPLICA_TYPE_LABEL, Client, crd_for
 from jobcore.testing import SimulatedNode, background, eventually, install_crd
 from jobkinds.mpijob import MPIJobKind
+from tests.commands import start_jobcore
 
 MPIJOBS = MPIJobKind().resource
 
@@ -25,10 +24,7 @@ async def test_run_reconciles_and_stops_gracefully_on_sigterm(
     await install_crd(client, crd_for(MPIJobKind()))
     node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace)
     node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "controllers.cli",
+    process = await start_jobcore(
         "--log-format",
         "json",
         "--log-level",
@@ -42,9 +38,6 @@ async def test_run_reconciles_and_stops_gracefully_on_sigterm(
         "127.0.0.1:0",
         "--health-probe-bind-address",
         "127.0.0.1:0",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
         async with background(node.run()):
@@ -92,15 +85,7 @@ async def test_run_reconciles_and_stops_gracefully_on_sigterm(
 
 async def test_sandbox_runs_the_sample_job_to_succeeded_showing_its_status() -> None:
     """The README's main command: `scripts/sandbox.sh` runs `jobcore sandbox`."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "controllers.cli",
-        "sandbox",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    process = await start_jobcore("sandbox")
     output, _ = await asyncio.wait_for(process.communicate(), 120)
     text = output.decode()
     assert process.returncode == 0, text

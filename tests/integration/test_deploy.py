@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from jobcore.testing import (
     job_status,
     schemaless_crd,
 )
+from tests.commands import start_jobcore
 
 pytestmark = pytest.mark.integration
 
@@ -76,10 +76,7 @@ async def service_account_token(client: Client) -> str:
 @contextlib.asynccontextmanager
 async def controller_process(kubeconfig: str) -> AsyncIterator[list[str]]:
     """`jobcore run` as the Deployment runs it (leader election, all namespaces); its log."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "controllers.cli",
+    process = await start_jobcore(
         "--log-format",
         "json",
         "run",
@@ -94,9 +91,6 @@ async def controller_process(kubeconfig: str) -> AsyncIterator[list[str]]:
         "127.0.0.1:0",
         "--health-probe-bind-address",
         "127.0.0.1:0",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     log: list[str] = []
 

@@ -169,34 +169,24 @@ async def test_standby_takes_over_at_once_when_the_leader_releases(
     assert spec["leaseTransitions"] == 1  # a's release kept the count; b's takeover added one
 
 
-async def test_release_frees_the_lease_after_a_renewal_that_landed_unseen(
-    client: Client, namespace: str, lease_name: str, elector: MakeElector
-) -> None:
-    # A leader stopped in the middle of a renewal: the write reached the API server, its
-    # answer never reached the leader, whose copy of the lease is now one version behind.
-    a = elector("a")
-    await asyncio.wait_for(a.acquire(), 5)
-    lease = await client.get(LEASES, lease_name, namespace)
-    lease["spec"]["renewTime"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    await client.update(LEASES, lease)
-    await a.release()
-    spec = (await client.get(LEASES, lease_name, namespace))["spec"]
-    assert spec.get("holderIdentity", "") == ""
-    assert spec["leaseDurationSeconds"] == 1
-
-
-async def test_release_leaves_a_lease_another_took_meanwhile_alone(
-    client: Client, namespace: str, lease_name: str, elector: MakeElector
+@pytest.mark.parametrize("taken_by", ["", "intruder"], ids=["renewed-unseen", "taken"])
+async def test_release_after_the_lease_changed_unseen_frees_only_its_own(
+    client: Client, namespace: str, lease_name: str, elector: MakeElector, taken_by: str
 ) -> None:
     a = elector("a")
     await asyncio.wait_for(a.acquire(), 5)
     lease = await client.get(LEASES, lease_name, namespace)
-    lease["spec"]["holderIdentity"] = "intruder"
+    if taken_by:
+        lease["spec"]["holderIdentity"] = taken_by
+    else:
+        # A leader stopped in the middle of a renewal: the write reached the API server, its
+        # answer never reached the leader, whose copy of the lease is one version behind.
+        lease["spec"]["renewTime"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     await client.update(LEASES, lease)
     await a.release()  # its copy still names "a": the conflict makes it look again
     spec = (await client.get(LEASES, lease_name, namespace))["spec"]
-    assert spec["holderIdentity"] == "intruder"
-    assert spec["leaseDurationSeconds"] == 2
+    assert spec.get("holderIdentity", "") == taken_by
+    assert spec["leaseDurationSeconds"] == (2 if taken_by else 1)
 
 
 async def test_releasing_a_deleted_lease_is_harmless(

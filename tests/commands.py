@@ -1,0 +1,20 @@
+"""The `jobcore` command as users run it, for the tests that start it as a process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+
+async def start_jobcore(*args: str) -> asyncio.subprocess.Process:
+    """`jobcore ARGS` in a subprocess, unbuffered, its stderr merged into its stdout (a pipe)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "controllers.cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
