@@ -8,7 +8,9 @@ for a condition; `job_controller` runs a kind's controller for a block; `install
 `event_reasons` are what a job kind's tests check; `FaultProxy` stands between a
 controller and the API server and fails a share of its requests (`Faults`). The pytest
 plugin (`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides
-the `control_plane`, `kubeconfig_path`, `client`, `namespace` and `simulated_node` fixtures.
+the `control_plane`, `kubeconfig_path`, `client`, `namespace`, `simulated_node` and
+`process_node` fixtures. `require` skips a test whose prerequisite is missing, and fails it
+under CI (`under_ci`), where a skip would hide a missing install.
 """
 
 from jobcore.testing._background import background
@@ -29,6 +31,7 @@ from jobcore.testing._jobs import (
 from jobcore.testing._node import PodMatcher, PodOutcome, SimulatedNode
 from jobcore.testing._processnode import ProcessNode, process_node_available
 from jobcore.testing._requests import api_requests
+from jobcore.testing._required import require, under_ci
 
 __all__ = [
     "ControlPlane",
@@ -49,7 +52,9 @@ __all__ = [
     "job_status",
     "live_pods",
     "process_node_available",
+    "require",
     "schemaless_crd",
+    "under_ci",
     "wait_for_phase",
     "wait_for_phases",
 ]

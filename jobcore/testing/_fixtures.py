@@ -1,4 +1,4 @@
-"""The async fixtures of the pytest plugin: a client, a namespace and a simulated node per test.
+"""The async fixtures of the pytest plugin: a client, a namespace and a node per test.
 
 Registered by `jobcore.testing.plugin` only when pytest-asyncio is installed.
 """
@@ -15,7 +15,10 @@ import pytest_asyncio
 
 from jobcore import NAMESPACES, ApiError, Client
 from jobcore.testing._background import background
+from jobcore.testing._eventually import eventually
 from jobcore.testing._node import SimulatedNode
+from jobcore.testing._processnode import ProcessNode, process_node_available
+from jobcore.testing._required import require
 
 
 @pytest_asyncio.fixture
@@ -53,4 +56,19 @@ async def simulated_node(client: Client, namespace: str) -> AsyncIterator[Simula
     node = SimulatedNode(client, name=f"node-{namespace}"[:63], namespace=namespace)
     async with background(node.run()):
         await node.pods.wait_for_sync()
+        yield node
+
+
+@pytest_asyncio.fixture
+async def process_node(client: Client, namespace: str) -> AsyncIterator[ProcessNode]:
+    """A running `ProcessNode` for the test's namespace's Pods: real processes, real networks.
+
+    Skips the test where the host cannot run one (not root, no namespaces), fails it under CI.
+    """
+    require(process_node_available())
+    node = ProcessNode(client, name=f"proc-{namespace}"[:63], namespace=namespace)
+    async with background(node.run()) as task:
+        await eventually(lambda: node.pods.has_synced() or task.done(), timeout=30)
+        if task.done():
+            task.result()  # a failed start-up, raised here rather than hanging
         yield node

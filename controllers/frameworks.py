@@ -1,0 +1,35 @@
+"""Where `scripts/frameworks.sh` installed each real framework, and why one is missing.
+
+The real-tier tests and `jobcore sandbox --real` run programs from these installs on the
+process-backed node; the jobcore package never imports them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+NAMES = ("openmpi4", "openmpi5", "mpich", "intel", "colossalai", "horovod")
+STAMP = ".jobcore-installed"
+
+
+def root() -> Path:
+    """$JOBCORE_FRAMEWORKS, else ~/.cache/jobcore/frameworks (as the script chooses)."""
+    if folder := os.environ.get("JOBCORE_FRAMEWORKS"):
+        return Path(folder)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "jobcore" / "frameworks"
+
+
+def home(name: str) -> Path:
+    """The framework's prefix: its launcher and tools are in `bin/` below it."""
+    return (root() / name / "home").resolve()
+
+
+def missing(name: str) -> str | None:
+    """None when `name` is installed, else what to run to install it."""
+    if name not in NAMES:
+        raise ValueError(f"unknown framework {name!r}; known: {', '.join(NAMES)}")
+    if (root() / name / STAMP).is_file():
+        return None
+    return f"{name} is not installed in {root()}: run scripts/frameworks.sh {name}"

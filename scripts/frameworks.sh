@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Installs the real frameworks the real-tier tests and `jobcore sandbox --real` run, pinned, into
+# a cache outside the repository: $JOBCORE_FRAMEWORKS, by default ~/.cache/jobcore/frameworks.
+# None of it is a dependency of the jobcore package.
+#
+#   scripts/frameworks.sh [NAME...]    NAME: openmpi4 openmpi5 mpich intel colossalai horovod
+#                                       (none: all of them)
+#
+# Each NAME is installed by scripts/frameworks/NAME.sh, which defines `install_NAME`; it
+# installs into "$JOBCORE_FRAMEWORKS/NAME" and is skipped while that folder's stamp names the
+# same pinned versions. Debian packages come first (needs root and apt-get). The script says
+# what it installs and how long each took, and exits non-zero naming what failed.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+export JOBCORE_FRAMEWORKS=${JOBCORE_FRAMEWORKS:-${XDG_CACHE_HOME:-$HOME/.cache}/jobcore/frameworks}
+all=(openmpi4 openmpi5 mpich intel colossalai horovod)
+names=("$@")
+[[ ${#names[@]} -gt 0 ]] || names=("${all[@]}")
+
+# apt_install PACKAGE...: the Debian packages not yet installed, in one apt-get run.
+apt_install() {
+  local missing=() package
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$package")
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
+    echo "frameworks.sh: ${missing[*]} missing, and installing needs root and apt-get" >&2
+    return 1
+  fi
+  echo "frameworks.sh: apt-get install ${missing[*]}" >&2
+  if [[ ! -f /tmp/jobcore-apt-updated ]]; then
+    apt-get update -qq >/tmp/jobcore-apt.log 2>&1 || { cat /tmp/jobcore-apt.log >&2; return 1; }
+    touch /tmp/jobcore-apt-updated
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    >/tmp/jobcore-apt.log 2>&1 || { cat /tmp/jobcore-apt.log >&2; return 1; }
+}
+
+# venv_install FOLDER PYTHON PIP_ARGS...: a fresh virtualenv made by PYTHON, then pip install.
+venv_install() {
+  local folder=$1 python=$2
+  shift 2
+  rm -rf "$folder"
+  "$python" -m venv "${VENV_ARGS[@]}" "$folder"
+  "$folder/bin/python" -m pip install -q --disable-pip-version-check "$@" \
+    >"$folder.pip.log" 2>&1 || { cat "$folder.pip.log" >&2; return 1; }
+}
+VENV_ARGS=()
+
+# Every pod needs these; each framework's script adds its own.
+apt_install openssh-server openssh-client iproute2
+
+failed=()
+for name in "${names[@]}"; do
+  script="$here/frameworks/$name.sh"
+  if [[ ! -f $script ]]; then
+    echo "frameworks.sh: no framework $name (known: ${all[*]})" >&2
+    exit 2
+  fi
+  # shellcheck source=/dev/null
+  source "$script"
+  stamp="$JOBCORE_FRAMEWORKS/$name/.jobcore-installed"
+  pins=$("pins_$name")
+  if [[ "$(cat "$stamp" 2>/dev/null)" == "$pins" ]]; then
+    echo "frameworks.sh: $name ($pins) already in $JOBCORE_FRAMEWORKS/$name" >&2
+    continue
+  fi
+  echo "frameworks.sh: $name: installing $pins into $JOBCORE_FRAMEWORKS/$name" >&2
+  started=$SECONDS
+  mkdir -p "$JOBCORE_FRAMEWORKS"
+  if "install_$name" "$JOBCORE_FRAMEWORKS/$name"; then
+    echo "$pins" >"$stamp"
+    echo "frameworks.sh: $name installed in $((SECONDS - started)) s" >&2
+  else
+    echo "frameworks.sh: $name FAILED after $((SECONDS - started)) s" >&2
+    failed+=("$name")
+  fi
+done
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "frameworks.sh: not installed: ${failed[*]}" >&2
+  exit 1
+fi
