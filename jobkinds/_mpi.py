@@ -1,15 +1,18 @@
-"""MPIJob's children: hostfile, headless Service, worker and launcher pods, mpirun script.
+"""MPIJob's children: hostfile, headless Service, worker and launcher pods, launch script.
 
 Split from the kind (`mpijob`) so the launcher's behaviour reads, and runs in tests, on its
-own. Every user-provided string reaches mpirun as a positional argument of `bash -c`, never
-as script text.
+own. Open MPI (`mpirun`, ORTE or PRRTE) and the Hydra-based MPICH and Intel MPI (`mpiexec`)
+differ in their hostfile, flags and environment; `Flavour` holds what differs. Every
+user-provided string reaches the launcher as a positional argument of `bash -c`, never as
+script text.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from jobcore import Job, Object
 from jobkinds import _launch, _ssh
@@ -19,7 +22,7 @@ if TYPE_CHECKING:
     from jobkinds.mpijob import MPIJobSpec
 
 WORKER_CONTAINER = "mpi-worker"
-"""The template's container that runs sshd on workers and mpirun on the launcher."""
+"""The template's container that runs sshd on workers and the MPI launcher on the launcher."""
 LAUNCHER_CONTAINER = "mpi-launcher"
 SSH_VOLUME = "jobcore-ssh"
 HOSTFILE_VOLUME = "jobcore-hostfile"
@@ -31,40 +34,105 @@ WAIT_SECONDS = _ssh.WAIT_SECONDS
 WAIT_TIMEOUT_EXIT = _ssh.WAIT_TIMEOUT_EXIT
 """The launcher's exit code when workers never became reachable (`timeout`'s convention)."""
 
-NPERNODE_FLAGS = ("-N", "-npernode", "--npernode")
-"""mpirun's "processes per node" flags; their value is each worker's slot count."""
+Implementation = Literal["OpenMPI", "IntelMPI", "Intel", "MPICH"]
+"""spec.mpiImplementation's values; `Intel` is Kubeflow's spelling of `IntelMPI`."""
+
 _SLOTS = re.compile(r"[1-9][0-9]{0,5}")
-"""A positive integer in ASCII digits, below a million: what mpirun reads as a slot count."""
-HOSTFILE_FLAGS = ("-hostfile", "--hostfile", "-machinefile", "--machinefile", "-default-hostfile")
+"""A positive integer in ASCII digits, below a million: what a launcher reads as a slot count."""
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """What an MPI implementation's launcher needs that another's does not understand."""
+
+    name: str
+    program: str
+    """The launcher the script execs, found on PATH (after `mpiHome/bin`)."""
+    open_mpi: bool
+    """Understands MCA parameters (`-mca`, `spec.mca`), `--prefix` and `-x NAME`."""
+    npernode_flags: tuple[str, ...]
+    """Its "processes per node" flags; their value is each worker's slot count."""
+    hostfile_flags: tuple[str, ...]
+    """Flags that name a hostfile: the launcher passes the workers' hostfile itself."""
+    slots_format: str
+    """One hostfile line, from `host` and `slots`."""
+
+
+OPEN_MPI = Flavour(
+    name="Open MPI",
+    program="mpirun",
+    open_mpi=True,
+    npernode_flags=("-N", "-npernode", "--npernode"),
+    hostfile_flags=(
+        "-hostfile",
+        "--hostfile",
+        "-machinefile",
+        "--machinefile",
+        "-default-hostfile",
+    ),
+    slots_format="{host} slots={slots}",
+)
+HYDRA_HOSTFILE_FLAGS = ("-f", "-hostfile", "-machinefile", "--hostfile", "--machinefile")
+MPICH = Flavour(
+    name="MPICH",
+    program="mpiexec",
+    open_mpi=False,
+    npernode_flags=("-ppn", "-perhost"),
+    hostfile_flags=HYDRA_HOSTFILE_FLAGS,
+    slots_format="{host}:{slots}",
+)
+INTEL_MPI = Flavour(
+    name="Intel MPI",
+    program="mpiexec",
+    open_mpi=False,
+    npernode_flags=("-ppn", "-perhost"),
+    hostfile_flags=HYDRA_HOSTFILE_FLAGS,
+    slots_format="{host}:{slots}",
+)
+_FLAVOURS: dict[str, Flavour] = {
+    "OpenMPI": OPEN_MPI,
+    "IntelMPI": INTEL_MPI,
+    "Intel": INTEL_MPI,
+    "MPICH": MPICH,
+}
+
+
+def flavour(implementation: Implementation) -> Flavour:
+    return _FLAVOURS[implementation]
+
 
 # The shared wait (jobkinds/_ssh.py) reads its hostfile and timeout from the environment, which
-# a test can point elsewhere; its exit code when giving up is WAIT_TIMEOUT_EXIT.
+# a test can point elsewhere; its exit code when giving up is WAIT_TIMEOUT_EXIT. `mpiHome/bin`
+# goes first on PATH, so the launcher and its tools are that installation's.
 LAUNCHER_SCRIPT = (
     _ssh.wait_script("JOBCORE_MPI_HOSTFILE", HOSTFILE, "JOBCORE_MPI_WAIT_SECONDS")
-    + r"""echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: mpirun $*"
-exec mpirun "$@"
+    + r"""if [ -n "${JOBCORE_MPI_HOME:-}" ]; then
+  export PATH="$JOBCORE_MPI_HOME/bin:$PATH"
+fi
+echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: $*"
+exec "$@"
 """
 )
 
 
-def slots(extra_mpi_args: Sequence[str]) -> int:
-    """Processes per worker: the last `-N`/`--npernode` value in the extra args, else 1.
+def slots(extra_mpi_args: Sequence[str], mpi: Flavour = OPEN_MPI) -> int:
+    """Processes per worker: the last per-node flag's value in the extra args, else 1.
 
     Invalid values count as 1 here; `npernode_errors` reports them at validation.
     """
     found = 1
-    for _, value in _flag_values(extra_mpi_args, NPERNODE_FLAGS):
+    for _, value in _flag_values(extra_mpi_args, mpi.npernode_flags):
         if value is not None and _SLOTS.fullmatch(value):
             found = int(value)
     return found
 
 
-def npernode_errors(extra_mpi_args: Sequence[str]) -> list[str]:
-    """What is wrong with the `-N`/`--npernode` flags: each needs a positive integer."""
+def npernode_errors(extra_mpi_args: Sequence[str], mpi: Flavour = OPEN_MPI) -> list[str]:
+    """What is wrong with the per-node flags (`-N`, `-ppn`, ...): each needs a positive integer."""
     return [
         f"{flag} needs a positive integer value (processes per worker), got "
         + (repr(value) if value is not None else "nothing")
-        for flag, value in _flag_values(extra_mpi_args, NPERNODE_FLAGS)
+        for flag, value in _flag_values(extra_mpi_args, mpi.npernode_flags)
         if value is None or not _SLOTS.fullmatch(value)
     ]
 
@@ -81,12 +149,13 @@ def _flag_values(args: Sequence[str], flags: Sequence[str]) -> list[tuple[str, s
     return found
 
 
-def hostfile_text(hosts: Sequence[str], slots_per_host: int) -> str:
-    """Open MPI's hostfile: one `host slots=N` line per worker."""
-    return "".join(f"{host} slots={slots_per_host}\n" for host in hosts)
+def hostfile_text(hosts: Sequence[str], slots_per_host: int, mpi: Flavour = OPEN_MPI) -> str:
+    """One line per worker: `host slots=N` for Open MPI, `host:N` for Hydra."""
+    return "".join(mpi.slots_format.format(host=h, slots=slots_per_host) + "\n" for h in hosts)
 
 
-def mpirun_args(
+def launcher_args(
+    mpi: Flavour,
     *,
     mpi_home: str | None,
     mca: Mapping[str, str],
@@ -94,12 +163,16 @@ def mpirun_args(
     extra_mpi_args: Sequence[str],
     cmd: Sequence[str],
 ) -> list[str]:
-    """mpirun's arguments in a fixed order: hostfile, prefix, MCA, env, user args, program.
+    """The launcher and its arguments in a fixed order: hostfile, [prefix, MCA, env], the
+    user's args, the program.
 
-    `forwarded_env` names are passed with `-x`: processes started over ssh do not see the
-    container's environment, so the worker template's env reaches the ranks this way.
+    Open MPI's `forwarded_env` names are passed with `-x`: processes started over ssh do not
+    see the container's environment, so the worker template's env reaches the ranks this way.
+    Hydra passes the launcher's whole environment to every rank unasked.
     """
-    args = ["--hostfile", HOSTFILE]
+    if not mpi.open_mpi:
+        return [mpi.program, "-f", HOSTFILE, *extra_mpi_args, *cmd]
+    args = [mpi.program, "--hostfile", HOSTFILE]
     if mpi_home:
         args += ["--prefix", mpi_home]
     for key in sorted(mca):
@@ -109,30 +182,47 @@ def mpirun_args(
     return [*args, *extra_mpi_args, *cmd]
 
 
-def launcher_command(mpirun: Sequence[str]) -> list[str]:
-    """bash runs the wait script, then `exec mpirun "$@"` with `mpirun` as positional args."""
-    return ["/bin/bash", "-c", LAUNCHER_SCRIPT, "jobcore-mpi-launcher", *mpirun]
+def launcher_command(launcher: Sequence[str]) -> list[str]:
+    """bash runs the wait script, then `exec "$@"` with the launcher as positional args."""
+    return ["/bin/bash", "-c", LAUNCHER_SCRIPT, "jobcore-mpi-launcher", *launcher]
 
 
-def launcher_env(*, slots_per_host: int, ssh_mount_path: str) -> list[dict[str, Any]]:
-    """Environment for Open MPI 4 (ORTE) and 5 (PRRTE): each ignores the other's names.
+def launcher_env(
+    mpi: Flavour, *, slots_per_host: int, ssh_mount_path: str, mpi_home: str | None
+) -> list[dict[str, Any]]:
+    """The launch script's settings and the implementation's: hostfile, slots, ssh options.
 
-    Without `keep_fqdn_hostnames` ORTE cuts `w-0.job.ns.svc` to `w-0`, which does not resolve;
-    `ConnectionAttempts` rides out a worker's sshd starting late.
+    Open MPI 4 (ORTE) and 5 (PRRTE) each ignore the other's names. Without
+    `keep_fqdn_hostnames` both cut `w-0.job.ns.svc` to `w-0`, which does not resolve;
+    `ConnectionAttempts` rides out a worker's sshd starting late. Hydra (MPICH and Intel MPI)
+    is told to bootstrap over ssh with the hostfile, each under its own names.
     """
     ssh_args = f"-o ConnectionAttempts=10 {_ssh.client_args(ssh_mount_path)}"
     values = {
-        "OMPI_MCA_orte_default_hostfile": HOSTFILE,
-        "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-        "OMPI_MCA_orte_set_default_slots": str(slots_per_host),
-        "OMPI_MCA_plm_rsh_args": ssh_args,
-        "PRTE_MCA_prte_default_hostfile": HOSTFILE,
-        "PRTE_MCA_prte_keep_fqdn_hostnames": "true",
-        "PRTE_MCA_prte_set_default_slots": str(slots_per_host),
-        "PRTE_MCA_plm_ssh_args": ssh_args,
         "JOBCORE_MPI_HOSTFILE": HOSTFILE,
         "JOBCORE_MPI_WAIT_SECONDS": str(WAIT_SECONDS),
     }
+    if mpi_home:
+        values["JOBCORE_MPI_HOME"] = mpi_home
+    if mpi.open_mpi:
+        values |= {
+            "OMPI_MCA_orte_default_hostfile": HOSTFILE,
+            "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+            "OMPI_MCA_orte_set_default_slots": str(slots_per_host),
+            "OMPI_MCA_plm_rsh_args": ssh_args,
+            "PRTE_MCA_prte_default_hostfile": HOSTFILE,
+            "PRTE_MCA_prte_keep_fqdn_hostnames": "true",
+            "PRTE_MCA_prte_set_default_slots": str(slots_per_host),
+            "PRTE_MCA_plm_ssh_args": ssh_args,
+        }
+    else:
+        values |= {
+            "HYDRA_LAUNCHER": "ssh",
+            "HYDRA_HOST_FILE": HOSTFILE,
+            "I_MPI_HYDRA_BOOTSTRAP": "ssh",
+            "I_MPI_HYDRA_HOST_FILE": HOSTFILE,
+            "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": ssh_args,
+        }
     return [{"name": name, "value": value} for name, value in values.items()]
 
 
@@ -148,12 +238,13 @@ def worker_hosts(job: Job[MPIJobSpec]) -> list[str]:
 
 
 def hostfile_configmap(job: Job[MPIJobSpec]) -> Object:
-    per_host = slots(job.spec.worker.extra_mpi_args)
+    mpi = flavour(job.spec.mpi_implementation)
+    per_host = slots(job.spec.worker.extra_mpi_args, mpi)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": meta(job, hostfile_name(job), job.labels()),
-        "data": {HOSTFILE_KEY: hostfile_text(worker_hosts(job), per_host)},
+        "data": {HOSTFILE_KEY: hostfile_text(worker_hosts(job), per_host, mpi)},
     }
 
 
@@ -171,12 +262,14 @@ def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
 
 
 def launcher_pod(job: Job[MPIJobSpec]) -> Object:
-    """One container copied from mpi-worker (image, resources, env, mounts...) running mpirun.
+    """One container copied from mpi-worker (image, resources, env, mounts...) running the
+    implementation's launcher.
 
     The template's other containers stay on the workers; its volumes, init containers and
     pod-level settings apply to the launcher too (T9k: the template configures both).
     """
     spec = job.spec
+    mpi = flavour(spec.mpi_implementation)
 
     def command(worker: Mapping[str, Any]) -> list[str]:
         # A fieldRef or resourceFieldRef differs per pod: each rank keeps its worker's own value.
@@ -185,14 +278,15 @@ def launcher_pod(job: Job[MPIJobSpec]) -> Object:
             for e in worker.get("env", ())
             if "name" in e and not {"fieldRef", "resourceFieldRef"} & set(e.get("valueFrom") or {})
         ]
-        mpirun = mpirun_args(
+        launcher = launcher_args(
+            mpi,
             mpi_home=spec.mpi_home,
             mca=spec.mca,
             forwarded_env=shared,
             extra_mpi_args=spec.worker.extra_mpi_args,
             cmd=spec.worker.cmd,
         )
-        return launcher_command(mpirun)
+        return launcher_command(launcher)
 
     pod = _launch.copied_launcher_pod(
         job,
@@ -204,8 +298,10 @@ def launcher_pod(job: Job[MPIJobSpec]) -> Object:
         config_dir=HOSTFILE_DIR,
         config_map={"name": hostfile_name(job)},
         env=launcher_env(
-            slots_per_host=slots(spec.worker.extra_mpi_args),
+            mpi,
+            slots_per_host=slots(spec.worker.extra_mpi_args, mpi),
             ssh_mount_path=spec.ssh.ssh_auth_mount_path,
+            mpi_home=spec.mpi_home,
         ),
         command=command,
     )

@@ -1,10 +1,11 @@
-"""The MPIJob kind: Open MPI workers running sshd, and a launcher that runs mpirun over ssh.
+"""The MPIJob kind: workers running sshd, and a launcher that runs mpirun (or mpiexec) over ssh.
 
 The API is T9k's `batch.tensorstack.dev/v1beta1` MPIJob (spec.worker, spec.mca, spec.mpiHome,
-spec.ssh). The launcher is created only once every worker is Ready, and its script waits
+spec.ssh), plus spec.mpiImplementation: Open MPI (the default), or the Hydra-based MPICH and
+Intel MPI. The launcher is created only once every worker is Ready, and its script waits
 again for each worker to resolve and accept ssh: the start-up race is the most reported bug of
-the Kubeflow MPI Operator. The controller sees only mpirun's exit, so Succeeded means "mpirun
-exited 0", as T9k documents.
+the Kubeflow MPI Operator. The controller sees only the launcher's exit, so Succeeded means
+"mpirun exited 0", as T9k documents.
 """
 
 from __future__ import annotations
@@ -84,6 +85,9 @@ class MPIConfig(ApiModel):
     """T9k's current shape of the MPI settings; rewritten into worker, mca and mpiHome."""
 
     home: str | None = Field(default=None, description="As spec.mpiHome.")
+    mpi_implementation: _mpi.Implementation | None = Field(
+        default=None, description="As spec.mpiImplementation."
+    )
     mca: dict[str, str] = Field(default_factory=dict, description="As spec.mca.")
     extra_args: list[str] = Field(default_factory=list, description="As spec.worker.extraMPIArgs.")
     script: list[str] = Field(default_factory=list, description="As spec.worker.cmd.")
@@ -114,6 +118,12 @@ def _from_current_shape(
     }
     if config.get("home"):
         converted["mpiHome"] = config["home"]
+    if implementation := config.get("mpiImplementation"):
+        if spec.get("mpiImplementation", implementation) != implementation:
+            raise ValueError(
+                "spec.mpiConfig.mpiImplementation and spec.mpiImplementation differ; give one"
+            )
+        converted["mpiImplementation"] = implementation
     return converted
 
 
@@ -124,12 +134,20 @@ class MPIJobSpec(JobSpec):
 
     worker: MPIWorkerSpec = Field(description="The workers, and the MPI program they run.")
     mca: dict[str, str] = Field(
-        default_factory=dict, description="MCA parameters, passed as `-mca key value`."
+        default_factory=dict,
+        description="Open MPI's MCA parameters, passed as `-mca key value`.",
+    )
+    mpi_implementation: _mpi.Implementation = Field(
+        default="OpenMPI",
+        alias="mpiImplementation",
+        description="The MPI the image has: OpenMPI (mpirun), or MPICH or IntelMPI (Hydra's "
+        "mpiexec); Intel is accepted for IntelMPI, as Kubeflow spells it.",
     )
     mpi_home: str | None = Field(
         default=None,
         alias="mpiHome",
-        description="Open MPI's install prefix, passed as `mpirun --prefix`.",
+        description="The MPI's install prefix: its bin/ goes first on the launcher's PATH, "
+        "and Open MPI also gets it as `mpirun --prefix`.",
     )
     ssh: SSHSpec = Field(default_factory=SSHSpec, description="sshd and key locations.")
     replica_specs: list[_t9kshape.ReplicaSpec] | None = Field(
@@ -236,20 +254,30 @@ class MPIJobKind:
 
 
 def _mpirun_errors(spec: MPIJobSpec) -> list[FieldError]:
-    """MCA names, `-N` values, and flags the launcher sets itself."""
-    errors = [
+    """MCA names, per-node counts, and flags the launcher sets itself or does not understand."""
+    mpi = _mpi.flavour(spec.mpi_implementation)
+    path = "spec.worker.extraMPIArgs"
+    args = spec.worker.extra_mpi_args
+    flags = {arg.partition("=")[0] for arg in args}
+    errors = [FieldError(path, error) for error in _mpi.npernode_errors(args, mpi)]
+    errors += [
+        FieldError(path, f"{flag}: the launcher passes the workers' hostfile itself")
+        for flag in mpi.hostfile_flags
+        if flag in flags
+    ]
+    if not mpi.open_mpi:
+        only_open_mpi = f"is Open MPI's; {mpi.name} does not understand it"
+        if spec.mca:
+            errors.append(FieldError("spec.mca", f"MCA {only_open_mpi}"))
+        if "--prefix" in flags:
+            errors.append(
+                FieldError(path, f"--prefix {only_open_mpi}; spec.mpiHome sets the prefix")
+            )
+        return errors
+    errors += [
         FieldError(f"spec.mca.{key}", "is not an MCA parameter name ([A-Za-z0-9_]+)")
         for key in spec.mca
         if not _MCA_NAME.fullmatch(key)
-    ]
-    path = "spec.worker.extraMPIArgs"
-    args = spec.worker.extra_mpi_args
-    errors += [FieldError(path, error) for error in _mpi.npernode_errors(args)]
-    flags = {arg.partition("=")[0] for arg in args}
-    errors += [
-        FieldError(path, f"{flag}: the launcher passes the workers' hostfile itself")
-        for flag in _mpi.HOSTFILE_FLAGS
-        if flag in flags
     ]
     if spec.mpi_home is not None and "--prefix" in flags:
         errors.append(FieldError(path, "--prefix: spec.mpiHome sets it already"))

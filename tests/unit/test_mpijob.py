@@ -386,12 +386,12 @@ def test_launcher_runs_mpirun_with_the_spec_in_order() -> None:
     command = container(launcher_of(), "mpi-launcher")["command"]
     assert command[:2] == ["/bin/bash", "-c"]
     args = command[4:]
-    assert args[:2] == ["--hostfile", "/etc/mpi/hostfile"]
-    assert args[2:4] == ["--prefix", "/usr/local"]
-    assert args[4:7] == ["-mca", "btl", "^openib"]
+    assert args[:3] == ["mpirun", "--hostfile", "/etc/mpi/hostfile"]
+    assert args[3:5] == ["--prefix", "/usr/local"]
+    assert args[5:8] == ["-mca", "btl", "^openib"]
     spec = seed_spec()
-    assert args[7:] == spec["worker"]["extraMPIArgs"] + spec["worker"]["cmd"]
-    assert 'exec mpirun "$@"' in command[2]
+    assert args[8:] == spec["worker"]["extraMPIArgs"] + spec["worker"]["cmd"]
+    assert 'exec "$@"' in command[2]
 
 
 def test_launcher_mca_sorted_env_forwarded_and_no_prefix_without_mpi_home() -> None:
@@ -404,9 +404,9 @@ def test_launcher_mca_sorted_env_forwarded_and_no_prefix_without_mpi_home() -> N
     ]
     command = container(launcher_of(spec), "mpi-launcher")["command"]
     assert "--prefix" not in command
-    assert command[6:12] == ["-mca", "btl", "^openib", "-mca", "pml", "ob1"]
-    assert command[12:16] == ["-x", "NCCL_DEBUG", "-x", "OMPI_MCA_plm_rsh_args"]
-    assert command[16:18] == ["-N", "3"]  # a pod's own fieldRef is not forwarded
+    assert command[7:13] == ["-mca", "btl", "^openib", "-mca", "pml", "ob1"]
+    assert command[13:17] == ["-x", "NCCL_DEBUG", "-x", "OMPI_MCA_plm_rsh_args"]
+    assert command[17:19] == ["-N", "3"]  # a pod's own fieldRef is not forwarded
     assert "POD_IP" not in command
     env = container(launcher_of(spec), "mpi-launcher")["env"]
     values = {e["name"]: e.get("value") for e in env}
@@ -640,7 +640,7 @@ def test_pending_says_what_it_waits_for() -> None:
 
 
 def run_script(
-    tmp_path: Path, hosts: list[str], args: list[str], wait: int = 1
+    tmp_path: Path, hosts: list[str], args: list[str], wait: int = 1, mpi_home: str = ""
 ) -> subprocess.CompletedProcess[str]:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text(_mpi.hostfile_text(hosts, 2))
@@ -654,6 +654,7 @@ def run_script(
         "PATH": f"{fake}:{os.environ['PATH']}",
         "JOBCORE_MPI_HOSTFILE": str(hostfile),
         "JOBCORE_MPI_WAIT_SECONDS": str(wait),
+        "JOBCORE_MPI_HOME": mpi_home,
     }
     return subprocess.run(
         _mpi.launcher_command(args),
@@ -706,10 +707,23 @@ def ssh_port_listener() -> Iterator[None]:
 def test_script_execs_mpirun_with_arguments_intact(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     args = ["-N", "2", "./prog", "two words", f"$(touch {marker})", "'; exit 1; '"]
-    result = run_script(tmp_path, ["127.0.0.1"], args, wait=10)
+    result = run_script(tmp_path, ["127.0.0.1"], ["mpirun", *args], wait=10)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-len(args) :] == args
     assert not marker.exists()
+
+
+@pytest.mark.usefixtures("ssh_port_listener")
+def test_script_runs_the_launcher_from_mpi_home_first(tmp_path: Path) -> None:
+    home = tmp_path / "mpi home"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "mpiexec").write_text('#!/bin/bash\necho "home mpiexec $*"\n')
+    (home / "bin" / "mpiexec").chmod(0o755)
+    result = run_script(
+        tmp_path, ["127.0.0.1"], ["mpiexec", "-f", "x"], wait=10, mpi_home=str(home)
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "home mpiexec -f x"
 
 
 def test_script_waits_for_a_closed_ssh_port(tmp_path: Path) -> None:

@@ -1,0 +1,177 @@
+"""spec.mpiImplementation: what Open MPI, MPICH and Intel MPI jobs render, and what each refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jobcore import CONFIGMAPS, PODS, Job, Object, Observed, parse_job
+from jobkinds.mpijob import MPIJobKind, MPIJobSpec
+from tests.mpijobs import mpijob
+
+KIND = MPIJobKind()
+NS = "team-a"
+HYDRA = ["MPICH", "IntelMPI", "Intel"]
+
+
+def job_of(**spec: Any) -> Job[MPIJobSpec]:
+    job, errors = parse_job(KIND, mpijob(NS, "pi", **spec))
+    assert job is not None, errors
+    return job
+
+
+def errors_of(**spec: Any) -> dict[str, str]:
+    job, errors = parse_job(KIND, mpijob(NS, "pi", **spec))
+    assert job is None
+    return {error.path: error.message for error in errors}
+
+
+def ready_workers(job: Job[MPIJobSpec]) -> Observed:
+    ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    pods = {
+        f"pi-worker-{i}": {"metadata": {"name": f"pi-worker-{i}"}, "status": ready}
+        for i in range(job.spec.worker.replicas)
+    }
+    return Observed({PODS: pods, CONFIGMAPS: {}})
+
+
+def rendered(job: Job[MPIJobSpec]) -> dict[str, Object]:
+    return {obj["metadata"]["name"]: obj for obj in KIND.render(job, ready_workers(job))}
+
+
+def launcher(job: Job[MPIJobSpec]) -> dict[str, Any]:
+    container: dict[str, Any] = rendered(job)["pi-launcher"]["spec"]["containers"][0]
+    return container
+
+
+def env(job: Job[MPIJobSpec]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in launcher(job)["env"] if "value" in e}
+
+
+def test_open_mpi_is_the_default_and_keeps_todays_launcher() -> None:
+    job = job_of(worker=_worker(["-N", "2"]), mpiHome="/opt/ompi", mca={"btl": "^openib"})
+    assert job.spec.mpi_implementation == "OpenMPI"
+    command = launcher(job)["command"]
+    assert command[4:] == [
+        "mpirun",
+        "--hostfile",
+        "/etc/mpi/hostfile",
+        "--prefix",
+        "/opt/ompi",
+        "-mca",
+        "btl",
+        "^openib",
+        "-N",
+        "2",
+        "./train",
+    ]
+    assert rendered(job)["pi-hostfile"]["data"]["hostfile"] == (
+        f"pi-worker-0.pi.{NS}.svc slots=2\npi-worker-1.pi.{NS}.svc slots=2\n"
+    )
+    values = env(job)
+    assert values["OMPI_MCA_orte_set_default_slots"] == values["PRTE_MCA_prte_set_default_slots"]
+    assert values["JOBCORE_MPI_HOME"] == "/opt/ompi"
+    assert not any(name.startswith(("HYDRA_", "I_MPI_")) for name in values)
+
+
+@pytest.mark.parametrize("implementation", HYDRA)
+def test_hydra_jobs_run_mpiexec_with_a_host_colon_slots_hostfile(implementation: str) -> None:
+    job = job_of(
+        mpiImplementation=implementation, mpiHome="/opt/mpi", worker=_worker(["-ppn", "2"])
+    )
+    assert launcher(job)["command"][4:] == [
+        "mpiexec",
+        "-f",
+        "/etc/mpi/hostfile",
+        "-ppn",
+        "2",
+        "./train",
+    ]
+    assert rendered(job)["pi-hostfile"]["data"]["hostfile"] == (
+        f"pi-worker-0.pi.{NS}.svc:2\npi-worker-1.pi.{NS}.svc:2\n"
+    )
+    values = env(job)
+    assert values["HYDRA_LAUNCHER"] == values["I_MPI_HYDRA_BOOTSTRAP"] == "ssh"
+    assert values["HYDRA_HOST_FILE"] == values["I_MPI_HYDRA_HOST_FILE"] == "/etc/mpi/hostfile"
+    assert values["JOBCORE_MPI_HOME"] == "/opt/mpi"
+    assert not any(name.startswith(("OMPI_", "PRTE_")) for name in values)
+
+
+def test_hydra_forwards_no_env_by_flag_as_it_passes_the_whole_environment() -> None:
+    container = {"name": "mpi-worker", "image": "x", "env": [{"name": "A", "value": "1"}]}
+    worker = {"replicas": 2, "cmd": ["./train"], "template": {"spec": {"containers": [container]}}}
+    hydra = launcher(job_of(mpiImplementation="MPICH", worker=worker))
+    assert "-x" not in hydra["command"] and "-genvlist" not in hydra["command"]
+    assert {"name": "A", "value": "1"} in hydra["env"]
+    assert _after(launcher(job_of(worker=worker))["command"], "-x", 2) == ["-x", "A"]
+
+
+@pytest.mark.parametrize("implementation", HYDRA)
+def test_open_mpi_options_are_field_errors_for_hydra(implementation: str) -> None:
+    errors = errors_of(
+        mpiImplementation=implementation,
+        mca={"btl": "^openib"},
+        worker=_worker(["--prefix", "/opt/mpi", "-N", "2"]),
+    )
+    assert set(errors) == {"spec.mca", "spec.worker.extraMPIArgs"}
+    assert "Open MPI's" in errors["spec.mca"]
+    assert "--prefix is Open MPI's" in errors["spec.worker.extraMPIArgs"]
+
+
+@pytest.mark.parametrize(
+    ("implementation", "args", "problem"),
+    [
+        ("MPICH", ["-ppn", "0"], "-ppn needs a positive integer"),
+        ("IntelMPI", ["-perhost"], "got nothing"),
+        ("MPICH", ["-f", "/tmp/hosts"], "-f: the launcher passes the workers' hostfile itself"),
+        ("OpenMPI", ["-N", "x"], "-N needs a positive integer"),
+    ],
+)
+def test_per_node_and_hostfile_flags_are_checked_per_implementation(
+    implementation: str, args: list[str], problem: str
+) -> None:
+    errors = errors_of(mpiImplementation=implementation, worker=_worker(args))
+    assert problem in errors["spec.worker.extraMPIArgs"]
+
+
+def test_an_unknown_implementation_is_refused_naming_the_field() -> None:
+    errors = errors_of(mpiImplementation="LAM")
+    assert "'OpenMPI', 'IntelMPI', 'Intel' or 'MPICH'" in errors["spec.mpiImplementation"]
+
+
+def test_the_current_t9k_shape_takes_the_field_in_mpi_config_or_spec() -> None:
+    def current(**spec: Any) -> tuple[Job[MPIJobSpec] | None, list[str]]:
+        obj = mpijob(NS, "pi", **spec)
+        del obj["spec"]["worker"]
+        obj["spec"]["replicaSpecs"] = [
+            {
+                "type": "worker",
+                "replicas": 2,
+                "template": {"spec": {"containers": [{"name": "worker", "image": "x"}]}},
+            }
+        ]
+        job, errors = parse_job(KIND, obj)
+        return job, [error.message for error in errors]
+
+    config = {"script": ["./train"], "mpiImplementation": "MPICH"}
+    in_config, _ = current(mpiConfig=config)
+    assert in_config is not None and in_config.spec.mpi_implementation == "MPICH"
+    beside, _ = current(mpiConfig={"script": ["./train"]}, mpiImplementation="IntelMPI")
+    assert beside is not None and launcher(beside)["command"][4] == "mpiexec"
+    _, errors = current(mpiConfig=config, mpiImplementation="OpenMPI")
+    assert "spec.mpiConfig.mpiImplementation and spec.mpiImplementation differ" in errors[0]
+
+
+def _worker(extra: list[str]) -> dict[str, Any]:
+    return {
+        "replicas": 2,
+        "extraMPIArgs": extra,
+        "cmd": ["./train"],
+        "template": {"spec": {"containers": [{"name": "mpi-worker", "image": "mpi:latest"}]}},
+    }
+
+
+def _after(command: list[str], flag: str, count: int) -> list[str]:
+    start = command.index(flag)
+    return command[start : start + count]
