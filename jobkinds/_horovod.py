@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from jobcore import PODS, Job, Object, Observed
+from jobcore import Job, Object
 from jobkinds import _launch, _ssh
-from jobkinds._launch import hostfile_name, meta, worker_host, worker_name
-from jobkinds._pods import is_ready, phase
+from jobkinds._launch import hostfile_name, meta, worker_host
 
 if TYPE_CHECKING:
     from jobkinds.horovodjob import HorovodJobSpec
@@ -29,6 +28,8 @@ HOSTFILE = f"{CONFIG_DIR}/{HOSTFILE_KEY}"
 DISCOVERY_KEY = "discover_hosts.sh"
 DISCOVERY_SCRIPT = f"{CONFIG_DIR}/{DISCOVERY_KEY}"
 DISCOVERY_MODE = 0o755
+PROBE_SECONDS = 2
+"""How long the discovery script waits for one worker's port 22."""
 DEFAULT_SSH_MOUNT = "/root/.ssh"
 """ssh reads its identity and config from here unaided; elsewhere horovodrun is told."""
 
@@ -68,6 +69,8 @@ def _common_args(job: Job[HorovodJobSpec]) -> list[str]:
         args += ["--network-interfaces", ",".join(horovod.network_interfaces)]
     if horovod.start_timeout is not None:
         args += ["--start-timeout", str(horovod.start_timeout)]
+    if horovod.gloo_timeout_seconds is not None:
+        args += ["--gloo-timeout-seconds", str(horovod.gloo_timeout_seconds)]
     mount = job.spec.ssh.ssh_auth_mount_path.rstrip("/")
     if mount != DEFAULT_SSH_MOUNT:
         args += ["--ssh-identity-file", f"{mount}/{_ssh.PRIVATE_KEY}"]
@@ -92,6 +95,8 @@ def horovodrun_args(job: Job[HorovodJobSpec]) -> list[str]:
         ]
         if spec.elastic.reset_limit is not None:
             args += ["--reset-limit", str(spec.elastic.reset_limit)]
+        cooldown = spec.elastic.blacklist_cooldown
+        args += ["--blacklist-cooldown-range", str(cooldown.min_seconds), str(cooldown.max_seconds)]
     else:
         args += ["--hostfile", HOSTFILE]
     args.append(f"--{spec.horovod.backend}")
@@ -106,23 +111,32 @@ def launcher_command(job: Job[HorovodJobSpec]) -> list[str]:
     return ["/bin/bash", "-c", LAUNCHER_SCRIPT, "jobcore-horovod-launcher", *horovodrun_args(job)]
 
 
-def discovery_text(hosts: Sequence[str], slots: int) -> str:
-    """A POSIX sh script printing `host:slots` per host, exactly those given, in that order."""
+def discovery_text(hosts: Sequence[str], slots: int, port: int = _ssh.SSH_PORT) -> str:
+    """bash printing `host:slots` for each of `hosts` that accepts a connection on `port` now.
+
+    horovodrun runs it every second. It probes the workers rather than list those the
+    controller saw Ready: a running pod sees a changed ConfigMap only after the kubelet's next
+    sync (a minute or more), far too late to follow a scale or a lost worker. The probes run
+    in parallel, each bounded, so the script takes PROBE_SECONDS at most.
+    """
     lines = [
-        "#!/bin/sh",
-        "# The job's Running and Ready workers; the controller rewrites this file as they change.",
-        *(f"echo '{host}:{slots}'" for host in hosts),
+        "#!/bin/bash",
+        "# The job's workers whose sshd accepts connections now, as host:slots lines.",
+        f"slots={slots}",
+        "probe() {",
+        f'  timeout {PROBE_SECONDS} bash -c \'exec 3<>"/dev/tcp/$0/{port}"\' "$1" 2>/dev/null \\',
+        '    && echo "$1:$slots"',
+        "}",
+        *(f"probe '{host}' &" for host in hosts),
+        "wait",
     ]
     return "\n".join(lines) + "\n"
 
 
-def available_hosts(job: Job[HorovodJobSpec], observed: Observed) -> list[str]:
-    """The wanted workers (index < replicas) that are Running and Ready now, sorted."""
-    return sorted(
-        worker_host(job, i)
-        for i in range(job.spec.worker.replicas)
-        if phase(pod := observed.get(PODS, worker_name(job, i))) == "Running" and is_ready(pod)
-    )
+def candidate_hosts(job: Job[HorovodJobSpec]) -> list[str]:
+    """Every worker an elastic job may have: indices below maxReplicas."""
+    assert job.spec.elastic is not None
+    return [worker_host(job, i) for i in range(job.spec.elastic.max_replicas)]
 
 
 # Children ------------------------------------------------------------------------------
@@ -133,11 +147,11 @@ def _configmap(job: Job[Any], name: str, data: dict[str, str]) -> Object:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
 
 
-def config_configmap(job: Job[HorovodJobSpec], observed: Observed) -> Object:
-    """The static hostfile, or the elastic discovery script rendered from the observed pods."""
+def config_configmap(job: Job[HorovodJobSpec]) -> Object:
+    """The static hostfile, or the elastic discovery script probing every possible worker."""
     slots = job.spec.worker.slots_per_worker
     if elastic(job):
-        script = discovery_text(available_hosts(job, observed), slots)
+        script = discovery_text(candidate_hosts(job), slots)
         return _configmap(job, discovery_name(job), {DISCOVERY_KEY: script})
     hosts = [worker_host(job, i) for i in range(job.spec.worker.replicas)]
     hostfile = "".join(f"{host} slots={slots}\n" for host in hosts)  # Horovod's, as Open MPI's

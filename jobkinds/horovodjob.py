@@ -1,12 +1,12 @@
 """The HorovodJob kind: workers running sshd, and a launcher that runs horovodrun over ssh.
 
 Our API in T9k's group `batch.tensorstack.dev/v1beta1`: spec.worker{replicas, slotsPerWorker,
-cmd, template}, spec.horovod{backend, networkInterfaces, startTimeout}, spec.elastic and
-spec.ssh. A static job lists its workers in a hostfile, and its launcher starts once every
-worker is Ready and waits again for each to accept ssh. An elastic job (spec.elastic, Gloo
-only) hands horovodrun a host discovery script that the controller rewrites with the Running
-and Ready workers; it scales with spec.worker.replicas and replaces a lost worker instead of
-failing. Either way the launcher's exit code decides the outcome.
+cmd, template}, spec.horovod{backend, networkInterfaces, startTimeout, glooTimeoutSeconds},
+spec.elastic and spec.ssh. A static job lists its workers in a hostfile, and its launcher
+starts once every worker is Ready and waits again for each to accept ssh. An elastic job
+(spec.elastic, Gloo only) hands horovodrun a host discovery script that probes which workers
+accept ssh; it scales with spec.worker.replicas and replaces a lost worker instead of failing.
+Either way the launcher's exit code decides the outcome.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ from jobkinds._launch import (
 from jobkinds._pods import ended, is_ready, phase
 
 _INTERFACE = re.compile(r"[A-Za-z0-9_.:@-]+")
+COOLDOWN_MAX = 3600
+"""horovodrun refuses a blacklist cooldown over an hour."""
 
 
 class HorovodWorkerSpec(ApiModel):
@@ -83,6 +85,33 @@ class HorovodSpec(ApiModel):
     start_timeout: int | None = Field(
         default=None, ge=1, description="Seconds horovodrun waits for its processes to start."
     )
+    gloo_timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        description="Seconds a Gloo operation waits for a peer (Horovod's default: 30); a lost "
+        "worker stalls the others this long before an elastic job resets.",
+    )
+
+
+class BlacklistCooldown(ApiModel):
+    """How long horovodrun shuns a worker whose processes failed (it doubles with each failure).
+
+    Without it horovodrun never takes back a host that failed once, so a replaced worker
+    Pod, which has the same name, could never rejoin.
+    """
+
+    min_seconds: int = Field(
+        default=1,
+        ge=1,
+        le=COOLDOWN_MAX,
+        description="The shortest time a failed worker is shunned.",
+    )
+    max_seconds: int = Field(
+        default=60,
+        ge=1,
+        le=COOLDOWN_MAX,
+        description="The longest time a failed worker is shunned.",
+    )
 
 
 class ElasticSpec(ApiModel):
@@ -92,6 +121,10 @@ class ElasticSpec(ApiModel):
     max_replicas: WorkerCount = Field(description="Most workers the job scales up to.")
     reset_limit: int | None = Field(
         default=None, ge=0, description="How many times horovodrun may reset its workers."
+    )
+    blacklist_cooldown: BlacklistCooldown = Field(
+        default_factory=BlacklistCooldown,
+        description="When a failed worker may rejoin (--blacklist-cooldown-range).",
     )
 
 
@@ -158,13 +191,13 @@ class HorovodJobKind:
         The launcher starts once every worker is Ready (static) or at least minReplicas are
         (elastic), at once in debug mode or under a gang scheduler, and is returned for as
         long as it exists. An elastic job's ended worker is left out, so the reconciler
-        deletes it and recreates it on the next pass; its discovery script lists the Running
-        and Ready workers of this moment.
+        deletes it and recreates it on the next pass; its discovery script probes every
+        worker up to maxReplicas, so it does not change as workers come and go.
         """
         secret = observed.get(SECRETS, ssh_secret_name(job)) or _ssh.ssh_secret(
             job, ssh_secret_name(job)
         )
-        children = [secret, _horovod.config_configmap(job, observed), service(job)]
+        children = [secret, _horovod.config_configmap(job), service(job)]
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         elastic = job.spec.elastic
         children += [
@@ -180,7 +213,11 @@ class HorovodJobKind:
         return children
 
     def interpret(self, job: Job[HorovodJobSpec], observed: Observed) -> Outcome:
-        """The launcher's exit decides; a static job's worker that stops first fails it."""
+        """The launcher's exit decides; a static job's worker that stops first fails it.
+
+        While an elastic job runs, its Running condition says how many workers are Ready,
+        which is what a scale or a lost worker changes.
+        """
         launcher = observed.get(PODS, launcher_name(job))
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         workers = {name: observed.get(PODS, name) for name in names}
@@ -203,7 +240,11 @@ class HorovodJobKind:
                 return Outcome("failed", "Failed", message, replica_failure=_pods.summary(failures))
         replica_failure = _pods.problems([launcher, *workers.values()])
         if launcher_phase == "Running":
-            return Outcome("running", replica_failure=replica_failure)
+            if job.spec.elastic is None:
+                return Outcome("running", replica_failure=replica_failure)
+            ready = sum(is_ready(pod) for pod in workers.values())
+            message = f"{ready} of {len(workers)} worker(s) Ready for horovodrun to use."
+            return Outcome("running", "Running", message, replica_failure=replica_failure)
         reason, message = _pending(job, launcher, workers)
         return Outcome("pending", reason, message, replica_failure=replica_failure)
 
@@ -247,6 +288,14 @@ def _horovod_errors(spec: HorovodJobSpec) -> list[FieldError]:
         if elastic.max_replicas < elastic.min_replicas:
             errors.append(
                 FieldError("spec.elastic.maxReplicas", "must be at least spec.elastic.minReplicas")
+            )
+        cooldown = elastic.blacklist_cooldown
+        if cooldown.max_seconds < cooldown.min_seconds:
+            errors.append(
+                FieldError(
+                    "spec.elastic.blacklistCooldown.maxSeconds",
+                    "must be at least spec.elastic.blacklistCooldown.minSeconds",
+                )
             )
         if not elastic.min_replicas <= spec.worker.replicas <= elastic.max_replicas:
             errors.append(

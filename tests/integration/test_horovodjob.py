@@ -66,14 +66,19 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[Controller
 
 
 async def discovered(client: Client, namespace: str, name: str) -> list[str]:
-    """The hosts the job's discovery script lists now (its `echo 'host:slots'` lines)."""
+    """The hosts the job's discovery script probes (its `probe 'host' &` lines)."""
     data = (await client.get(CONFIGMAPS, f"{name}-discovery", namespace))["data"]
     lines = data["discover_hosts.sh"].splitlines()
-    return [line.split("'")[1] for line in lines if line.startswith("echo ")]
+    return [line.split("'")[1] for line in lines if line.startswith("probe '")]
 
 
 def hosts(name: str, namespace: str, *indices: int) -> list[str]:
-    return [f"{name}-worker-{i}.{name}.{namespace}.svc:2" for i in indices]
+    return [f"{name}-worker-{i}.{name}.{namespace}.svc" for i in indices]
+
+
+async def running_message(client: Client, namespace: str, name: str) -> str:
+    status = await job_status(client, HOROVODJOBS, namespace, name)
+    return str(condition(status, "Running")["message"]) if status else ""
 
 
 # Static -----------------------------------------------------------------------------------
@@ -171,11 +176,14 @@ async def test_an_elastic_job_scales_up_and_down_while_running(
         "--slots-per-host",
     ]
 
+    assert await discovered(client, namespace, "el") == hosts("el", namespace, 0, 1, 2, 3)
+
     async def shows(*indices: int) -> bool:
         workers = {n for n in await live_pods(client, namespace) if "-worker-" in n}
-        return workers == {f"el-worker-{i}" for i in indices} and await discovered(
-            client, namespace, "el"
-        ) == hosts("el", namespace, *indices)
+        ready = f"{len(indices)} of {len(indices)} worker(s) Ready for horovodrun to use."
+        return workers == {f"el-worker-{i}" for i in indices} and (
+            await running_message(client, namespace, "el") == ready
+        )
 
     await eventually(lambda: shows(0, 1))
     await client.patch(HOROVODJOBS, "el", {"spec": {"worker": {"replicas": 3}}}, namespace)
@@ -201,7 +209,8 @@ async def test_an_elastic_jobs_lost_worker_is_replaced_while_it_runs(
     await wait_for_phase(client, HOROVODJOBS, namespace, "heal", "Running", timeout=20)
 
     async def all_listed() -> bool:
-        return await discovered(client, namespace, "heal") == hosts("heal", namespace, 0, 1, 2)
+        message = await running_message(client, namespace, "heal")
+        return message == "3 of 3 worker(s) Ready for horovodrun to use."
 
     await eventually(all_listed)
     lost = (await live_pods(client, namespace))["heal-worker-1"]["metadata"]["uid"]

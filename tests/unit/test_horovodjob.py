@@ -175,7 +175,12 @@ def test_defaults_and_camel_case_round_trip() -> None:
     assert dumped["ssh"] == {"sshdPath": "/usr/sbin/sshd", "sshAuthMountPath": "/root/.ssh"}
     assert HorovodJobSpec.model_validate(dumped) == spec
     elastic = HorovodJobSpec.model_validate(elastic_spec()).to_api()["elastic"]
-    assert elastic == {"minReplicas": 1, "maxReplicas": 4, "resetLimit": 3}
+    assert elastic == {
+        "minReplicas": 1,
+        "maxReplicas": 4,
+        "resetLimit": 3,
+        "blacklistCooldown": {"minSeconds": 1, "maxSeconds": 60},
+    }
 
 
 @pytest.mark.parametrize(
@@ -186,6 +191,9 @@ def test_defaults_and_camel_case_round_trip() -> None:
         base_spec(worker={"cmd": []}),
         base_spec(horovod={"backend": "nccl"}),
         base_spec(horovod={"startTimeout": 0}),
+        base_spec(horovod={"glooTimeoutSeconds": 0}),
+        elastic_spec(elastic={"blacklistCooldown": {"minSeconds": 0}}),
+        elastic_spec(elastic={"blacklistCooldown": {"maxSeconds": 3601}}),
         base_spec(elastic={"minReplicas": 0, "maxReplicas": 2}),
         base_spec(elastic={"maxReplicas": 2}),
         base_spec(worker={"slots": 2}),
@@ -248,6 +256,11 @@ def test_elastic_bounds_and_backend() -> None:
     assert "within spec.elastic [3, 2], got 5" in errors["spec.worker.replicas"]
     below = base_spec(worker={"replicas": 1}, elastic={"minReplicas": 2, "maxReplicas": 4})
     assert list(errors_of(below)) == ["spec.worker.replicas"]
+    cooldown = elastic_spec(elastic={"blacklistCooldown": {"minSeconds": 30, "maxSeconds": 10}})
+    assert errors_of(cooldown) == {
+        "spec.elastic.blacklistCooldown.maxSeconds": "must be at least "
+        "spec.elastic.blacklistCooldown.minSeconds"
+    }
 
 
 def test_long_names_count_max_replicas_and_run_modes_are_checked() -> None:
@@ -418,39 +431,44 @@ def discovery(objects: list[Object]) -> str:
     return data["discover_hosts.sh"]
 
 
-def run_discovery(script: str, tmp_path: Path) -> str:
+def run_discovery(script: str, tmp_path: Path) -> list[str]:
     path = tmp_path / "discover_hosts.sh"
     path.write_text(script)
     path.chmod(0o755)
-    return subprocess.run([str(path)], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([str(path)], check=True, capture_output=True, text=True, timeout=10)
+    return sorted(out.stdout.splitlines())
 
 
-def test_discovery_script_prints_running_and_ready_workers_sorted(tmp_path: Path) -> None:
-    job = make_job(elastic_spec(worker={"replicas": 4}))
-    pods = (
-        pod("worker", 3),
-        pod("worker", 0),
-        pod("worker", 1, ready=False),  # Running, not Ready
-        pod("worker", 2, phase="Pending", ready=True),  # not Running
-        pod("worker", 10),  # beyond replicas: about to be deleted
+def test_discovery_script_probes_every_worker_up_to_max_replicas() -> None:
+    job = make_job(elastic_spec(worker={"replicas": 2}, elastic={"maxReplicas": 3}))
+    script = discovery(KIND.render(job, observed()))
+    assert script == _horovod.discovery_text(
+        [f"hvd-worker-{i}.hvd.team-a.svc" for i in range(3)], 2
     )
-    objects = KIND.render(job, observed(*pods))
-    assert "hvd-hostfile" not in by_name(objects)
-    assert run_discovery(discovery(objects), tmp_path) == (
-        "hvd-worker-0.hvd.team-a.svc:2\nhvd-worker-3.hvd.team-a.svc:2\n"
-    )
-    empty = discovery(KIND.render(job, observed()))
-    assert empty.startswith("#!/bin/sh\n")
-    assert run_discovery(empty, tmp_path) == ""
-    failed = pod("worker", 0, phase="Failed", ready=False)
-    assert run_discovery(discovery(KIND.render(job, observed(failed))), tmp_path) == ""
+    assert script.startswith("#!/bin/bash\n")
+    # Pods coming and going do not change it: it probes them when horovodrun runs it.
+    pods = (pod("worker", 0), pod("worker", 1, ready=False), pod("worker", 2))
+    assert discovery(KIND.render(job, observed(*pods))) == script
+    assert "hvd-hostfile" not in by_name(KIND.render(job, observed()))
 
 
-def test_discovery_sorts_as_text() -> None:
-    job = make_job(elastic_spec(worker={"replicas": 4}, elastic={"maxReplicas": 12}))
-    script = discovery(KIND.render(job, observed(*(pod("worker", i) for i in (2, 10, 1)))))
-    hosts = [line.split("'")[1] for line in script.splitlines() if line.startswith("echo")]
-    assert hosts == sorted(hosts)
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A port on 127.0.0.1 that accepts connections, standing in for a worker's sshd."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield server.getsockname()[1]
+
+
+def test_discovery_script_prints_the_hosts_that_accept_connections(
+    listener: int, tmp_path: Path
+) -> None:
+    hosts = ["127.0.0.1", "127.0.0.2", "no-such-worker.invalid"]
+    script = _horovod.discovery_text(hosts, 3, port=listener)
+    assert run_discovery(script, tmp_path) == ["127.0.0.1:3"]
+    with socket.socket() as unused:  # bound, never listening: refuses
+        unused.bind(("127.0.0.1", 0))
+        closed = _horovod.discovery_text(hosts, 3, port=unused.getsockname()[1])
+        assert run_discovery(closed, tmp_path) == []
 
 
 def test_elastic_launcher_starts_with_min_replicas_ready() -> None:
@@ -468,7 +486,7 @@ def test_elastic_launcher_command_argument_by_argument() -> None:
         elastic_spec(
             worker={"replicas": 3},
             elastic={"minReplicas": 2, "maxReplicas": 5, "resetLimit": 4},
-            horovod={"networkInterfaces": ["eth0"], "startTimeout": 30},
+            horovod={"networkInterfaces": ["eth0"], "startTimeout": 30, "glooTimeoutSeconds": 10},
         )
     )
     launcher = launcher_of(job, *(pod("worker", i) for i in range(3)))
@@ -486,11 +504,16 @@ def test_elastic_launcher_command_argument_by_argument() -> None:
         "/etc/horovod/discover_hosts.sh",
         "--reset-limit",
         "4",
+        "--blacklist-cooldown-range",
+        "1",
+        "60",
         "--gloo",
         "--network-interfaces",
         "eth0",
         "--start-timeout",
         "30",
+        "--gloo-timeout-seconds",
+        "10",
         "python",
         "train.py",
         "--epochs",
@@ -560,7 +583,9 @@ def test_a_static_jobs_failed_worker_fails_it_an_elastic_jobs_does_not() -> None
     assert outcome.replica_failure == (
         "Pod[hvd-worker-1] exited with error code 137 (container worker)"
     )
-    assert KIND.interpret(make_job(elastic_spec()), pods) == Outcome("running")
+    assert KIND.interpret(make_job(elastic_spec()), pods) == Outcome(
+        "running", "Running", "1 of 2 worker(s) Ready for horovodrun to use."
+    )
 
 
 def test_pending_and_running_say_why() -> None:

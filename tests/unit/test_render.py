@@ -277,7 +277,7 @@ def test_a_paused_job_renders_no_pods_and_no_pod_group() -> None:
     assert names(children) == ["Secret/hello-ssh", "ConfigMap/hello-hostfile", "Service/hello"]
 
 
-def test_elastic_horovod_with_ready_workers_lists_them_for_discovery() -> None:
+def test_elastic_horovod_discovery_probes_every_worker_and_waits_for_ready_ones() -> None:
     text = """\
         apiVersion: batch.tensorstack.dev/v1beta1
         kind: HorovodJob
@@ -296,11 +296,10 @@ def test_elastic_horovod_with_ready_workers_lists_them_for_discovery() -> None:
     first = render_job(job.kind, job.job)
     ready = render_job(job.kind, job.job, workers_ready=True)
     script = next(c for c in ready if c["kind"] == "ConfigMap")["data"]
-    assert "elastic-worker-1" in next(iter(script.values()))
-    assert "elastic-worker-1" not in next(
-        iter(next(c for c in first if c["kind"] == "ConfigMap")["data"].values())
-    )
+    assert "probe 'elastic-worker-1." in next(iter(script.values()))
+    assert script == next(c for c in first if c["kind"] == "ConfigMap")["data"]
     assert names(ready)[-1] == "Pod/elastic-launcher"
+    assert "Pod/elastic-launcher" not in names(first)
 
 
 # Output ----------------------------------------------------------------------------------------
