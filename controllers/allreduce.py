@@ -11,7 +11,8 @@ SOURCE = r"""
 #include <stdlib.h>
 #include <unistd.h>
 
-/* Every rank adds rank+1; each prints the sum. A rank given as argv[1] then exits 3. */
+/* Every rank adds rank+1; each prints the sum. A rank given as argv[1] then exits 3, after
+   MPI_Finalize: a rank that leaves without it hangs MPICH's other ranks across hosts. */
 int main(int argc, char **argv) {
     int rank, size, sum = 0, fail = argc > 1 ? atoi(argv[1]) : -1;
     char host[256];
@@ -23,18 +24,17 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&value, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     printf("rank %d of %d on %s: sum=%d\n", rank, size, host, sum);
     fflush(stdout);
-    if (rank == fail) exit(3);
     MPI_Finalize();
-    return 0;
+    return rank == fail ? 3 : 0;
 }
 """
 
 
-def compile_allreduce(folder: Path) -> Path:
-    """Build the program into `folder` (readable by every pod) and return its path."""
+def compile_allreduce(folder: Path, mpicc: Path | str = "mpicc") -> Path:
+    """Build the program with `mpicc` into `folder` (readable by every pod); its path."""
     source = folder / "allreduce.c"
     source.write_text(SOURCE)
     binary = folder / "allreduce"
-    subprocess.run(["mpicc", "-O1", "-o", str(binary), str(source)], check=True)
+    subprocess.run([str(mpicc), "-O1", "-o", str(binary), str(source)], check=True)
     folder.chmod(0o755)
     return binary

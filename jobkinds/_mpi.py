@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from jobcore import Job, Object
 from jobkinds import _launch, _ssh
-from jobkinds._launch import hostfile_name, meta, worker_host
+from jobkinds._launch import hostfile_name, launcher_name, meta, worker_host
 
 if TYPE_CHECKING:
     from jobkinds.mpijob import MPIJobSpec
@@ -33,6 +33,9 @@ WAIT_SECONDS = _ssh.WAIT_SECONDS
 """How long the launcher waits for every worker to resolve and accept ssh before giving up."""
 WAIT_TIMEOUT_EXIT = _ssh.WAIT_TIMEOUT_EXIT
 """The launcher's exit code when workers never became reachable (`timeout`'s convention)."""
+
+CLUSTER_DOMAIN = "svc.cluster.local"
+"""Where a Service's names live on a cluster with the default cluster domain."""
 
 Implementation = Literal["OpenMPI", "IntelMPI", "Intel", "MPICH"]
 """spec.mpiImplementation's values; `Intel` is Kubeflow's spelling of `IntelMPI`."""
@@ -102,12 +105,15 @@ def flavour(implementation: Implementation) -> Flavour:
 
 
 # The shared wait (jobkinds/_ssh.py) reads its hostfile and timeout from the environment, which
-# a test can point elsewhere; its exit code when giving up is WAIT_TIMEOUT_EXIT. `mpiHome/bin`
-# goes first on PATH, so the launcher and its tools are that installation's.
+# a test can point elsewhere; its exit code when giving up is WAIT_TIMEOUT_EXIT. As an MPI's own
+# environment scripts do, `mpiHome/bin` goes first on PATH and `mpiHome/lib` on
+# LD_LIBRARY_PATH, so the launcher is that installation's and so are the libraries of the ranks
+# Hydra starts with the launcher's environment.
 LAUNCHER_SCRIPT = (
     _ssh.wait_script("JOBCORE_MPI_HOSTFILE", HOSTFILE, "JOBCORE_MPI_WAIT_SECONDS")
     + r"""if [ -n "${JOBCORE_MPI_HOME:-}" ]; then
   export PATH="$JOBCORE_MPI_HOME/bin:$PATH"
+  export LD_LIBRARY_PATH="$JOBCORE_MPI_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: $*"
 exec "$@"
@@ -248,10 +254,21 @@ def hostfile_configmap(job: Job[MPIJobSpec]) -> Object:
     }
 
 
+def service(job: Job[MPIJobSpec]) -> Object:
+    """The headless Service; under Hydra it publishes the launcher too (see `launcher_pod`)."""
+    headless = _launch.service(job)
+    if not flavour(job.spec.mpi_implementation).open_mpi:
+        headless["spec"]["selector"] = job.labels()
+    return headless
+
+
 def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
-    """sshd in place of the mpi-worker container's command; Ready once port 22 answers."""
+    """sshd in place of the mpi-worker container's command; Ready once port 22 answers.
+
+    Under Hydra the Service's domain is searched, so the launcher's bare hostname resolves.
+    """
     ssh = job.spec.ssh
-    return _launch.sshd_worker_pod(
+    pod = _launch.sshd_worker_pod(
         job,
         index,
         container=WORKER_CONTAINER,
@@ -259,6 +276,10 @@ def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
         sshd_path=ssh.sshd_path,
         mount_path=ssh.ssh_auth_mount_path,
     )
+    if not flavour(job.spec.mpi_implementation).open_mpi:
+        dns = pod["spec"].setdefault("dnsConfig", {})
+        dns["searches"] = [*dns.get("searches", ()), f"{job.name}.{job.namespace}.{CLUSTER_DOMAIN}"]
+    return pod
 
 
 def launcher_pod(job: Job[MPIJobSpec]) -> Object:
@@ -266,7 +287,9 @@ def launcher_pod(job: Job[MPIJobSpec]) -> Object:
     implementation's launcher.
 
     The template's other containers stay on the workers; its volumes, init containers and
-    pod-level settings apply to the launcher too (T9k: the template configures both).
+    pod-level settings apply to the launcher too (T9k: the template configures both). Hydra's
+    proxies on the workers call back to the launcher by its hostname, so under Hydra the
+    launcher is named in the job's Service domain, as the workers are.
     """
     spec = job.spec
     mpi = flavour(spec.mpi_implementation)
@@ -307,4 +330,6 @@ def launcher_pod(job: Job[MPIJobSpec]) -> Object:
     )
     for key in ("hostname", "subdomain"):
         pod["spec"].pop(key, None)
+    if not mpi.open_mpi:
+        pod["spec"].update(hostname=launcher_name(job), subdomain=job.name)
     return pod

@@ -123,6 +123,7 @@ if [ ! -r "$hostfile" ]; then
 fi
 workers=()
 while read -r host _ || [ -n "$host" ]; do
+  host=${host%%:*}  # Hydra's `host:slots`
   [ -n "$host" ] && workers+=("$host")
 done <"$hostfile"
 echo "jobcore: waiting up to ${timeout}s for ${#workers[@]} worker(s) to resolve and accept ssh"
@@ -153,9 +154,10 @@ done
 def wait_script(hostfile_var: str, hostfile: str, seconds_var: str) -> str:
     """bash that waits, bounded, until every hostfile host resolves and accepts ssh (port 22).
 
-    The hostfile's first word per line is the host (`host slots=N` and bare-host files both
-    work). Its path and the timeout come from the environment variables `hostfile_var` and
-    `seconds_var` (defaults `hostfile` and WAIT_SECONDS), so a test can point them elsewhere.
+    The hostfile's first word per line, up to a colon, is the host (`host slots=N`, `host:N`
+    and bare-host files all work). Its path and the timeout come from the environment
+    variables `hostfile_var` and `seconds_var` (defaults `hostfile` and WAIT_SECONDS), so a
+    test can point them elsewhere.
     It exits WAIT_TIMEOUT_EXIT when giving up; otherwise it falls through, with the hosts in
     the bash array `workers`, to the launch command the caller appends.
     """

@@ -37,7 +37,6 @@ from jobkinds._launch import (
     WORKER,
     WorkerCount,
     launcher_name,
-    service,
     ssh_secret_name,
     worker_name,
 )
@@ -226,7 +225,7 @@ class MPIJobKind:
         secret = observed.get(SECRETS, ssh_secret_name(job)) or _ssh.ssh_secret(
             job, ssh_secret_name(job)
         )
-        children = [secret, _mpi.hostfile_configmap(job), service(job)]
+        children = [secret, _mpi.hostfile_configmap(job), _mpi.service(job)]
         workers = [_mpi.worker_pod(job, i) for i in range(job.spec.worker.replicas)]
         children += workers
         launcher_exists = observed.get(PODS, launcher_name(job)) is not None

@@ -1,26 +1,29 @@
-"""Real MPI: MPIJobs run mpirun over ssh between pods on the process-backed node."""
+"""Real MPI: MPIJobs run Open MPI 4 and 5, MPICH and Intel MPI over ssh between process pods.
+
+Each implementation comes from `scripts/frameworks.sh`; under CI a missing one fails its tests.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import io
-import shutil
-from collections.abc import AsyncIterator, Iterator
+import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from controllers.allreduce import compile_allreduce
+from controllers import frameworks, realjobs
 from controllers.sandbox import run_sandbox
-from jobcore import PODS, Client, Controller, Object
+from jobcore import PODS, Client, Controller
 from jobcore.testing import (
     ProcessNode,
-    background,
     eventually,
     job_controller,
     process_node_available,
+    require,
 )
 from jobkinds.mpijob import MPIJobKind
 
@@ -29,32 +32,9 @@ SEED_EXAMPLE = (
     Path(__file__).resolve().parents[2] / "manifests" / "samples" / "mpijob-random-walk.yaml"
 )
 MPIJOBS = KIND.resource
+COMPILED = ["openmpi", "openmpi5", "mpich"]
 
-_unavailable = process_node_available() or (
-    None
-    if shutil.which("mpicc") and shutil.which("mpirun") and Path("/usr/sbin/sshd").exists()
-    else "needs Open MPI (mpicc, mpirun) and openssh-server: scripts/host-packages.sh installs them"
-)
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(_unavailable is not None, reason=_unavailable or ""),
-]
-
-
-@pytest.fixture(scope="module")
-def allreduce(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The MPI program, compiled with mpicc at test time."""
-    yield compile_allreduce(tmp_path_factory.mktemp("mpi"))
-
-
-@pytest.fixture
-async def node(client: Client, namespace: str) -> AsyncIterator[ProcessNode]:
-    node = ProcessNode(client, name=f"proc-{namespace}"[:63], namespace=namespace)
-    async with background(node.run()) as task:
-        await eventually(lambda: node.pods.has_synced() or task.done(), timeout=30)
-        if task.done():
-            task.result()  # a failed start-up, raised here rather than hanging
-        yield node
+pytestmark = [pytest.mark.integration]
 
 
 @pytest.fixture
@@ -63,88 +43,129 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[Controller
         yield controller
 
 
-def mpijob(namespace: str, name: str, cmd: list[str], **spec: Any) -> Object:
-    env = [
-        {"name": "OMPI_ALLOW_RUN_AS_ROOT", "value": "1"},
-        {"name": "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "value": "1"},
-    ]
-    job: Object = {
-        "apiVersion": MPIJOBS.api_version,
-        "kind": MPIJOBS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": 2,
-                "extraMPIArgs": ["-N", "2"],
-                "cmd": cmd,
-                "template": {
-                    "spec": {"containers": [{"name": "mpi-worker", "image": "host", "env": env}]}
-                },
-            },
-            "mpiHome": "/usr",
-            "ssh": {"sshdPath": "/usr/sbin/sshd"},
-        },
-    }
-    job["spec"].update(spec)
-    return job
+def program(mpi: str, folder: Path, *, failing_rank: int | None = None) -> list[str]:
+    require(frameworks.missing(realjobs.MPIS[mpi].framework))
+    return realjobs.mpi_program(mpi, folder, failing_rank=failing_rank)
 
 
-async def final_status(client: Client, namespace: str, name: str) -> dict[str, Any]:
+async def final_status(
+    client: Client, node: ProcessNode, namespace: str, name: str, *, timeout: float = 90
+) -> dict[str, Any]:
+    """The job's status once it ended; the launcher's output if it did not in `timeout`."""
+
     async def ended() -> bool:
         status = (await client.get(MPIJOBS, name, namespace)).get("status") or {}
         return status.get("phase") in ("Succeeded", "Failed")
 
-    await eventually(ended, timeout=120, interval=0.2)
+    try:
+        await eventually(ended, timeout=timeout, interval=0.2)
+    except TimeoutError:
+        log = node.logs(namespace, f"{name}-launcher", "mpi-launcher")
+        pytest.fail(f"{name} did not end in {timeout} s; launcher output:\n{log}")
     status: dict[str, Any] = (await client.get(MPIJOBS, name, namespace))["status"]
     return status
 
 
+def ranks(log: str) -> list[str]:
+    return sorted(line for line in log.splitlines() if line.startswith("rank "))
+
+
+@pytest.mark.usefixtures("controller")
+@pytest.mark.parametrize("mpi", COMPILED)
 async def test_two_workers_by_two_slots_allreduce_for_real(
-    client: Client, namespace: str, controller: Controller, node: ProcessNode, allreduce: Path
+    client: Client,
+    namespace: str,
+    process_node: ProcessNode,
+    tmp_path: Path,
+    mpi: str,
 ) -> None:
-    await client.create(MPIJOBS, mpijob(namespace, "allreduce", [str(allreduce)]))
-    status = await final_status(client, namespace, "allreduce")
-    log = node.logs(namespace, "allreduce-launcher", "mpi-launcher")
+    command = program(mpi, tmp_path)
+    job = realjobs.mpi_job(mpi, tmp_path, command, name="allreduce", namespace=namespace)
+    await client.create(MPIJOBS, job)
+    status = await final_status(client, process_node, namespace, "allreduce")
+    log = process_node.logs(namespace, "allreduce-launcher", "mpi-launcher")
     assert status["phase"] == "Succeeded", log
-    ranks = sorted(line for line in log.splitlines() if line.startswith("rank "))
-    assert len(ranks) == 4, log
-    assert all(line.endswith("sum=10") for line in ranks), log
-    hosts = {line.split(" on ")[1].split(":")[0] for line in ranks}
-    assert hosts == {"allreduce-worker-0", "allreduce-worker-1"}
+    lines = ranks(log)
+    assert len(lines) == 4, log
+    assert all(re.fullmatch(r"rank \d of 4 on .*: sum=10", line) for line in lines), log
+    hosts = {line.split(" on ")[1].split(":")[0] for line in lines}
+    assert hosts == {"allreduce-worker-0", "allreduce-worker-1"}, log
 
 
-async def test_a_rank_exiting_3_fails_the_job_with_the_launchers_exit_code(
-    client: Client, namespace: str, controller: Controller, node: ProcessNode, allreduce: Path
+async def test_intel_mpi_pingpong_between_the_two_workers_for_real(
+    client: Client,
+    namespace: str,
+    controller: Controller,
+    process_node: ProcessNode,
+    tmp_path: Path,
 ) -> None:
-    await client.create(MPIJOBS, mpijob(namespace, "rank3", [str(allreduce), "2"]))
-    status = await final_status(client, namespace, "rank3")
-    assert status["phase"] == "Failed"
+    command = program("intel", tmp_path)
+    job = realjobs.mpi_job("intel", tmp_path, command, name="pingpong", namespace=namespace)
+    await client.create(MPIJOBS, job)
+    status = await final_status(client, process_node, namespace, "pingpong")
+    log = process_node.logs(namespace, "pingpong-launcher", "mpi-launcher")
+    assert status["phase"] == "Succeeded", log
+    assert "# Benchmarking PingPong" in log, log
+    assert "# #processes = 2; rank order (rowwise):" in log, log
+    # The largest message's row: bytes, repetitions, t[usec], Mbytes/sec.
+    rows = [line.split() for line in log.splitlines() if re.match(r"\s+65536\s", line)]
+    assert rows and float(rows[0][3]) > 0, log
+
+
+@pytest.mark.usefixtures("controller")
+@pytest.mark.parametrize("mpi", [*COMPILED, "intel"])
+async def test_a_rank_exiting_3_fails_the_job_with_the_launchers_exit_code(
+    client: Client,
+    namespace: str,
+    process_node: ProcessNode,
+    tmp_path: Path,
+    mpi: str,
+) -> None:
+    command = program(mpi, tmp_path, failing_rank=2)
+    job = realjobs.mpi_job(mpi, tmp_path, command, name="rank3", namespace=namespace)
+    await client.create(MPIJOBS, job)
+    status = await final_status(client, process_node, namespace, "rank3")
+    log = process_node.logs(namespace, "rank3-launcher", "mpi-launcher")
+    assert status["phase"] == "Failed", log
     failure = next(c for c in status["conditions"] if c["type"] == "ReplicaFailure")
-    assert (
-        "rank3-launcher" in failure["message"] and "exited with error code 3" in failure["message"]
-    ), failure
+    assert "rank3-launcher" in failure["message"], failure
+    assert "exited with error code 3" in failure["message"], (failure, log)
 
 
 async def test_the_seeds_mpi_flags_are_valid_for_real_open_mpi(
-    client: Client, namespace: str, controller: Controller, node: ProcessNode, allreduce: Path
+    client: Client,
+    namespace: str,
+    controller: Controller,
+    process_node: ProcessNode,
+    tmp_path: Path,
 ) -> None:
     """The seed's first example's flags, word for word: mca, mpiHome, extraMPIArgs, sshdPath."""
     seed = yaml.safe_load(SEED_EXAMPLE.read_text())["spec"]
-    job = mpijob(namespace, "seedflags", [str(allreduce)], mca=seed["mca"])
+    job = realjobs.mpi_job(
+        "openmpi", tmp_path, program("openmpi", tmp_path), name="seedflags", namespace=namespace
+    )
+    job["spec"].update(mca=seed["mca"], ssh=seed["ssh"])
     job["spec"]["worker"]["extraMPIArgs"] = seed["worker"]["extraMPIArgs"]
-    job["spec"]["ssh"] = seed["ssh"]
     await client.create(MPIJOBS, job)
-    status = await final_status(client, namespace, "seedflags")
-    log = node.logs(namespace, "seedflags-launcher", "mpi-launcher")
+    status = await final_status(client, process_node, namespace, "seedflags")
+    log = process_node.logs(namespace, "seedflags-launcher", "mpi-launcher")
     assert status["phase"] == "Succeeded", log
-    ranks = [line for line in log.splitlines() if line.startswith("rank ")]
-    assert len(ranks) == 6 and all(line.endswith("sum=21") for line in ranks), log
+    lines = ranks(log)
+    assert len(lines) == 6 and all(line.endswith("sum=21") for line in lines), log
 
 
 async def test_a_worker_killed_mid_run_fails_the_job_and_leaves_nothing_behind(
-    client: Client, namespace: str, controller: Controller, node: ProcessNode
+    client: Client,
+    namespace: str,
+    controller: Controller,
+    process_node: ProcessNode,
+    tmp_path: Path,
 ) -> None:
-    await client.create(MPIJOBS, mpijob(namespace, "killed", ["sleep", "600"]))
+    program("openmpi", tmp_path)
+    job = realjobs.mpi_job(
+        "openmpi", tmp_path, ["sleep", "600"], name="killed", namespace=namespace
+    )
+    await client.create(MPIJOBS, job)
 
     async def launcher_running() -> bool:
         try:
@@ -158,7 +179,7 @@ async def test_a_worker_killed_mid_run_fails_the_job_and_leaves_nothing_behind(
     netns = "jc-" + victim["metadata"]["uid"].replace("-", "")[:8]
     assert netns in await netns_list()
     await client.delete(PODS, "killed-worker-1", namespace, grace_period_seconds=1)
-    status = await final_status(client, namespace, "killed")
+    status = await final_status(client, process_node, namespace, "killed")
     assert status["phase"] == "Failed"
     failure = next(c for c in status["conditions"] if c["type"] == "ReplicaFailure")
     assert "killed-worker-1" in failure["message"], failure
@@ -178,8 +199,9 @@ async def netns_list() -> str:
 
 
 async def test_the_sandbox_runs_the_sample_for_real() -> None:
+    require(process_node_available() or frameworks.missing("openmpi4"))
     out = io.StringIO()
     phase = await run_sandbox(real=True, out=out)
     assert phase == "Succeeded", out.getvalue()
-    ranks = [line for line in out.getvalue().splitlines() if line.startswith("rank ")]
-    assert len(ranks) == 4 and all(line.endswith("sum=10") for line in ranks), out.getvalue()
+    lines = ranks(out.getvalue())
+    assert len(lines) == 4 and all(line.endswith("sum=10") for line in lines), out.getvalue()

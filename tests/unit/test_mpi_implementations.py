@@ -73,6 +73,10 @@ def test_open_mpi_is_the_default_and_keeps_todays_launcher() -> None:
     assert values["OMPI_MCA_orte_set_default_slots"] == values["PRTE_MCA_prte_set_default_slots"]
     assert values["JOBCORE_MPI_HOME"] == "/opt/ompi"
     assert not any(name.startswith(("HYDRA_", "I_MPI_")) for name in values)
+    children = rendered(job)
+    assert "hostname" not in children["pi-launcher"]["spec"]
+    assert "dnsConfig" not in children["pi-worker-0"]["spec"]
+    assert children["pi"]["spec"]["selector"] == job.labels("worker")
 
 
 @pytest.mark.parametrize("implementation", HYDRA)
@@ -96,6 +100,14 @@ def test_hydra_jobs_run_mpiexec_with_a_host_colon_slots_hostfile(implementation:
     assert values["HYDRA_HOST_FILE"] == values["I_MPI_HYDRA_HOST_FILE"] == "/etc/mpi/hostfile"
     assert values["JOBCORE_MPI_HOME"] == "/opt/mpi"
     assert not any(name.startswith(("OMPI_", "PRTE_")) for name in values)
+
+    # Hydra's proxies call the launcher back by its hostname, which must resolve on workers.
+    children = rendered(job)
+    assert children["pi-launcher"]["spec"]["hostname"] == "pi-launcher"
+    assert children["pi-launcher"]["spec"]["subdomain"] == "pi"
+    assert children["pi"]["spec"]["selector"] == job.labels()
+    dns = children["pi-worker-0"]["spec"]["dnsConfig"]
+    assert dns["searches"] == [f"pi.{NS}.svc.cluster.local"]
 
 
 def test_hydra_forwards_no_env_by_flag_as_it_passes_the_whole_environment() -> None:

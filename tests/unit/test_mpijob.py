@@ -640,10 +640,16 @@ def test_pending_says_what_it_waits_for() -> None:
 
 
 def run_script(
-    tmp_path: Path, hosts: list[str], args: list[str], wait: int = 1, mpi_home: str = ""
+    tmp_path: Path,
+    hosts: list[str],
+    args: list[str],
+    *,
+    wait: int = 1,
+    mpi_home: str = "",
+    mpi: _mpi.Flavour = _mpi.OPEN_MPI,
 ) -> subprocess.CompletedProcess[str]:
     hostfile = tmp_path / "hostfile"
-    hostfile.write_text(_mpi.hostfile_text(hosts, 2))
+    hostfile.write_text(_mpi.hostfile_text(hosts, 2, mpi))
     fake = tmp_path / "bin"
     fake.mkdir(exist_ok=True)
     mpirun = fake / "mpirun"
@@ -666,8 +672,9 @@ def run_script(
     )
 
 
-def test_script_gives_up_on_unresolvable_workers(tmp_path: Path) -> None:
-    result = run_script(tmp_path, ["nowhere-worker-0.mpi.ns.svc.invalid"], ["./prog"])
+@pytest.mark.parametrize("mpi", [_mpi.OPEN_MPI, _mpi.MPICH], ids=["slots=N", "host:N"])
+def test_script_gives_up_on_unresolvable_workers(tmp_path: Path, mpi: _mpi.Flavour) -> None:
+    result = run_script(tmp_path, ["nowhere-worker-0.mpi.ns.svc.invalid"], ["./prog"], mpi=mpi)
     assert result.returncode == _mpi.WAIT_TIMEOUT_EXIT
     assert "waiting up to 1s for 1 worker(s)" in result.stdout
     assert "nowhere-worker-0.mpi.ns.svc.invalid does not resolve" in result.stdout
