@@ -100,3 +100,71 @@ def mpi_job(
             "ssh": {"sshdPath": "/usr/sbin/sshd"},
         },
     }
+
+
+# ColossalAIJob ---------------------------------------------------------------------------
+
+COLOSSALAIJOBS = Resource("batch.tensorstack.dev", "v1beta1", "ColossalAIJob", "colossalaijobs")
+COLOSSALAI_TRAIN = """\
+import socket
+import sys
+
+import torch
+import torch.distributed as dist
+
+# torchrun, started on every worker by `colossalai run`, sets RANK, WORLD_SIZE and MASTER_*.
+dist.init_process_group("gloo")
+rank, size, expected = dist.get_rank(), dist.get_world_size(), int(sys.argv[1])
+total = torch.tensor([float(rank + 1)])
+dist.all_reduce(total)
+print(f"rank {rank} of {size} on {socket.gethostname()}: sum={int(total.item())}", flush=True)
+dist.destroy_process_group()
+if size != expected:
+    sys.exit(f"world size {size}, expected {expected}")
+if len(sys.argv) > 2 and rank == int(sys.argv[2]):
+    sys.exit(3)
+"""
+"""A gloo all-reduce that checks the world size (argv[1]); the rank in argv[2] exits 3."""
+
+
+def colossalai_job(
+    folder: Path,
+    *,
+    name: str,
+    namespace: str,
+    workers: int = 2,
+    procs: int = 2,
+    failing_rank: int | None = None,
+) -> Object:
+    """`workers` x `procs` torch processes all-reducing over gloo, launched by colossalai run.
+
+    The launcher's PATH puts ColossalAI's virtualenv first and keeps Debian's torchrun; colossalai
+    run hands its environment and working directory to torchrun on every worker. Debian's
+    torchrun 1.13 on Python 3.11 cannot read its default `--redirects 0` (Python 3.11 iterates
+    only a flag enum's one-bit members), so the job has it tee each rank's stdout (`1`) instead.
+    """
+    script = folder / "train.py"
+    script.write_text(COLOSSALAI_TRAIN)
+    folder.chmod(0o755)
+    args = [str(workers * procs)] + ([str(failing_rank)] if failing_rank is not None else [])
+    path = f"{frameworks.home('colossalai') / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+    return {
+        "apiVersion": COLOSSALAIJOBS.api_version,
+        "kind": COLOSSALAIJOBS.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "ssh": {"authMountPath": "/root/.ssh", "sshdPath": "/usr/sbin/sshd"},
+            "launcher": {
+                "image": "host",
+                "workingDir": str(folder),
+                "env": [{"name": "PATH", "value": path}],
+            },
+            "worker": {
+                "replicas": workers,
+                "procPerWorker": procs,
+                "command": [script.name, *args],
+                "torchArgs": ["--redirects=1", "--tee=1"],
+                "template": {"spec": {"containers": [{"name": "worker", "image": "host"}]}},
+            },
+        },
+    }

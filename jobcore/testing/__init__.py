@@ -4,7 +4,7 @@ Plugin authors use it as the project's own tests do: `ControlPlane` runs etcd an
 kube-apiserver from `KUBEBUILDER_ASSETS`; `SimulatedNode` plays scheduler and kubelet for
 Pods; `background` keeps a runnable going for the length of a block; `eventually` waits
 for a condition; `job_controller` runs a kind's controller for a block; `install_crd`,
-`job_status`, `wait_for_phase`, `wait_for_phases`, `condition`, `live_pods` and
+`job_status`, `wait_for_phase`, `wait_for_phases`, `wait_for_end`, `condition`, `live_pods` and
 `event_reasons` are what a job kind's tests check; `FaultProxy` stands between a
 controller and the API server and fails a share of its requests (`Faults`). The pytest
 plugin (`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides
@@ -25,6 +25,7 @@ from jobcore.testing._jobs import (
     job_status,
     live_pods,
     schemaless_crd,
+    wait_for_end,
     wait_for_phase,
     wait_for_phases,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "require",
     "schemaless_crd",
     "under_ci",
+    "wait_for_end",
     "wait_for_phase",
     "wait_for_phases",
 ]

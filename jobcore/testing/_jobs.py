@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from jobcore._client import Client
@@ -99,6 +99,35 @@ async def wait_for_phase(
         return bool((await job_status(client, resource, namespace, name)).get("phase") == phase)
 
     await eventually(reached, timeout=timeout)
+    return await job_status(client, resource, namespace, name)
+
+
+async def wait_for_end(
+    client: Client,
+    resource: Resource,
+    namespace: str,
+    name: str,
+    *,
+    timeout: float = 90,
+    explain: Callable[[], str] = lambda: "",
+) -> Any:
+    """Wait until the job Succeeded or Failed; return its status.
+
+    A job that has not ended in `timeout` fails the test with its last phase and `explain()`,
+    e.g. its launcher's output, which says more of a stuck run than the phase does.
+    """
+
+    async def ended() -> bool:
+        phase = (await job_status(client, resource, namespace, name)).get("phase")
+        return phase in ("Succeeded", "Failed")
+
+    try:
+        await eventually(ended, timeout=timeout, interval=0.2)
+    except TimeoutError:
+        status = await job_status(client, resource, namespace, name)
+        raise AssertionError(
+            f"{name} did not end in {timeout} s (phase {status.get('phase')}):\n{explain()}"
+        ) from None
     return await job_status(client, resource, namespace, name)
 
 

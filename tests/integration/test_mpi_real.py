@@ -24,6 +24,7 @@ from jobcore.testing import (
     job_controller,
     process_node_available,
     require,
+    wait_for_end,
 )
 from jobkinds.mpijob import MPIJobKind
 
@@ -49,20 +50,15 @@ def program(mpi: str, folder: Path, *, failing_rank: int | None = None) -> list[
 
 
 async def final_status(
-    client: Client, node: ProcessNode, namespace: str, name: str, *, timeout: float = 90
+    client: Client, node: ProcessNode, namespace: str, name: str
 ) -> dict[str, Any]:
-    """The job's status once it ended; the launcher's output if it did not in `timeout`."""
-
-    async def ended() -> bool:
-        status = (await client.get(MPIJOBS, name, namespace)).get("status") or {}
-        return status.get("phase") in ("Succeeded", "Failed")
-
-    try:
-        await eventually(ended, timeout=timeout, interval=0.2)
-    except TimeoutError:
-        log = node.logs(namespace, f"{name}-launcher", "mpi-launcher")
-        pytest.fail(f"{name} did not end in {timeout} s; launcher output:\n{log}")
-    status: dict[str, Any] = (await client.get(MPIJOBS, name, namespace))["status"]
+    status: dict[str, Any] = await wait_for_end(
+        client,
+        MPIJOBS,
+        namespace,
+        name,
+        explain=lambda: node.logs(namespace, f"{name}-launcher", "mpi-launcher"),
+    )
     return status
 
 

@@ -1,0 +1,89 @@
+"""Real ColossalAI: `colossalai run` starts torchrun over ssh on every process-backed worker.
+
+The ColossalAIJob controller and a real API server; ColossalAI's launcher and Debian's torch
+come from `scripts/frameworks.sh colossalai`; under CI, without them, these tests fail.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from controllers import frameworks, realjobs
+from jobcore import Client, Controller
+from jobcore.testing import (
+    ProcessNode,
+    condition,
+    event_reasons,
+    job_controller,
+    require,
+    wait_for_end,
+)
+from jobkinds.colossalaijob import ColossalAIJobKind
+
+pytestmark = pytest.mark.integration
+
+KIND = ColossalAIJobKind()
+JOBS = KIND.resource
+
+
+@pytest.fixture
+async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
+    require(frameworks.missing("colossalai"))
+    async with job_controller(client, KIND, namespace=namespace) as controller:
+        yield controller
+
+
+def launcher_log(node: ProcessNode, namespace: str, name: str) -> str:
+    return node.logs(namespace, f"{name}-launcher", "launcher")
+
+
+@pytest.mark.usefixtures("controller")
+@pytest.mark.timeout(180)
+async def test_two_workers_by_two_processes_all_reduce_over_gloo(
+    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
+) -> None:
+    await client.create(JOBS, realjobs.colossalai_job(tmp_path, name="cai", namespace=namespace))
+    status = await wait_for_end(
+        client,
+        JOBS,
+        namespace,
+        "cai",
+        timeout=150,
+        explain=lambda: launcher_log(process_node, namespace, "cai"),
+    )
+    log = launcher_log(process_node, namespace, "cai")
+    assert status["phase"] == "Succeeded", log
+    ranks = sorted(re.findall(r"rank (\d) of (\d) on (cai-worker-\d): sum=(\d+)", log))
+    assert [r[0] for r in ranks] == ["0", "1", "2", "3"], log
+    assert {r[1] for r in ranks} == {"4"} and {r[3] for r in ranks} == {"10"}, log
+    assert {r[2] for r in ranks} == {"cai-worker-0", "cai-worker-1"}, log
+    assert "Succeeded" in await event_reasons(client, namespace, "cai")
+
+
+@pytest.mark.usefixtures("controller")
+@pytest.mark.timeout(180)
+async def test_a_failing_training_script_fails_the_job_with_colossalai_runs_exit_code(
+    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
+) -> None:
+    job = realjobs.colossalai_job(tmp_path, name="caifail", namespace=namespace, failing_rank=3)
+    await client.create(JOBS, job)
+    status = await wait_for_end(
+        client,
+        JOBS,
+        namespace,
+        "caifail",
+        timeout=150,
+        explain=lambda: launcher_log(process_node, namespace, "caifail"),
+    )
+    log = launcher_log(process_node, namespace, "caifail")
+    assert status["phase"] == "Failed", log
+    assert condition(status, "Failed")["status"] == "True", status
+    failure = condition(status, "ReplicaFailure")
+    # colossalai run reports the worker whose torchrun failed and exits 1, whatever the code.
+    assert "caifail-launcher" in failure["message"], failure
+    assert "exited with error code 1" in failure["message"], (failure, log)
+    assert "failure" in log, log
