@@ -8,10 +8,11 @@ import asyncio
 import signal
 import socket
 import sys
+import tempfile
 import uuid
 from typing import Any
 
-from controllers import render
+from controllers import realjobs, render
 from controllers.kinds import (
     ENTRY_POINT_GROUP,
     KindLoadError,
@@ -173,7 +174,22 @@ def _parser() -> argparse.ArgumentParser:
     sandbox.add_argument(
         "--real",
         action="store_true",
-        help="run pods as host processes: a real mpirun over ssh (root, Open MPI, sshd)",
+        help="run pods as host processes with the real launcher over ssh "
+        "(root; scripts/frameworks.sh installs the frameworks)",
+    )
+    sandbox.add_argument(
+        "--kind", choices=realjobs.KINDS, default="mpijob", help="with --real: the sample's kind"
+    )
+    sandbox.add_argument(
+        "--mpi",
+        choices=sorted(realjobs.MPIS),
+        default="openmpi",
+        help="with --real --kind mpijob: Open MPI 4 (openmpi) or 5, MPICH or Intel MPI",
+    )
+    sandbox.add_argument(
+        "--verbose",
+        action="store_true",
+        help="the controller's log lines on stderr, not in the log file",
     )
     return parser
 
@@ -315,7 +331,7 @@ async def _sandbox(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         asyncio.get_running_loop().add_signal_handler(sig, stop, sig)
     try:
-        phase = await run_sandbox(keep=args.keep, real=args.real)
+        phase = await run_sandbox(keep=args.keep, real=args.real, kind=args.kind, mpi=args.mpi)
     except SandboxError as error:
         print(f"jobcore sandbox: {error}", file=sys.stderr)
         return 2
@@ -337,9 +353,20 @@ _COMMANDS = {
 }
 
 
+def _log_to_a_file(level: str) -> None:
+    """The controller's log lines as JSON into a new file, whose name is printed."""
+    descriptor, path = tempfile.mkstemp(prefix="jobcore-sandbox-", suffix=".log")
+    log = open(descriptor, "w", buffering=1)  # noqa: SIM115 - open for the whole run
+    configure_logging(format="json", level=level, stream=log)
+    print(f"controller log: {path} (--verbose shows it here)")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    configure_logging(format=args.log_format, level=args.log_level)
+    if args.command == "sandbox" and not args.verbose:
+        _log_to_a_file(args.log_level)  # the screen is for the job's status and launcher
+    else:
+        configure_logging(format=args.log_format, level=args.log_level)
     try:
         return _run_event_loop(_COMMANDS[args.command](args))
     except KindLoadError as error:

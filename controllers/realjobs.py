@@ -168,3 +168,81 @@ def colossalai_job(
             },
         },
     }
+
+
+# HorovodJob ------------------------------------------------------------------------------
+
+HOROVODJOBS = Resource("batch.tensorstack.dev", "v1beta1", "HorovodJob", "horovodjobs")
+HOROVOD_ALLREDUCE = """\
+import socket
+
+import horovod.torch as hvd
+import torch
+
+hvd.init()
+total = hvd.allreduce(torch.tensor([float(hvd.rank() + 1)]), op=hvd.Sum)
+print(f"rank {hvd.rank()} of {hvd.size()} on {socket.gethostname()}: sum={int(total.item())}")
+"""
+"""Every rank adds rank+1 with `hvd.allreduce`; each prints the sum."""
+
+
+def horovod_job(cmd: list[str], *, name: str, namespace: str) -> Object:
+    """2 workers x 2 slots running `cmd`; the container's PATH starts with Horovod's virtualenv,
+    as an image's would (horovodrun hands its environment to every rank)."""
+    path = f"{frameworks.home('horovod') / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+    container = {"name": "worker", "image": "host", "env": [{"name": "PATH", "value": path}]}
+    return {
+        "apiVersion": HOROVODJOBS.api_version,
+        "kind": HOROVODJOBS.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "worker": {
+                "replicas": 2,
+                "slotsPerWorker": 2,
+                "cmd": cmd,
+                "template": {"spec": {"containers": [container]}},
+            },
+        },
+    }
+
+
+def horovod_allreduce(folder: Path) -> list[str]:
+    """The all-reduce program, written into `folder`; the command that runs it."""
+    script = folder / "allreduce.py"
+    script.write_text(HOROVOD_ALLREDUCE)
+    folder.chmod(0o755)
+    return ["python3", str(script)]
+
+
+# The sandbox's samples --------------------------------------------------------------------
+
+KINDS = ("mpijob", "colossalaijob", "horovodjob")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A job to run for real, and where to read its launcher's output."""
+
+    resource: Resource
+    job: Object
+    launcher_container: str
+
+
+def framework(kind: str, mpi: str) -> str:
+    """The `scripts/frameworks.sh` install the sample of `kind` (and `mpi`) runs on."""
+    return MPIS[mpi].framework if kind == "mpijob" else kind.removesuffix("job")
+
+
+def sample(kind: str, mpi: str, folder: Path, *, namespace: str = "default") -> Sample:
+    """The sample job of `kind` (with `mpi` for an MPIJob) whose programs live in `folder`."""
+    if kind == "mpijob":
+        command = mpi_program(mpi, folder)
+        job = mpi_job(mpi, folder, command, name="mpi-example", namespace=namespace)
+        return Sample(MPIJOBS, job, "mpi-launcher")
+    if kind == "colossalaijob":
+        job = colossalai_job(folder, name="colossalai-example", namespace=namespace)
+        return Sample(COLOSSALAIJOBS, job, "launcher")
+    if kind == "horovodjob":
+        job = horovod_job(horovod_allreduce(folder), name="horovod-example", namespace=namespace)
+        return Sample(HOROVODJOBS, job, "launcher")
+    raise ValueError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")

@@ -1,10 +1,11 @@
-"""The local sandbox: a real control plane, a simulated node, the controller and a sample MPIJob."""
+"""The local sandbox: a real control plane, a node, the controllers and a sample job.
+
+The node is simulated, or with `real` runs pods as host processes with real frameworks.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import shutil
 import sys
 import tempfile
 import time
@@ -13,7 +14,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from controllers.allreduce import compile_allreduce
+from controllers import frameworks, realjobs
 from controllers.kinds import installed_kinds
 from jobcore import (
     REPLICA_TYPE_LABEL,
@@ -22,7 +23,6 @@ from jobcore import (
     Manager,
     NotFoundError,
     Object,
-    Resource,
     add_job_controller,
     crd_for,
 )
@@ -68,65 +68,54 @@ class SandboxError(Exception):
     """The sandbox cannot run here; the message says why."""
 
 
-SAMPLE = Resource("batch.tensorstack.dev", "v1beta1", "MPIJob", "mpijobs")
+SAMPLE = realjobs.MPIJOBS
 
 
-def _show(job: Object, started: float, out: TextIO) -> None:
+def _status_line(job: Object) -> str:
     status = job.get("status") or {}
     tasks = " ".join(
         f"{task['type']}=" + ",".join(replica["phase"] for replica in task.get("status") or ())
         for task in status.get("tasks") or ()
     )
-    out.write(
-        f"[{time.monotonic() - started:5.1f}s] {job['metadata']['name']}: "
-        f"phase={status.get('phase', '-')} ready={status.get('ready', '-')} {tasks}\n"
+    return (
+        f"{job['metadata']['name']}: "
+        f"phase={status.get('phase', '-')} ready={status.get('ready', '-')} {tasks}"
     )
-    out.flush()
-
-
-def _missing_mpi() -> str | None:
-    missing = [tool for tool in ("mpicc", "mpirun", "ssh") if shutil.which(tool) is None]
-    if not Path("/usr/sbin/sshd").exists():
-        missing.append("/usr/sbin/sshd")
-    if missing:
-        return (
-            f"{', '.join(missing)} not found; install Open MPI and OpenSSH "
-            "(scripts/host-packages.sh does, as root)"
-        )
-    return None
-
-
-def real_job(program: Path) -> Object:
-    """The sample job for real: 2 workers x 2 ranks of a compiled allreduce, as root."""
-    job = copy.deepcopy(SAMPLE_JOB)
-    worker = job["spec"]["worker"]
-    worker.update(replicas=2, extraMPIArgs=["-N", "2"], cmd=[str(program)])
-    (container,) = worker["template"]["spec"]["containers"]
-    container.update(image="host", workingDir=str(program.parent))
-    container["env"] = [
-        {"name": "OMPI_ALLOW_RUN_AS_ROOT", "value": "1"},
-        {"name": "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "value": "1"},
-    ]
-    job["spec"]["mpiHome"] = "/usr"
-    return job
 
 
 async def run_sandbox(
-    *, keep: bool = False, real: bool = False, run_seconds: float = 3.0, out: TextIO = sys.stdout
+    *,
+    keep: bool = False,
+    real: bool = False,
+    kind: str = "mpijob",
+    mpi: str = "openmpi",
+    run_seconds: float = 3.0,
+    out: TextIO = sys.stdout,
 ) -> str:
-    """Run the sample job to its end, showing its status live; return its final phase.
+    """Run a sample job to its end, showing its status live; return its final phase.
 
     With `real`, pods run as host processes in their own network namespaces (ProcessNode)
-    and the job runs a real mpirun over ssh; the launcher's output is printed at the end.
+    and `kind`'s sample (`controllers.realjobs`; an MPIJob with `mpi`) runs its real launcher
+    over ssh; the launcher's output is printed at the end. Without, the MPIJob sample runs on
+    a simulated node.
     """
-    if real and (reason := process_node_available() or _missing_mpi()):
-        raise SandboxError(f"cannot run pods for real here: {reason}")
+    framework = realjobs.framework(kind, mpi)
+    if real and (reason := process_node_available() or frameworks.missing(framework)):
+        raise SandboxError(f"cannot run the {kind} sample for real here: {reason}")
     kinds = [installed.kind for installed in installed_kinds()]
     with tempfile.TemporaryDirectory(prefix="jobcore-sandbox-") as scratch:
-        sample = real_job(compile_allreduce(Path(scratch))) if real else SAMPLE_JOB
+        folder = Path(scratch)
+        sample = (
+            realjobs.sample(kind, mpi, folder)
+            if real
+            else realjobs.Sample(SAMPLE, SAMPLE_JOB, "mpi-launcher")
+        )
         async with ControlPlane() as plane:
             out.write(f"control plane up: {plane.url}\n")
-            out.write(f"try: kubectl --kubeconfig {plane.kubeconfig_path} get mpijobs,pods\n")
+            out.write(
+                f"try: kubectl --kubeconfig {plane.kubeconfig_path} "
+                f"get {sample.resource.plural},pods\n"
+            )
             client = await Client.from_kubeconfig(plane.kubeconfig_path)
             try:
                 return await _run(
@@ -146,7 +135,7 @@ async def _run(
     client: Client,
     *,
     kinds: list[JobKind[Any]],
-    sample: Object,
+    sample: realjobs.Sample,
     keep: bool,
     real: bool,
     run_seconds: float,
@@ -163,20 +152,23 @@ async def _run(
     manager = Manager(client, metrics_address=("127.0.0.1", 0), health_address=None)
     for kind in kinds:
         add_job_controller(manager, kind)
-    name = sample["metadata"]["name"]
+    name = sample.job["metadata"]["name"]
     async with background(node.run()), background(manager.run()):
-        await client.create(SAMPLE, sample)
-        started, phase = time.monotonic(), ""
+        await client.create(sample.resource, sample.job)
+        started, phase, shown = time.monotonic(), "", ""
         while phase not in ("Succeeded", "Failed") or keep:
             await asyncio.sleep(0.5)
             try:
-                job = await client.get(SAMPLE, name, "default")
+                job = await client.get(sample.resource, name, "default")
             except NotFoundError:
                 break
-            _show(job, started, out)
+            line = _status_line(job)
+            if line != shown:  # each change once, as it happens
+                out.write(f"[{time.monotonic() - started:5.1f}s] {line}\n")
+                out.flush()
+                shown = line
             phase = job.get("status", {}).get("phase", "")
         if isinstance(node, ProcessNode):
-            out.write(
-                "launcher output:\n" + node.logs("default", f"{name}-launcher", "mpi-launcher")
-            )
+            launcher = node.logs("default", f"{name}-launcher", sample.launcher_container)
+            out.write(f"launcher output:\n{launcher}")
     return phase

@@ -7,7 +7,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Literal, TextIO
 
 import structlog
 from structlog.typing import Processor
@@ -17,11 +17,13 @@ __all__ = ["configure_logging", "reconcile_context"]
 LogFormat = Literal["auto", "json", "console"]
 
 
-def configure_logging(*, format: LogFormat = "auto", level: str = "info") -> None:
-    """Send structlog and stdlib logging alike to stderr, one rendered line per event.
+def configure_logging(
+    *, format: LogFormat = "auto", level: str = "info", stream: TextIO | None = None
+) -> None:
+    """Send structlog and stdlib logging alike to `stream` (default stderr), a line per event.
 
     JSON lines suit log collectors; "auto" picks the human-readable console renderer only
-    when stderr is a terminal. Context variables bound with `structlog.contextvars` (see
+    when the stream is a terminal. Context variables bound with `structlog.contextvars` (see
     `reconcile_context`) are merged into every line, including lines from libraries that log
     through the stdlib (kubernetes_asyncio, aiohttp), so they too can be traced to a
     reconcile. Call it once at start-up; calling it again replaces the configuration.
@@ -30,9 +32,10 @@ def configure_logging(*, format: LogFormat = "auto", level: str = "info") -> Non
     level_no = levels.get(level.upper())
     if level_no is None:
         raise ValueError(f"unknown log level {level!r}")
-    console = format == "console" or (format == "auto" and sys.stderr.isatty())
+    stream = stream or sys.stderr
+    console = format == "console" or (format == "auto" and stream.isatty())
     renderer: Processor = (
-        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        structlog.dev.ConsoleRenderer(colors=stream.isatty())
         if console
         else structlog.processors.JSONRenderer()
     )
@@ -49,7 +52,7 @@ def configure_logging(*, format: LogFormat = "auto", level: str = "info") -> Non
         final.append(structlog.processors.format_exc_info)
     final.append(renderer)
 
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(foreign_pre_chain=shared, processors=final)
     )

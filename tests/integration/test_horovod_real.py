@@ -8,7 +8,6 @@ the training programs are written to a folder every pod can read.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
@@ -16,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from controllers.frameworks import home, missing
+from controllers import realjobs
+from controllers.frameworks import missing
 from jobcore import PODS, Client, Controller, Object
 from jobcore.testing import (
     ProcessNode,
@@ -34,17 +34,6 @@ pytestmark = pytest.mark.integration
 
 KIND = HorovodJobKind()
 HOROVODJOBS = KIND.resource
-
-ALLREDUCE = """\
-import socket
-
-import horovod.torch as hvd
-import torch
-
-hvd.init()
-total = hvd.allreduce(torch.tensor([float(hvd.rank() + 1)]), op=hvd.Sum)
-print(f"rank {hvd.rank()} of {hvd.size()} on {socket.gethostname()}: sum={int(total.item())}")
-"""
 
 FAIL = """\
 import sys
@@ -101,7 +90,6 @@ def programs(tmp_path: Path) -> Path:
     """A folder every pod can read, holding the training programs."""
     folder = tmp_path / "programs"
     folder.mkdir()
-    (folder / "allreduce.py").write_text(ALLREDUCE)
     (folder / "elastic.py").write_text(ELASTIC)
     (folder / "fail.py").write_text(FAIL)
     for path in (tmp_path, folder):
@@ -117,22 +105,8 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[Controller
 
 
 def horovodjob(namespace: str, name: str, cmd: list[str], **spec: Any) -> Object:
-    """2 workers x 2 slots; the container's PATH starts with Horovod's venv, as an image's would."""
-    path = f"{home('horovod') / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    container = {"name": "worker", "image": "horovod", "env": [{"name": "PATH", "value": path}]}
-    job: Object = {
-        "apiVersion": HOROVODJOBS.api_version,
-        "kind": HOROVODJOBS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": 2,
-                "slotsPerWorker": 2,
-                "cmd": cmd,
-                "template": {"spec": {"containers": [container]}},
-            },
-        },
-    }
+    """The sandbox's 2 x 2 HorovodJob running `cmd`, with `spec` fields added or replaced."""
+    job = realjobs.horovod_job(cmd, name=name, namespace=namespace)
     job["spec"].update(spec)
     return job
 
@@ -153,7 +127,7 @@ async def test_a_static_job_allreduces_on_two_workers_by_two_slots(
     client: Client, namespace: str, process_node: ProcessNode, programs: Path, backend: str
 ) -> None:
     require(missing("horovod"))
-    cmd = ["python", str(programs / "allreduce.py")]
+    cmd = realjobs.horovod_allreduce(programs)
     await client.create(HOROVODJOBS, horovodjob(namespace, "ar", cmd, horovod={"backend": backend}))
     try:
         status = await wait_for_phase(client, HOROVODJOBS, namespace, "ar", "Succeeded", timeout=90)

@@ -6,7 +6,6 @@ Each implementation comes from `scripts/frameworks.sh`; under CI a missing one f
 from __future__ import annotations
 
 import asyncio
-import io
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,13 +15,11 @@ import pytest
 import yaml
 
 from controllers import frameworks, realjobs
-from controllers.sandbox import run_sandbox
 from jobcore import PODS, Client, Controller
 from jobcore.testing import (
     ProcessNode,
     eventually,
     job_controller,
-    process_node_available,
     require,
     wait_for_end,
 )
@@ -192,12 +189,3 @@ async def netns_list() -> str:
     )
     out, _ = await process.communicate()
     return out.decode()
-
-
-async def test_the_sandbox_runs_the_sample_for_real() -> None:
-    require(process_node_available() or frameworks.missing("openmpi4"))
-    out = io.StringIO()
-    phase = await run_sandbox(real=True, out=out)
-    assert phase == "Succeeded", out.getvalue()
-    lines = ranks(out.getvalue())
-    assert len(lines) == 4 and all(line.endswith("sum=10") for line in lines), out.getvalue()
