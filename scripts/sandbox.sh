@@ -1,5 +1,26 @@
 #!/usr/bin/env bash
-# A local control plane with the project's controllers, to try things by hand: `jobcore sandbox`.
+# The README's main command: a local control plane with the project's controllers running a
+# sample job, `jobcore sandbox "$@"`. With --real it first installs what the chosen sample runs
+# on (scripts/frameworks.sh: --kind mpijob|colossalaijob|horovodjob, --mpi for an MPIJob).
 set -euo pipefail
-source "$(dirname "$0")/env.sh"
+here=$(dirname "$0")
+source "$here/env.sh"
+real="" kind=mpijob mpi=openmpi
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case ${args[i]} in
+    --real) real=1 ;;
+    --kind) kind=${args[i + 1]:-} ;;
+    --kind=*) kind=${args[i]#--kind=} ;;
+    --mpi) mpi=${args[i + 1]:-} ;;
+    --mpi=*) mpi=${args[i]#--mpi=} ;;
+  esac
+done
+if [[ -n $real ]]; then
+  case $kind in
+    mpijob) framework=$mpi; [[ $mpi == openmpi ]] && framework=openmpi4 ;;
+    *) framework=${kind%job} ;;
+  esac
+  bash "$here/frameworks.sh" "$framework" || true  # if it failed, jobcore says what is missing
+fi
 exec jobcore sandbox "$@"
