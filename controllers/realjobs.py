@@ -7,7 +7,7 @@ CI proves. Each job runs as root on host binaries from `scripts/frameworks.sh`'s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from controllers import frameworks
@@ -29,13 +29,15 @@ class MPI:
     implementation: str
     framework: str
     per_node_flag: str
+    env: list[dict[str, str]] = field(default_factory=list)
 
 
 MPIS = {
     "openmpi": MPI("OpenMPI", "openmpi4", "-N"),
     "openmpi5": MPI("OpenMPI", "openmpi5", "-N"),
     "mpich": MPI("MPICH", "mpich", "-ppn"),
-    "intel": MPI("IntelMPI", "intel", "-ppn"),
+    # Intel's start-up report names each rank's host: proof the PingPong spans two workers.
+    "intel": MPI("IntelMPI", "intel", "-ppn", [{"name": "I_MPI_DEBUG", "value": "5"}]),
 }
 """The `--mpi` choices: Open MPI 4.1 (Debian), Open MPI 5, MPICH and Intel MPI (PyPI)."""
 
@@ -50,7 +52,11 @@ def mpi_program(mpi: str, folder: Path, *, failing_rank: int | None = None) -> l
             # 64 KiB, 20 rounds each, as four busy-polling ranks on two cores are slow.
             return ["IMB-MPI1", "-map", "2x2", "-msglog", "0:16", "-iter", "20", "PingPong"]
         script = folder / "exit3.sh"
-        script.write_text(f'#!/bin/sh\n[ "$PMI_RANK" = {failing_rank} ] && exit 3\nexit 0\n')
+        # The failing rank ends last: one that fails while the others still run can have
+        # Intel's mpiexec kill them and exit 255 instead of with the rank's code.
+        script.write_text(
+            f'#!/bin/sh\n[ "$PMI_RANK" = {failing_rank} ] && {{ sleep 1; exit 3; }}\nexit 0\n'
+        )
         script.chmod(0o755)
         folder.chmod(0o755)
         return [str(script)]
@@ -91,7 +97,7 @@ def mpi_job(
                                 "name": "mpi-worker",
                                 "image": "host",
                                 "workingDir": str(folder),
-                                "env": ROOT_ENV,
+                                "env": ROOT_ENV + chosen.env,
                             }
                         ]
                     }

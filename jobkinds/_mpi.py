@@ -75,23 +75,22 @@ OPEN_MPI = Flavour(
     ),
     slots_format="{host} slots={slots}",
 )
-HYDRA_HOSTFILE_FLAGS = ("-f", "-hostfile", "-machinefile", "--hostfile", "--machinefile")
-MPICH = Flavour(
-    name="MPICH",
-    program="mpiexec",
-    open_mpi=False,
-    npernode_flags=("-ppn", "-perhost"),
-    hostfile_flags=HYDRA_HOSTFILE_FLAGS,
-    slots_format="{host}:{slots}",
-)
-INTEL_MPI = Flavour(
-    name="Intel MPI",
-    program="mpiexec",
-    open_mpi=False,
-    npernode_flags=("-ppn", "-perhost"),
-    hostfile_flags=HYDRA_HOSTFILE_FLAGS,
-    slots_format="{host}:{slots}",
-)
+
+
+def _hydra(name: str) -> Flavour:
+    """MPICH and Intel MPI launch alike, through Hydra's mpiexec."""
+    return Flavour(
+        name=name,
+        program="mpiexec",
+        open_mpi=False,
+        npernode_flags=("-ppn", "-perhost"),
+        hostfile_flags=("-f", "-hostfile", "-machinefile", "--hostfile", "--machinefile"),
+        slots_format="{host}:{slots}",
+    )
+
+
+MPICH = _hydra("MPICH")
+INTEL_MPI = _hydra("Intel MPI")
 _FLAVOURS: dict[str, Flavour] = {
     "OpenMPI": OPEN_MPI,
     "IntelMPI": INTEL_MPI,

@@ -49,6 +49,24 @@ venv_install() {
 }
 VENV_ARGS=()
 
+# prefix_install DEST PIN BINARY...: a wheel whose data files are a whole install prefix (bin/,
+# lib/), put with `pip install --prefix` into DEST/prefix, so `home` holds only that software
+# (a venv's own bin/ would put its python first on every pod's PATH); DEST/home links to it once
+# every BINARY is there.
+prefix_install() {
+  local dest=$1 pin=$2 binary
+  shift 2
+  rm -rf "${dest:?}" && mkdir -p "$dest"  # a stale home/ from an older layout would swallow the link
+  venv_install "$dest/venv" "$(command -v python3)" --prefix "$dest/prefix" "$pin" || return 1
+  for binary in "$@"; do
+    [[ -x $dest/prefix/bin/$binary ]] || {
+      echo "frameworks.sh: no $binary in $dest/prefix/bin" >&2
+      return 1
+    }
+  done
+  ln -sfn prefix "$dest/home"
+}
+
 # Every pod needs these; each framework's script adds its own.
 apt_install openssh-server openssh-client iproute2
 

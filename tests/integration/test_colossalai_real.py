@@ -20,9 +20,9 @@ from jobcore.testing import (
     event_reasons,
     job_controller,
     require,
-    wait_for_end,
 )
 from jobkinds.colossalaijob import ColossalAIJobKind
+from tests.realruns import run_to_end
 
 pytestmark = pytest.mark.integration
 
@@ -37,25 +37,15 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[Controller
         yield controller
 
 
-def launcher_log(node: ProcessNode, namespace: str, name: str) -> str:
-    return node.logs(namespace, f"{name}-launcher", "launcher")
-
-
 @pytest.mark.usefixtures("controller")
 @pytest.mark.timeout(180)
 async def test_two_workers_by_two_processes_all_reduce_over_gloo(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
-    await client.create(JOBS, realjobs.colossalai_job(tmp_path, name="cai", namespace=namespace))
-    status = await wait_for_end(
-        client,
-        JOBS,
-        namespace,
-        "cai",
-        timeout=150,
-        explain=lambda: launcher_log(process_node, namespace, "cai"),
+    job = realjobs.colossalai_job(tmp_path, name="cai", namespace=namespace)
+    status, log = await run_to_end(
+        client, process_node, JOBS, job, container="launcher", timeout=150
     )
-    log = launcher_log(process_node, namespace, "cai")
     assert status["phase"] == "Succeeded", log
     ranks = sorted(re.findall(r"rank (\d) of (\d) on (cai-worker-\d): sum=(\d+)", log))
     assert [r[0] for r in ranks] == ["0", "1", "2", "3"], log
@@ -70,16 +60,9 @@ async def test_a_failing_training_script_fails_the_job_with_colossalai_runs_exit
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
     job = realjobs.colossalai_job(tmp_path, name="caifail", namespace=namespace, failing_rank=3)
-    await client.create(JOBS, job)
-    status = await wait_for_end(
-        client,
-        JOBS,
-        namespace,
-        "caifail",
-        timeout=150,
-        explain=lambda: launcher_log(process_node, namespace, "caifail"),
+    status, log = await run_to_end(
+        client, process_node, JOBS, job, container="launcher", timeout=150
     )
-    log = launcher_log(process_node, namespace, "caifail")
     assert status["phase"] == "Failed", log
     assert condition(status, "Failed")["status"] == "True", status
     failure = condition(status, "ReplicaFailure")

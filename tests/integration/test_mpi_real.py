@@ -9,7 +9,6 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -24,6 +23,7 @@ from jobcore.testing import (
     wait_for_end,
 )
 from jobkinds.mpijob import MPIJobKind
+from tests.realruns import run_to_end
 
 KIND = MPIJobKind()
 SEED_EXAMPLE = (
@@ -46,19 +46,6 @@ def program(mpi: str, folder: Path, *, failing_rank: int | None = None) -> list[
     return realjobs.mpi_program(mpi, folder, failing_rank=failing_rank)
 
 
-async def final_status(
-    client: Client, node: ProcessNode, namespace: str, name: str
-) -> dict[str, Any]:
-    status: dict[str, Any] = await wait_for_end(
-        client,
-        MPIJOBS,
-        namespace,
-        name,
-        explain=lambda: node.logs(namespace, f"{name}-launcher", "mpi-launcher"),
-    )
-    return status
-
-
 def ranks(log: str) -> list[str]:
     return sorted(line for line in log.splitlines() if line.startswith("rank "))
 
@@ -74,9 +61,7 @@ async def test_two_workers_by_two_slots_allreduce_for_real(
 ) -> None:
     command = program(mpi, tmp_path)
     job = realjobs.mpi_job(mpi, tmp_path, command, name="allreduce", namespace=namespace)
-    await client.create(MPIJOBS, job)
-    status = await final_status(client, process_node, namespace, "allreduce")
-    log = process_node.logs(namespace, "allreduce-launcher", "mpi-launcher")
+    status, log = await run_to_end(client, process_node, MPIJOBS, job, container="mpi-launcher")
     assert status["phase"] == "Succeeded", log
     lines = ranks(log)
     assert len(lines) == 4, log
@@ -94,12 +79,18 @@ async def test_intel_mpi_pingpong_between_the_two_workers_for_real(
 ) -> None:
     command = program("intel", tmp_path)
     job = realjobs.mpi_job("intel", tmp_path, command, name="pingpong", namespace=namespace)
-    await client.create(MPIJOBS, job)
-    status = await final_status(client, process_node, namespace, "pingpong")
-    log = process_node.logs(namespace, "pingpong-launcher", "mpi-launcher")
+    status, log = await run_to_end(client, process_node, MPIJOBS, job, container="mpi-launcher")
     assert status["phase"] == "Succeeded", log
     assert "# Benchmarking PingPong" in log, log
-    assert "# #processes = 2; rank order (rowwise):" in log, log
+    assert re.search(r"# #processes = 2; rank order \(rowwise\): *\n# +0 +2 *\n", log), log
+    # I_MPI_DEBUG's pinning table: rank, pid, host, cpus. Ranks 0 and 2 are on two workers.
+    hosts = dict(re.findall(r"^\[0\] MPI startup\(\): (\d) +\d+ +(\S+) +\{", log, re.M))
+    assert hosts == {
+        "0": "pingpong-worker-0",
+        "1": "pingpong-worker-0",
+        "2": "pingpong-worker-1",
+        "3": "pingpong-worker-1",
+    }, log
     # The largest message's row: bytes, repetitions, t[usec], Mbytes/sec.
     rows = [line.split() for line in log.splitlines() if re.match(r"\s+65536\s", line)]
     assert rows and float(rows[0][3]) > 0, log
@@ -116,9 +107,7 @@ async def test_a_rank_exiting_3_fails_the_job_with_the_launchers_exit_code(
 ) -> None:
     command = program(mpi, tmp_path, failing_rank=2)
     job = realjobs.mpi_job(mpi, tmp_path, command, name="rank3", namespace=namespace)
-    await client.create(MPIJOBS, job)
-    status = await final_status(client, process_node, namespace, "rank3")
-    log = process_node.logs(namespace, "rank3-launcher", "mpi-launcher")
+    status, log = await run_to_end(client, process_node, MPIJOBS, job, container="mpi-launcher")
     assert status["phase"] == "Failed", log
     failure = next(c for c in status["conditions"] if c["type"] == "ReplicaFailure")
     assert "rank3-launcher" in failure["message"], failure
@@ -139,9 +128,7 @@ async def test_the_seeds_mpi_flags_are_valid_for_real_open_mpi(
     )
     job["spec"].update(mca=seed["mca"], ssh=seed["ssh"])
     job["spec"]["worker"]["extraMPIArgs"] = seed["worker"]["extraMPIArgs"]
-    await client.create(MPIJOBS, job)
-    status = await final_status(client, process_node, namespace, "seedflags")
-    log = process_node.logs(namespace, "seedflags-launcher", "mpi-launcher")
+    status, log = await run_to_end(client, process_node, MPIJOBS, job, container="mpi-launcher")
     assert status["phase"] == "Succeeded", log
     lines = ranks(log)
     assert len(lines) == 6 and all(line.endswith("sum=21") for line in lines), log
@@ -172,7 +159,7 @@ async def test_a_worker_killed_mid_run_fails_the_job_and_leaves_nothing_behind(
     netns = "jc-" + victim["metadata"]["uid"].replace("-", "")[:8]
     assert netns in await netns_list()
     await client.delete(PODS, "killed-worker-1", namespace, grace_period_seconds=1)
-    status = await final_status(client, process_node, namespace, "killed")
+    status = await wait_for_end(client, MPIJOBS, namespace, "killed")
     assert status["phase"] == "Failed"
     failure = next(c for c in status["conditions"] if c["type"] == "ReplicaFailure")
     assert "killed-worker-1" in failure["message"], failure

@@ -1,0 +1,33 @@
+"""Running a job for real on a ProcessNode to its end, for the real-tier tests of every kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobcore import Client, Object, Resource
+from jobcore.testing import ProcessNode, wait_for_end
+
+
+async def run_to_end(
+    client: Client,
+    node: ProcessNode,
+    resource: Resource,
+    job: Object,
+    *,
+    container: str,
+    timeout: float = 90,
+) -> tuple[dict[str, Any], str]:
+    """Create `job`; once it ended, its status and its launcher's output (`container`'s).
+
+    A job that does not end in `timeout` fails the test, showing the launcher's output.
+    """
+    name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+    await client.create(resource, job)
+
+    def log() -> str:
+        return node.logs(namespace, f"{name}-launcher", container)
+
+    status: dict[str, Any] = await wait_for_end(
+        client, resource, namespace, name, timeout=timeout, explain=log
+    )
+    return status, log()
