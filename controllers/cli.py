@@ -338,8 +338,8 @@ async def _sandbox(args: argparse.Namespace) -> int:
     except asyncio.CancelledError:
         print("sandbox stopped")
         return 128 + (received[0] if received else signal.SIGTERM)
-    print(f"sample job finished: {phase}")
     print("the sandbox's control plane is gone; `jobcore sandbox --keep` keeps it for kubectl")
+    print(f"sample job finished: {phase}")
     return 0 if phase == "Succeeded" else 1
 
 

@@ -7,7 +7,7 @@ CI proves. Each job runs as root on host binaries from `scripts/frameworks.sh`'s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from controllers import frameworks
@@ -29,7 +29,7 @@ class MPI:
     implementation: str
     framework: str
     per_node_flag: str
-    env: list[dict[str, str]] = field(default_factory=list)
+    env: tuple[dict[str, str], ...] = ()
 
 
 MPIS = {
@@ -37,7 +37,7 @@ MPIS = {
     "openmpi5": MPI("OpenMPI", "openmpi5", "-N"),
     "mpich": MPI("MPICH", "mpich", "-ppn"),
     # Intel's start-up report names each rank's host: proof the PingPong spans two workers.
-    "intel": MPI("IntelMPI", "intel", "-ppn", [{"name": "I_MPI_DEBUG", "value": "5"}]),
+    "intel": MPI("IntelMPI", "intel", "-ppn", ({"name": "I_MPI_DEBUG", "value": "5"},)),
 }
 """The `--mpi` choices: Open MPI 4.1 (Debian), Open MPI 5, MPICH and Intel MPI (PyPI)."""
 
@@ -97,7 +97,7 @@ def mpi_job(
                                 "name": "mpi-worker",
                                 "image": "host",
                                 "workingDir": str(folder),
-                                "env": ROOT_ENV + chosen.env,
+                                "env": [*ROOT_ENV, *chosen.env],
                             }
                         ]
                     }

@@ -42,4 +42,4 @@ async def test_the_sandbox_runs_each_kinds_sample_for_real(kind: str, mpi: str) 
         assert "# Benchmarking PingPong" in text, text
     else:
         assert len(re.findall(r"rank \d of 4 on \S+-worker-\d: sum=10", text)) == 4, text
-    assert text.rstrip().splitlines()[-2] == "sample job finished: Succeeded", text
+    assert text.rstrip().splitlines()[-1] == "sample job finished: Succeeded", text
