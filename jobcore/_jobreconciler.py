@@ -214,13 +214,20 @@ class JobReconciler(Generic[SpecT]):
             # Retrying cannot help: the job's spec (or its name) must change.
             await self._write_invalid(job.obj, step.previous, [refused.error])
             return Result()
+        running = step.previous.phase == "Running"
         if created:
+            if running:  # a scale-up or a replaced pod: say so, as the status alone does not
+                pods = [o["metadata"]["name"] for o in created if o["kind"] == PODS.kind]
+                self._announce_pods(job.obj, "PodCreated", "Created", pods)
             # The cache will show the new children and bring us back: the status written
             # then includes them, and this pass leaves the API server to the creations.
             return Result()
         wanted = {o["metadata"]["name"] for o in desired if o["kind"] == PODS.kind}
         stale = _other_mode_pods(desired, observed)
-        await self._delete_pods(step.request, observed, keep=wanted - stale)
+        deleted = await self._delete_pods(step.request, observed, keep=wanted - stale)
+        if running:  # a scale-down
+            pods = [pod["metadata"]["name"] for pod in deleted]
+            self._announce_pods(job.obj, "PodDeleted", "Deleted", pods)
         if stale:
             return Result()  # pods of the other run mode go first; the deletions bring us back
         if job.paused:
@@ -337,8 +344,8 @@ class JobReconciler(Generic[SpecT]):
 
     async def _create_missing(
         self, request: Request, job: Job[SpecT], desired: Sequence[Object], observed: Observed
-    ) -> int:
-        """Create what is missing, non-Pod children before Pods; how many; raise on failure."""
+    ) -> list[Object]:
+        """Create what is missing, non-Pod children before Pods; return it; raise on failure."""
         if unknown := unserved_kinds(self.kind, desired):
             raise TerminalError(f"{self._kind_name} rendered {unknown}, not in its child_resources")
         resources = {resource.kind: resource for resource in self.kind.child_resources}
@@ -359,7 +366,7 @@ class JobReconciler(Generic[SpecT]):
             failures = [r for r in results if isinstance(r, BaseException)]
             if failures:
                 raise failures[0]
-        return len(missing)
+        return missing
 
     async def _create(
         self, request: Request, job: Job[SpecT], resource: Resource, obj: Object
@@ -418,15 +425,17 @@ class JobReconciler(Generic[SpecT]):
                     CONFIGMAPS, meta["name"], patch, meta["namespace"], patch_type="json"
                 )
 
-    async def _delete_pods(self, request: Request, observed: Observed, keep: set[str]) -> int:
-        """Delete the owned Pods not in `keep` (gracefully); how many deletions were sent."""
+    async def _delete_pods(
+        self, request: Request, observed: Observed, keep: set[str]
+    ) -> list[Object]:
+        """Delete the owned Pods not in `keep` (gracefully); those it sent deletions for."""
         doomed = [
             pod
             for name, pod in observed.pods.items()
             if name not in keep and not pod["metadata"].get("deletionTimestamp")
         ]
         if not doomed:
-            return 0
+            return []
         self.expectations.expect_deletions(request, [p["metadata"]["name"] for p in doomed])
         for pod in doomed:
             meta = pod["metadata"]
@@ -434,7 +443,7 @@ class JobReconciler(Generic[SpecT]):
                 await self.client.delete(PODS, meta["name"], meta["namespace"], uid=meta["uid"])
             except NotFoundError:
                 self.expectations.deletion_observed(request, meta["name"])
-        return len(doomed)
+        return doomed
 
     async def _apply_pod_group(
         self, job: Job[SpecT], scheduler: GangScheduler, desired: Sequence[Object]
@@ -539,6 +548,11 @@ class JobReconciler(Generic[SpecT]):
             self.recorder.emit(
                 obj, type="Normal", reason=status.phase, message=f"The job is {status.phase}."
             )
+
+    def _announce_pods(self, obj: Object, reason: str, verb: str, names: Sequence[str]) -> None:
+        """A Normal Event per Pod of a running job that was created or deleted."""
+        for name in names:
+            self.recorder.emit(obj, type="Normal", reason=reason, message=f"{verb} pod {name}")
 
     def _announce_conditions(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
         """A Warning for each condition that newly asks for attention, with its message."""

@@ -4,8 +4,8 @@ Plugin authors use it as the project's own tests do: `ControlPlane` runs etcd an
 kube-apiserver from `KUBEBUILDER_ASSETS`; `SimulatedNode` plays scheduler and kubelet for
 Pods; `background` keeps a runnable going for the length of a block; `eventually` waits
 for a condition; `job_controller` runs a kind's controller for a block; `install_crd`,
-`job_status`, `wait_for_phase`, `wait_for_phases`, `wait_for_end`, `condition`, `live_pods` and
-`event_reasons` are what a job kind's tests check; `FaultProxy` stands between a
+`job_status`, `wait_for_phase`, `wait_for_phases`, `wait_for_end`, `condition`, `live_pods`,
+`event_reasons` and `events_of` are what a job kind's tests check; `FaultProxy` stands between a
 controller and the API server and fails a share of its requests (`Faults`). The pytest
 plugin (`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides
 the `control_plane`, `kubeconfig_path`, `client`, `namespace`, `simulated_node` and
@@ -20,6 +20,7 @@ from jobcore.testing._faultproxy import FaultProxy, Faults
 from jobcore.testing._jobs import (
     condition,
     event_reasons,
+    events_of,
     install_crd,
     job_controller,
     job_status,
@@ -47,6 +48,7 @@ __all__ = [
     "background",
     "condition",
     "event_reasons",
+    "events_of",
     "eventually",
     "install_crd",
     "job_controller",

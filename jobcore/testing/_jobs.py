@@ -171,5 +171,10 @@ async def live_pods(client: Client, namespace: str) -> dict[str, Object]:
 
 async def event_reasons(client: Client, namespace: str, name: str) -> list[str]:
     """The reasons of the events recorded about the object `name`, oldest first."""
+    return [reason for reason, _ in await events_of(client, namespace, name)]
+
+
+async def events_of(client: Client, namespace: str, name: str) -> list[tuple[str, str]]:
+    """The (reason, message) of each event recorded about the object `name`, oldest first."""
     items = (await client.list(EVENTS, namespace))["items"]
-    return [e["reason"] for e in items if e["involvedObject"]["name"] == name]
+    return [(e["reason"], e["message"]) for e in items if e["involvedObject"]["name"] == name]

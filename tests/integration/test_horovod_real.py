@@ -21,7 +21,7 @@ from jobcore import PODS, Client, Controller, Object
 from jobcore.testing import (
     ProcessNode,
     condition,
-    event_reasons,
+    events_of,
     eventually,
     job_controller,
     live_pods,
@@ -244,7 +244,21 @@ async def test_an_elastic_job_scales_up_and_down_and_replaces_a_deleted_worker_w
     workers = {s["name"]: s for t in status["tasks"] if t["type"] == "worker" for s in t["status"]}
     assert workers["el-worker-1"]["uid"] == replaced["metadata"]["uid"]
     assert workers["el-worker-1"]["phase"] == "Running"
-    assert await event_reasons(client, namespace, "el") == ["Initialized", "Running", "Succeeded"]
+    # The Events tell the story: scaled up, scaled down, a lost worker replaced, done.
+    events = await events_of(client, namespace, "el")
+    assert [reason for reason, _ in events] == [
+        "Initialized",
+        "Running",
+        "PodCreated",
+        "PodDeleted",
+        "PodCreated",
+        "Succeeded",
+    ], events
+    assert [message for reason, message in events if reason.startswith("Pod")] == [
+        "Created pod el-worker-2",
+        "Deleted pod el-worker-2",
+        "Created pod el-worker-1",
+    ], events
     # The removed and the replaced worker left no network namespace (nor veth) behind.
     gone = (removed, netns_of(lost))
     await eventually(lambda: _none_of(gone), timeout=20, interval=0.2)

@@ -19,6 +19,7 @@ from jobcore import (
 from jobcore.testing import (
     SimulatedNode,
     condition,
+    events_of,
     eventually,
     job_controller,
     job_status,
@@ -200,6 +201,12 @@ async def test_an_elastic_job_scales_up_and_down_while_running(
         launcher["metadata"]["uid"]
         == (await live_pods(client, namespace))["el-launcher"]["metadata"]["uid"]
     )
+    scaling = [e for e in await events_of(client, namespace, "el") if e[0].startswith("Pod")]
+    assert scaling[0] == ("PodCreated", "Created pod el-worker-2"), scaling
+    assert sorted(scaling[1:]) == [
+        ("PodDeleted", "Deleted pod el-worker-1"),
+        ("PodDeleted", "Deleted pod el-worker-2"),
+    ], scaling
 
 
 async def test_an_elastic_jobs_lost_worker_is_replaced_while_it_runs(
