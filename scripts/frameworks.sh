@@ -67,10 +67,10 @@ prefix_install() {
   ln -sfn prefix "$dest/home"
 }
 
-# Every pod needs these; each framework's script adds its own.
-apt_install openssh-server openssh-client iproute2
-
 failed=()
+# Every pod needs these; each framework's script adds its own.
+apt_install openssh-server openssh-client iproute2 || failed+=("openssh-server/iproute2")
+
 for name in "${names[@]}"; do
   script="$here/frameworks/$name.sh"
   if [[ ! -f $script ]]; then
