@@ -5,8 +5,9 @@ kube-apiserver from `KUBEBUILDER_ASSETS`; `SimulatedNode` plays scheduler and ku
 Pods; `background` keeps a runnable going for the length of a block; `eventually` waits
 for a condition; `job_controller` runs a kind's controller for a block; `install_crd`,
 `job_status`, `wait_for_phase`, `wait_for_phases`, `wait_for_end`, `condition`, `live_pods`,
-`event_reasons` and `events_of` are what a job kind's tests check; `FaultProxy` stands between a
-controller and the API server and fails a share of its requests (`Faults`). The pytest
+`event_reasons`, `wait_for_events` and `events_of` are what a job kind's tests check;
+`FaultProxy` stands between a controller and the API server and fails a share of its
+requests (`Faults`). The pytest
 plugin (`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides
 the `control_plane`, `kubeconfig_path`, `client`, `namespace`, `simulated_node` and
 `process_node` fixtures. `require` skips a test whose prerequisite is missing, and fails it
@@ -27,6 +28,7 @@ from jobcore.testing._jobs import (
     live_pods,
     schemaless_crd,
     wait_for_end,
+    wait_for_events,
     wait_for_phase,
     wait_for_phases,
 )
@@ -59,6 +61,7 @@ __all__ = [
     "schemaless_crd",
     "under_ci",
     "wait_for_end",
+    "wait_for_events",
     "wait_for_phase",
     "wait_for_phases",
 ]

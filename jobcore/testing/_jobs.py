@@ -174,6 +174,24 @@ async def event_reasons(client: Client, namespace: str, name: str) -> list[str]:
     return [reason for reason, _ in await events_of(client, namespace, name)]
 
 
+async def wait_for_events(
+    client: Client, namespace: str, name: str, *reasons: str, timeout: float = 10
+) -> list[str]:
+    """Wait until events of each of `reasons` are recorded about `name`; all its reasons.
+
+    A controller records events in the background, so one may land just after the status
+    that announced it.
+    """
+    found: list[str] = []
+
+    async def recorded() -> bool:
+        found[:] = await event_reasons(client, namespace, name)
+        return set(reasons) <= set(found)
+
+    await eventually(recorded, timeout=timeout, interval=0.1)
+    return found
+
+
 async def events_of(client: Client, namespace: str, name: str) -> list[tuple[str, str]]:
     """The (reason, message) of each event recorded about the object `name`, oldest first."""
     items = (await client.list(EVENTS, namespace))["items"]

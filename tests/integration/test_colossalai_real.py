@@ -17,9 +17,9 @@ from jobcore import Client, Controller
 from jobcore.testing import (
     ProcessNode,
     condition,
-    event_reasons,
     job_controller,
     require,
+    wait_for_events,
 )
 from jobkinds.colossalaijob import ColossalAIJobKind
 from tests.realruns import run_to_end
@@ -51,7 +51,7 @@ async def test_two_workers_by_two_processes_all_reduce_over_gloo(
     assert [r[0] for r in ranks] == ["0", "1", "2", "3"], log
     assert {r[1] for r in ranks} == {"4"} and {r[3] for r in ranks} == {"10"}, log
     assert {r[2] for r in ranks} == {"cai-worker-0", "cai-worker-1"}, log
-    assert "Succeeded" in await event_reasons(client, namespace, "cai")
+    await wait_for_events(client, namespace, "cai", "Succeeded")
 
 
 @pytest.mark.usefixtures("controller")

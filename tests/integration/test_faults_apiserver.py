@@ -27,11 +27,11 @@ from jobcore.testing import (
     ControlPlane,
     SimulatedNode,
     background,
-    event_reasons,
     eventually,
     install_crd,
     job_controller,
     live_pods,
+    wait_for_events,
     wait_for_phases,
 )
 from jobkinds.mpijob import MPIJobKind
@@ -136,7 +136,7 @@ async def test_jobs_run_to_the_end_across_an_api_server_restart(
     assert set(after) == pods_of([*names, "after"]), "no job lost, no pod left over"
     assert {name: after[name] for name in before} == before, "no pod deleted and created again"
     for name in names:
-        reasons = await event_reasons(client, namespace, name)
+        reasons = await wait_for_events(client, namespace, name, "Succeeded")
         assert reasons.count("Succeeded") == 1, f"{name}: {reasons}"
 
 

@@ -26,6 +26,7 @@ from jobcore.testing import (
     job_controller,
     live_pods,
     require,
+    wait_for_events,
     wait_for_phase,
 )
 from jobkinds.horovodjob import HorovodJobKind
@@ -245,6 +246,7 @@ async def test_an_elastic_job_scales_up_and_down_and_replaces_a_deleted_worker_w
     assert workers["el-worker-1"]["uid"] == replaced["metadata"]["uid"]
     assert workers["el-worker-1"]["phase"] == "Running"
     # The Events tell the story: scaled up, scaled down, a lost worker replaced, done.
+    await wait_for_events(client, namespace, "el", "Succeeded")
     events = await events_of(client, namespace, "el")
     assert [reason for reason, _ in events] == [
         "Initialized",

@@ -201,7 +201,13 @@ async def test_an_elastic_job_scales_up_and_down_while_running(
         launcher["metadata"]["uid"]
         == (await live_pods(client, namespace))["el-launcher"]["metadata"]["uid"]
     )
-    scaling = [e for e in await events_of(client, namespace, "el") if e[0].startswith("Pod")]
+    scaling: list[tuple[str, str]] = []
+
+    async def scaled_three_times() -> bool:
+        scaling[:] = [e for e in await events_of(client, namespace, "el") if e[0][:3] == "Pod"]
+        return len(scaling) >= 3
+
+    await eventually(scaled_three_times, timeout=10, interval=0.1)
     assert scaling[0] == ("PodCreated", "Created pod el-worker-2"), scaling
     assert sorted(scaling[1:]) == [
         ("PodDeleted", "Deleted pod el-worker-1"),

@@ -39,6 +39,7 @@ from jobcore.testing import (
     job_status,
     live_pods,
     schemaless_crd,
+    wait_for_events,
     wait_for_phase,
 )
 from jobkinds.colossalaijob import ColossalAIJobKind
@@ -193,13 +194,6 @@ async def warning(client: Client, namespace: str, name: str, reason: str) -> str
     return found[-1]
 
 
-async def reasons_recorded(client: Client, namespace: str, name: str, *reasons: str) -> None:
-    async def recorded() -> bool:
-        return set(reasons) <= set(await event_reasons(client, namespace, name))
-
-    await eventually(recorded, timeout=5)
-
-
 def uids(pods: dict[str, Object]) -> dict[str, str]:
     return {name: pod["metadata"]["uid"] for name, pod in pods.items()}
 
@@ -265,7 +259,7 @@ async def test_pause_deletes_the_pods_and_resume_recreates_them_with_the_resume_
     launcher = main_container(after["nap-launcher"], "mpi-launcher")
     assert launcher["command"][0] == "/bin/bash", "no resume spec for the launcher: mpirun"
     assert [c["name"] for c in after["nap-launcher"]["spec"]["initContainers"]] == ["fetch"]
-    await reasons_recorded(client, namespace, "nap", "Paused", "Resuming", "Running")
+    await wait_for_events(client, namespace, "nap", "Paused", "Resuming", "Running")
 
 
 async def test_resume_specs_cannot_change_once_the_job_exists(
@@ -743,7 +737,7 @@ async def test_ttl_deletes_the_job_after_it_ends(
         return False
 
     await eventually(deleted, timeout=10)
-    await reasons_recorded(client, namespace, "brief", "TTLExpired")
+    await wait_for_events(client, namespace, "brief", "TTLExpired")
 
 
 async def test_pods_that_are_never_scheduled_fail_the_job_after_the_pending_timeout(

@@ -33,13 +33,13 @@ from jobcore.testing import (
     api_requests,
     background,
     condition,
-    event_reasons,
     eventually,
     install_crd,
     job_controller,
     job_status,
     live_pods,
     schemaless_crd,
+    wait_for_events,
     wait_for_phase,
 )
 from jobkinds.mpijob import MPIJobKind
@@ -114,8 +114,7 @@ async def test_a_job_runs_workers_then_the_launcher_and_succeeds(
     assert worker["spec"]["subdomain"] == "ok"
     hostfile = (await client.get(CONFIGMAPS, "ok-hostfile", namespace))["data"]["hostfile"]
     assert f"ok-worker-0.ok.{namespace}.svc slots=2" in hostfile
-    reasons = await event_reasons(client, namespace, "ok")
-    assert {"Initialized", "Succeeded"} <= set(reasons)
+    await wait_for_events(client, namespace, "ok", "Initialized", "Succeeded")
 
 
 async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
@@ -128,7 +127,7 @@ async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
     failure = condition(status, "ReplicaFailure")
     assert failure["status"] == "True"
     assert "bad-launcher" in failure["message"] and "3" in failure["message"]
-    assert "Failed" in await event_reasons(client, namespace, "bad")
+    await wait_for_events(client, namespace, "bad", "Failed")
 
 
 async def test_a_worker_that_never_becomes_ready_holds_the_launcher_back(
@@ -216,7 +215,7 @@ async def test_an_invalid_job_fails_once_and_the_controller_keeps_serving(
     assert failed["reason"] == "InvalidSpec"
     assert "spec.worker.template.spec.containers" in failed["message"]
     assert "mpi-worker" in failed["message"]
-    assert "InvalidSpec" in await event_reasons(client, namespace, "broken")
+    await wait_for_events(client, namespace, "broken", "InvalidSpec")
     assert await live_pods(client, namespace) == {}
     writes = api_requests("PATCH") + api_requests("POST")
     controller.queue.add(Request(namespace, "broken"))
