@@ -1,4 +1,5 @@
-# The controller image: `docker build -t jobcore:latest .` (docs/deployment.md).
+# The controller image: `docker build -t jobcore:0.1.0 .`, the version in pyproject.toml and in
+# the manifests' image tag (docs/deployment.md).
 # Two stages: the wheel is built with the build tools, the runtime gets only the wheel.
 FROM python:3.11-slim AS build
 WORKDIR /src

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,9 @@ from jobcore import (
 
 NAMESPACE = "jobcore-system"
 NAME = "jobcore-controller"
-IMAGE = "jobcore:latest"
+IMAGE = f"jobcore:{metadata.version('jobcore')}"
+"""The image the Deployment runs: tagged with the project's version, never `latest`, so a
+manifest names the one build it was written for."""
 _LABELS = {"app.kubernetes.io/name": "jobcore", "app.kubernetes.io/component": "controller"}
 
 
@@ -166,7 +169,12 @@ def deployment(namespace: str = NAMESPACE, image: str = IMAGE) -> list[Object]:
                     "spec": {
                         "serviceAccountName": NAME,
                         "terminationGracePeriodSeconds": 45,
-                        "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
+                        # Pod Security "restricted": non-root, and the runtime's seccomp profile.
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": 65532,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
                         "affinity": {
                             "podAntiAffinity": {
                                 "preferredDuringSchedulingIgnoredDuringExecution": [spread]

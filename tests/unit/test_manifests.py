@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import metadata
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,24 @@ def test_deployment_runs_two_leader_elected_replicas_with_probes() -> None:
         "metrics": 8080,
         "health": 8081,
     }
-    assert spec["securityContext"]["runAsNonRoot"] is True
     assert container["resources"]["requests"]
+    assert container["image"] == f"jobcore:{metadata.version('jobcore')}"  # never :latest
     assert metrics["kind"] == "Service"
     assert metrics["spec"]["ports"][0]["targetPort"] == "metrics"
+
+
+def test_the_controller_pod_meets_pod_security_restricted() -> None:
+    """What the "restricted" Pod Security Standard asks of a pod, field by field."""
+    deploy, _ = deployment()
+    spec = deploy["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] != 0
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    assert not any(key in spec for key in ("hostNetwork", "hostPID", "hostIPC"))
+    assert all("hostPath" not in volume for volume in spec.get("volumes", ()))
 
 
 def test_a_disruption_never_takes_both_replicas() -> None:
