@@ -103,7 +103,12 @@ def client_args(mount_path: str) -> str:
 
 # The wait script's body: `hostfile` and `timeout` are set before it; it leaves the hosts in
 # the bash array `workers`. Its exit code when giving up is WAIT_TIMEOUT_EXIT.
-_WAIT_BODY = r"""deadline=$((SECONDS + timeout))
+_WAIT_BODY = r"""case $timeout in
+  '' | *[!0-9]*)  # bash arithmetic would run what a job's env hides in the value
+    echo "jobcore: the wait time must be a whole number of seconds, not '$timeout'" >&2
+    exit 124 ;;
+esac
+deadline=$((SECONDS + 10#$timeout))
 
 reachable() {  # $1 accepts TCP on port 22 within 5 s (bash's /dev/tcp has no timeout)
   (exec 3<>"/dev/tcp/$1/22") 2>/dev/null &
@@ -157,9 +162,10 @@ def wait_script(hostfile_var: str, hostfile: str, seconds_var: str) -> str:
     The hostfile's first word per line, up to a colon, is the host (`host slots=N`, `host:N`
     and bare-host files all work). Its path and the timeout come from the environment
     variables `hostfile_var` and `seconds_var` (defaults `hostfile` and WAIT_SECONDS), so a
-    test can point them elsewhere.
-    It exits WAIT_TIMEOUT_EXIT when giving up; otherwise it falls through, with the hosts in
-    the bash array `workers`, to the launch command the caller appends.
+    test can point them elsewhere; a timeout that is not ASCII digits is refused before bash
+    evaluates it. It exits WAIT_TIMEOUT_EXIT when giving up or refusing; otherwise it falls
+    through, with the hosts in the bash array `workers`, to the launch command the caller
+    appends.
     """
     return (
         f"\nhostfile=${{{hostfile_var}:-{hostfile}}}\n"

@@ -644,7 +644,7 @@ def run_script(
     hosts: list[str],
     args: list[str],
     *,
-    wait: int = 1,
+    wait: int | str = 1,
     mpi_home: str = "",
     mpi: _mpi.Flavour = _mpi.OPEN_MPI,
 ) -> subprocess.CompletedProcess[str]:
@@ -708,6 +708,17 @@ def ssh_port_listener() -> Iterator[None]:
     stop.set()
     thread.join()
     server.close()
+
+
+@pytest.mark.parametrize("wait", ["a[$(touch CANARY)]", "1+$(touch CANARY)", "0x10", "-1", "1 "])
+def test_the_wait_time_is_digits_or_refused_and_never_evaluated(tmp_path: Path, wait: str) -> None:
+    canary = tmp_path / "canary"
+    result = run_script(
+        tmp_path, ["127.0.0.1"], ["mpirun"], wait=wait.replace("CANARY", str(canary))
+    )
+    assert result.returncode == _mpi.WAIT_TIMEOUT_EXIT, result
+    assert "must be a whole number of seconds" in result.stderr
+    assert not canary.exists()
 
 
 @pytest.mark.usefixtures("ssh_port_listener")
