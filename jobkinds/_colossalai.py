@@ -2,12 +2,14 @@
 
 Split from the kind (`colossalaijob`) so the launcher's command reads, and runs in tests, on
 its own. Every user-provided string reaches `colossalai run` as a positional argument of
-`bash -c`, never as script text.
+`bash -c`, never as script text; the script's arguments are escaped once more, because
+`colossalai run` joins them into the shell command it runs on every worker.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,10 +46,14 @@ RESERVED_TORCH_ARGS = frozenset(
 
 LAUNCHER_SCRIPT = (
     _ssh.wait_script("JOBCORE_COLOSSALAI_HOSTFILE", HOSTFILE, "JOBCORE_COLOSSALAI_WAIT_SECONDS")
+    # colossalai run exports its whole environment on every worker: the launcher's HOSTNAME
+    # would name the launcher there.
     + r"""echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: colossalai $*"
+unset HOSTNAME
 exec colossalai "$@"
 """
 )
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]")
 
 
 # Names -----------------------------------------------------------------------------------
@@ -59,6 +65,20 @@ def worker_hosts(job: Job[ColossalAIJobSpec]) -> list[str]:
 
 
 # The launch command ----------------------------------------------------------------------
+
+
+def shell_word(arg: str) -> str:
+    """`arg` as one word of a POSIX shell: each character outside `_SHELL_SAFE` escaped.
+
+    `colossalai run` joins the script and its arguments with spaces into the command a shell
+    runs on each worker. Escaping character by character (a newline quoted, as a backslash
+    would join lines) keeps a trailing `.py`, which colossalai run checks before any shell.
+    """
+    if not arg:
+        return "''"
+    return "".join(
+        c if _SHELL_SAFE.fullmatch(c) else "'\n'" if c == "\n" else f"\\{c}" for c in arg
+    )
 
 
 def torch_arg_error(arg: str) -> str | None:
@@ -89,7 +109,8 @@ def colossalai_args(job: Job[ColossalAIJobSpec]) -> list[str]:
     """`colossalai run`'s arguments: hostfile, processes, master, torchrun options, `--`, script.
 
     The `--` ends click's option parsing, so a script argument that happens to be one of
-    colossalai run's own options (`--hostfile`, `--master_port`, ...) reaches the script.
+    colossalai run's own options (`--hostfile`, `--master_port`, ...) reaches the script; the
+    script and its arguments are `shell_word`s, so each reaches it as one argument, as written.
     """
     worker = job.spec.worker
     args = [
@@ -106,7 +127,7 @@ def colossalai_args(job: Job[ColossalAIJobSpec]) -> list[str]:
     extra = extra_launch_args(worker.torch_args)
     if extra:
         args += ["--extra_launch_args", extra]
-    return [*args, "--", *worker.command]
+    return [*args, "--", *map(shell_word, worker.command)]
 
 
 def launcher_command(colossalai: Sequence[str]) -> list[str]:
@@ -155,8 +176,9 @@ def worker_pod(job: Job[ColossalAIJobSpec], index: int) -> Object:
 def launcher_pod(job: Job[ColossalAIJobSpec]) -> Object:
     """spec.launcher's container running `colossalai run` once every worker accepts ssh.
 
-    colossalai run hands its own environment to the training processes and `cd`s them into
-    its working directory, so spec.launcher.env and workingDir apply on the workers too.
+    colossalai run hands its own environment (less HOSTNAME: see LAUNCHER_SCRIPT) to the
+    training processes and `cd`s them into its working directory, so spec.launcher.env and
+    workingDir apply on the workers too.
     """
     launcher = job.spec.launcher
     command = launcher_command(colossalai_args(job))

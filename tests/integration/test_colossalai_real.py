@@ -6,6 +6,7 @@ come from `scripts/frameworks.sh colossalai`; under CI, without them, these test
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -69,4 +70,35 @@ async def test_a_failing_training_script_fails_the_job_with_colossalai_runs_exit
     # colossalai run reports the worker whose torchrun failed and exits 1, whatever the code.
     assert "caifail-launcher" in failure["message"], failure
     assert "exited with error code 1" in failure["message"], (failure, log)
-    assert "failure" in log, log
+    # The script's own code (3) and the failing worker are only in the launcher's log.
+    assert re.search(r"exitcode\s*: 3", log), log
+    assert re.search(r"caifail-worker-1\S*: failure", log), log
+
+
+ARGS_SCRIPT = """\
+import json
+import os
+import sys
+
+print("args", json.dumps(sys.argv[1:]), "HOSTNAME", os.environ.get("HOSTNAME"), flush=True)
+"""
+"""Prints its arguments, as it received them, and the HOSTNAME it was given."""
+
+
+@pytest.mark.usefixtures("controller")
+@pytest.mark.timeout(120)
+async def test_script_arguments_reach_the_script_as_written_through_the_workers_shell(
+    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
+) -> None:
+    # colossalai run joins the script's arguments into the shell command it runs over ssh.
+    job = realjobs.colossalai_job(tmp_path, name="caiargs", namespace=namespace, workers=1, procs=1)
+    (tmp_path / "args.py").write_text(ARGS_SCRIPT)
+    marker = tmp_path / "ran"
+    written = ["two words", f"$(touch {marker})", "it's;"]
+    job["spec"]["worker"]["command"] = ["args.py", *written]
+    status, log = await run_to_end(
+        client, process_node, JOBS, job, container="launcher", timeout=90
+    )
+    assert status["phase"] == "Succeeded", log
+    assert f"args {json.dumps(written)} HOSTNAME None" in log, log
+    assert not marker.exists(), log

@@ -481,9 +481,29 @@ def test_launcher_command_argument_by_argument() -> None:
         "--lr",
         "0.1",
         "--master_port",
-        "two words",
+        "two\\ words",
     ]
     assert 'exec colossalai "$@"' in command[2]
+
+
+def test_script_arguments_survive_the_shell_colossalai_run_joins_them_into(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "pwned"
+    written = ["my train.py", "two words", f"$(touch {marker})", "x;y", "it's", "", "a\nb", "~"]
+    args = _colossalai.colossalai_args(make_job(with_worker(command=written)))
+    script = args[args.index("--") + 1 :]
+    assert script[0].endswith(".py")  # what colossalai run checks, before any shell
+    # colossalai run: " ".join([torchrun..., script, *args]), run by each worker's shell.
+    result = subprocess.run(
+        ["/bin/sh", "-c", " ".join(["printf '%s\\0'", *script])],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    assert result.stdout.split("\0")[:-1] == written
+    assert not marker.exists()
 
 
 def test_seed_launcher_has_no_extra_launch_args_and_no_ssh_port() -> None:
@@ -665,12 +685,14 @@ def test_script_gives_up_on_unresolvable_workers_and_never_starts_colossalai(
     assert "STARTED" not in result.stdout
 
 
-def test_script_execs_colossalai_with_arguments_intact(tmp_path: Path) -> None:
+def test_script_execs_colossalai_with_arguments_intact_and_no_hostname(tmp_path: Path) -> None:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("")  # no workers to wait for: straight to colossalai
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "colossalai").write_text('#!/bin/bash\nprintf "%s\\n" "$@"\n')
+    (fake / "colossalai").write_text(
+        '#!/bin/bash\necho "HOSTNAME=$(printenv HOSTNAME || echo unset)"\nprintf "%s\\n" "$@"\n'
+    )
     (fake / "colossalai").chmod(0o755)
     marker = tmp_path / "pwned"
     args = [*_colossalai.colossalai_args(make_job()), "two words", f"$(touch {marker})"]
@@ -678,6 +700,7 @@ def test_script_execs_colossalai_with_arguments_intact(tmp_path: Path) -> None:
         **os.environ,
         "PATH": f"{fake}:{os.environ['PATH']}",
         "JOBCORE_COLOSSALAI_HOSTFILE": str(hostfile),
+        "HOSTNAME": "cai-launcher",
     }
     result = subprocess.run(
         _colossalai.launcher_command(args),
@@ -690,3 +713,5 @@ def test_script_execs_colossalai_with_arguments_intact(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-len(args) :] == args
     assert not marker.exists()
+    # colossalai run exports its environment on every worker: not the launcher's hostname.
+    assert "HOSTNAME=unset" in result.stdout.splitlines()
