@@ -9,6 +9,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -17,6 +18,7 @@ from controllers import frameworks, realjobs
 from jobcore import PODS, Client, Controller
 from jobcore.testing import (
     ProcessNode,
+    condition,
     eventually,
     job_controller,
     require,
@@ -46,6 +48,22 @@ def program(mpi: str, folder: Path, *, failing_rank: int | None = None) -> list[
     return realjobs.mpi_program(mpi, folder, failing_rank=failing_rank)
 
 
+async def run_mpi(
+    client: Client,
+    node: ProcessNode,
+    folder: Path,
+    mpi: str,
+    *,
+    name: str,
+    namespace: str,
+    failing_rank: int | None = None,
+) -> tuple[dict[str, Any], str]:
+    """The `mpi` sample program as MPIJob `name`, run to its end: its status and launcher log."""
+    command = program(mpi, folder, failing_rank=failing_rank)
+    job = realjobs.mpi_job(mpi, folder, command, name=name, namespace=namespace)
+    return await run_to_end(client, node, MPIJOBS, job, container="mpi-launcher")
+
+
 def ranks(log: str) -> list[str]:
     return sorted(line for line in log.splitlines() if line.startswith("rank "))
 
@@ -59,9 +77,9 @@ async def test_two_workers_by_two_slots_allreduce_for_real(
     tmp_path: Path,
     mpi: str,
 ) -> None:
-    command = program(mpi, tmp_path)
-    job = realjobs.mpi_job(mpi, tmp_path, command, name="allreduce", namespace=namespace)
-    status, log = await run_to_end(client, process_node, MPIJOBS, job, container="mpi-launcher")
+    status, log = await run_mpi(
+        client, process_node, tmp_path, mpi, name="allreduce", namespace=namespace
+    )
     assert status["phase"] == "Succeeded", log
     lines = ranks(log)
     assert len(lines) == 4, log
@@ -77,9 +95,9 @@ async def test_intel_mpi_pingpong_between_the_two_workers_for_real(
     process_node: ProcessNode,
     tmp_path: Path,
 ) -> None:
-    command = program("intel", tmp_path)
-    job = realjobs.mpi_job("intel", tmp_path, command, name="pingpong", namespace=namespace)
-    status, log = await run_to_end(client, process_node, MPIJOBS, job, container="mpi-launcher")
+    status, log = await run_mpi(
+        client, process_node, tmp_path, "intel", name="pingpong", namespace=namespace
+    )
     assert status["phase"] == "Succeeded", log
     assert "# Benchmarking PingPong" in log, log
     assert re.search(r"# #processes = 2; rank order \(rowwise\): *\n# +0 +2 *\n", log), log
@@ -105,11 +123,11 @@ async def test_a_rank_exiting_3_fails_the_job_with_the_launchers_exit_code(
     tmp_path: Path,
     mpi: str,
 ) -> None:
-    command = program(mpi, tmp_path, failing_rank=2)
-    job = realjobs.mpi_job(mpi, tmp_path, command, name="rank3", namespace=namespace)
-    status, log = await run_to_end(client, process_node, MPIJOBS, job, container="mpi-launcher")
+    status, log = await run_mpi(
+        client, process_node, tmp_path, mpi, name="rank3", namespace=namespace, failing_rank=2
+    )
     assert status["phase"] == "Failed", log
-    failure = next(c for c in status["conditions"] if c["type"] == "ReplicaFailure")
+    failure = condition(status, "ReplicaFailure")
     assert "rank3-launcher" in failure["message"], failure
     assert "exited with error code 3" in failure["message"], (failure, log)
 
@@ -161,7 +179,7 @@ async def test_a_worker_killed_mid_run_fails_the_job_and_leaves_nothing_behind(
     await client.delete(PODS, "killed-worker-1", namespace, grace_period_seconds=1)
     status = await wait_for_end(client, MPIJOBS, namespace, "killed")
     assert status["phase"] == "Failed"
-    failure = next(c for c in status["conditions"] if c["type"] == "ReplicaFailure")
+    failure = condition(status, "ReplicaFailure")
     assert "killed-worker-1" in failure["message"], failure
     await eventually(lambda: _gone(netns), timeout=20, interval=0.2)
 
