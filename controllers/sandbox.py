@@ -68,9 +68,6 @@ class SandboxError(Exception):
     """The sandbox cannot run here; the message says why."""
 
 
-SAMPLE = realjobs.MPIJOBS
-
-
 def _status_line(job: Object) -> str:
     status = job.get("status") or {}
     tasks = " ".join(
@@ -108,7 +105,7 @@ async def run_sandbox(
         sample = (
             realjobs.sample(kind, mpi, folder)
             if real
-            else realjobs.Sample(SAMPLE, SAMPLE_JOB, "mpi-launcher")
+            else realjobs.Sample(realjobs.MPIJOBS, SAMPLE_JOB, "mpi-launcher")
         )
         async with ControlPlane() as plane:
             out.write(f"control plane up: {plane.url}\n")
