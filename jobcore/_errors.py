@@ -46,6 +46,11 @@ class ApiError(JobcoreError):
         return self.status in {0, 429} or self.status >= 500
 
 
+class ForbiddenError(ApiError):
+    """The server refused the request: RBAC, or admission (a ResourceQuota, a LimitRange,
+    Pod Security) turning an object down as it stands now."""
+
+
 class NotFoundError(ApiError):
     """The object does not exist."""
 
@@ -91,7 +96,9 @@ def api_error(status: int, body: Any, *, retry_after: float | None = None) -> Ap
     elif body:
         message = str(body)
     cls: type[ApiError] = ApiError
-    if status == 404:
+    if status == 403:
+        cls = ForbiddenError
+    elif status == 404:
         cls = NotFoundError
     elif status == 409:
         cls = AlreadyExistsError if reason == "AlreadyExists" else ConflictError

@@ -19,6 +19,7 @@ from jobcore._controller import Controller, Result
 from jobcore._errors import (
     AlreadyExistsError,
     ApiError,
+    ForbiddenError,
     JobcoreError,
     NotFoundError,
     TerminalError,
@@ -36,7 +37,7 @@ from jobcore._jobkind import (
     Outcome,
     SpecT,
 )
-from jobcore._jobmodels import ConditionType, JobStatus, ResumeSpec
+from jobcore._jobmodels import ConditionType, JobStatus, ResumeSpec, RunPolicy
 from jobcore._jobparse import parse_job
 from jobcore._jobplan import (
     adopt,
@@ -71,6 +72,11 @@ _log = structlog.get_logger("jobcore.jobs")
 
 RESTARTING = "Restarting"
 """The Running condition's reason while a failed job is recreated under its backoffLimit."""
+FAILED_CREATE = "FailedCreate"
+"""The reason (of an Event, and of the Initialized condition) when the API server forbids a
+child: a ResourceQuota, a LimitRange or admission turned it down."""
+REFUSED_RETRY_SECONDS = 30.0
+"""The longest wait between tries to create a refused child."""
 _RECHECK_SECONDS = 30.0
 CHILD_EVENT_DELAY = 0.5
 """Seconds a child's event waits before it reconciles its job, gathering the events of a
@@ -146,6 +152,8 @@ class JobReconciler(Generic[SpecT]):
         self._written: dict[ObjectKey, _Written] = {}
         # The last PodGroup applied per job (by uid): applied again only when it changes.
         self._pod_groups: dict[ObjectKey, tuple[str, Object]] = {}
+        # How many passes in a row the API server refused a job's children.
+        self._refusals: dict[ObjectKey, int] = {}
         self._kind_name = kind.resource.kind
         for informer in children.values():
             informer.add_handler(_ExpectationObserver(self.expectations, kind.resource))
@@ -163,7 +171,7 @@ class JobReconciler(Generic[SpecT]):
         previous = self._latest_status(obj)
         job, errors = parse_job(self.kind, obj, previous)
         if job is None:
-            await self._write_invalid(obj, previous, errors)
+            await self._write_invalid(request, obj, previous, errors)
             return Result()
         _metrics.job_info.labels(self._kind_name, job.namespace, job.name).set(1)
         step = _Step(request, job, previous, self._observe(job.uid), self.clock())
@@ -209,16 +217,19 @@ class JobReconciler(Generic[SpecT]):
         # ConfigMaps first, so a Pod created in this pass mounts current data.
         await self._update_config(desired, observed)
         try:
-            created = await self._create_missing(step.request, job, desired, observed)
+            creation = await self._create_missing(step.request, job, desired, observed)
         except _Refused as refused:
             # Retrying cannot help: the job's spec (or its name) must change.
-            await self._write_invalid(job.obj, step.previous, [refused.error])
+            await self._write_invalid(step.request, job.obj, step.previous, [refused.error])
             return Result()
         running = step.previous.phase == "Running"
-        if created:
-            if running:  # a scale-up or a replaced pod: say so, as the status alone does not
-                pods = [o["metadata"]["name"] for o in created if o["kind"] == PODS.kind]
-                self._announce_pods(job.obj, "PodCreated", "Created", pods)
+        if running:  # a scale-up or a replaced pod: say so, as the status alone does not
+            pods = [o["metadata"]["name"] for o in creation.created if o["kind"] == PODS.kind]
+            self._announce_pods(job.obj, "PodCreated", "Created", pods)
+        refusal = self._refusal(step, creation.refused)
+        if refusal is not None:
+            lifecycle = dataclasses.replace(lifecycle, uninitialized=(FAILED_CREATE, refusal[0]))
+        elif creation.created:
             # The cache will show the new children and bring us back: the status written
             # then includes them, and this pass leaves the API server to the creations.
             return Result()
@@ -240,9 +251,34 @@ class JobReconciler(Generic[SpecT]):
             )
             if outcome.state in ("succeeded", "failed"):
                 return await self._end(step, outcome, lifecycle)
+        if refusal is not None and outcome.state == "pending" and not job.paused:
+            outcome = Outcome("pending", FAILED_CREATE, refusal[0], outcome.replica_failure)
         _, held = await self._write(step, outcome, lifecycle)
         pending = pending_too_long(policy, observed.pods.values(), step.time)[1]
-        return Result(requeue_after=_soonest(deadline, pending, held))
+        retry = refusal[1] if refusal is not None else None
+        return Result(requeue_after=_soonest(deadline, pending, held, retry))
+
+    def _refusal(
+        self, step: _Step[SpecT], refused: Sequence[tuple[Object, ForbiddenError]]
+    ) -> tuple[str, float] | None:
+        """Say why children were refused, at once: a Warning Event and the status message
+        returned, with the seconds until the next try (doubling per refused pass, up to
+        REFUSED_RETRY_SECONDS: a raised quota brings no event of its own)."""
+        if not refused:
+            self._refusals.pop(step.request, None)
+            return None
+        tries = self._refusals[step.request] = self._refusals.get(step.request, 0) + 1
+        obj, error = refused[0]
+        more = f" ({len(refused) - 1} more refused likewise)" if len(refused) > 1 else ""
+        cause = f"{obj['kind']} {obj['metadata']['name']}: {error.message or error}{more}"
+        self.recorder.emit(
+            step.job.obj, type="Warning", reason=FAILED_CREATE, message=f"Error creating {cause}"
+        )
+        message = (
+            f"The API server refused {cause}. The controller tries again with backoff, at "
+            f"least every {REFUSED_RETRY_SECONDS:.0f} s."
+        )
+        return message, min(2.0 ** (tries - 1), REFUSED_RETRY_SECONDS)
 
     async def _apply_policy(
         self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle
@@ -344,19 +380,25 @@ class JobReconciler(Generic[SpecT]):
 
     async def _create_missing(
         self, request: Request, job: Job[SpecT], desired: Sequence[Object], observed: Observed
-    ) -> list[Object]:
-        """Create what is missing, non-Pod children before Pods; return it; raise on failure."""
+    ) -> _Creation:
+        """Create what is missing, non-Pod children before Pods.
+
+        Children the API server forbids (a quota, a LimitRange, admission) are returned as
+        refused, and no Pod is created while a non-Pod child is refused; a child it finds
+        invalid raises `_Refused`; any other failure raises.
+        """
         if unknown := unserved_kinds(self.kind, desired):
             raise TerminalError(f"{self._kind_name} rendered {unknown}, not in its child_resources")
         resources = {resource.kind: resource for resource in self.kind.child_resources}
         missing = [
             o for o in desired if observed.get(resources[o["kind"]], o["metadata"]["name"]) is None
         ]
+        creation = _Creation()
         for wave in (
             [o for o in missing if o["kind"] != PODS.kind],
             [o for o in missing if o["kind"] == PODS.kind],
         ):
-            if not wave:
+            if not wave or creation.refused:
                 continue
             self.expectations.expect_creations(request, [o["metadata"]["name"] for o in wave])
             results = await asyncio.gather(
@@ -364,9 +406,14 @@ class JobReconciler(Generic[SpecT]):
                 return_exceptions=True,
             )
             failures = [r for r in results if isinstance(r, BaseException)]
-            if failures:
-                raise failures[0]
-        return missing
+            if failure := next((f for f in failures if not isinstance(f, ForbiddenError)), None):
+                raise failure
+            for obj, result in zip(wave, results, strict=True):
+                if isinstance(result, ForbiddenError):
+                    creation.refused.append((obj, result))
+                else:
+                    creation.created.append(obj)
+        return creation
 
     async def _create(
         self, request: Request, job: Job[SpecT], resource: Resource, obj: Object
@@ -472,11 +519,17 @@ class JobReconciler(Generic[SpecT]):
     # Status ------------------------------------------------------------------------------
 
     async def _write_invalid(
-        self, obj: Object, previous: JobStatus, errors: list[FieldError]
+        self, request: Request, obj: Object, previous: JobStatus, errors: list[FieldError]
     ) -> None:
+        """Mark the job Failed with its errors, then clean up its pods as its run policy says
+        (a job can become invalid while it runs, or through a child the server finds invalid).
+        """
         message = "Invalid spec: " + "; ".join(str(error) for error in errors)
         status = invalid_status(previous, message)
         await self._write_status(obj, previous, status, coalesce=False)
+        observed = self._observe(obj["metadata"]["uid"])
+        doomed = doomed_after_end(_run_policy(obj), observed.pods, self.kind.kept_after_cleanup)
+        await self._delete_pods(request, observed, keep=set(observed.pods) - doomed)
 
     async def _write_status(
         self, obj: Object, previous: JobStatus, status: JobStatus, *, coalesce: bool = True
@@ -584,7 +637,16 @@ class JobReconciler(Generic[SpecT]):
         self.expectations.forget(request)
         self._written.pop(request, None)
         self._pod_groups.pop(request, None)
+        self._refusals.pop(request, None)
         _metrics.remove_job_info(self._kind_name, request.namespace, request.name)
+
+
+@dataclasses.dataclass(slots=True)
+class _Creation:
+    """What one pass created, and what the API server forbade it to create (with why)."""
+
+    created: list[Object] = dataclasses.field(default_factory=list)
+    refused: list[tuple[Object, ForbiddenError]] = dataclasses.field(default_factory=list)
 
 
 class _Refused(TerminalError):
@@ -682,6 +744,14 @@ def _read_status(obj: Object) -> JobStatus:
     except ValidationError:
         _log.warning("unreadable job status, starting afresh", job=obj["metadata"]["name"])
         return JobStatus()
+
+
+def _run_policy(obj: Object) -> RunPolicy:
+    """The run policy of a job whose spec may be invalid elsewhere; the default if it is too."""
+    try:
+        return RunPolicy.model_validate((obj.get("spec") or {}).get("runPolicy") or {})
+    except ValidationError:
+        return RunPolicy()
 
 
 def _invalid(status: JobStatus) -> bool:
