@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from jobcore._jobkind import REPLICA_TYPE_LABEL
 from jobcore._jobmodels import JobStatus, RunPolicy
+from jobcore._jobstatus import parse_time
 from jobcore._resources import Object
 
 LOST_POD_REASONS = frozenset(
@@ -22,10 +22,10 @@ LOST_POD_REASONS = frozenset(
 
 
 def seconds_since(timestamp: str | None, now: float) -> float:
-    """Seconds from an API timestamp (`2026-11-21T10:00:00Z`) to `now`; 0 when unknown."""
-    if not timestamp:
-        return 0.0
-    return now - datetime.fromisoformat(timestamp).timestamp()
+    """Seconds from an API timestamp (`2026-11-21T10:00:00Z`) to `now`; 0 when unknown or
+    malformed."""
+    moment = parse_time(timestamp)
+    return 0.0 if moment is None else now - moment.timestamp()
 
 
 @dataclass(frozen=True, slots=True)

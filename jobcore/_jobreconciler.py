@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic
 
 import structlog
@@ -249,6 +249,8 @@ class JobReconciler(Generic[SpecT]):
             outcome, lifecycle = await self._apply_policy(
                 step, self.kind.interpret(job, observed), lifecycle
             )
+            # The policy may have written a status already (a restart): derive from that one.
+            step = dataclasses.replace(step, previous=self._latest_status(job.obj))
             if outcome.state in ("succeeded", "failed"):
                 return await self._end(step, outcome, lifecycle)
         if refusal is not None and outcome.state == "pending" and not job.paused:
@@ -303,7 +305,8 @@ class JobReconciler(Generic[SpecT]):
             retry = should_retry(policy, pod_failures(pods, self.kind.containers))
             if not retry or policy.backoff_limit == 0:
                 return outcome, lifecycle
-            if lifecycle.restarts >= policy.backoff_limit:
+            counted = _restart_recorded(step.previous, pods)
+            if lifecycle.restarts >= policy.backoff_limit and not counted:
                 message = (
                     f"The job failed {lifecycle.restarts + 1} times; runPolicy.backoffLimit is "
                     f"{policy.backoff_limit}. {outcome.message}"
@@ -312,17 +315,22 @@ class JobReconciler(Generic[SpecT]):
                     outcome, reason="BackoffLimitExceeded", message=message
                 )
                 return exceeded, lifecycle
-            await self._delete_pods(step.request, step.observed, keep=set())
-            restarts = lifecycle.restarts + 1
-            _metrics.jobs_restarted_total.labels(self._kind_name, step.job.namespace).inc()
-            # The failed pods go at once: the condition and its Warning keep what happened.
+            restarts = lifecycle.restarts + (0 if counted else 1)
             cause = f": {outcome.replica_failure}" if outcome.replica_failure else "."
             message = (
                 f"Recreating every pod after a failure (restart {restarts} of "
                 f"{policy.backoff_limit}){cause}"
             )
             restarting = Outcome("running", RESTARTING, message, outcome.replica_failure)
-            return restarting, dataclasses.replace(lifecycle, restarts=restarts)
+            lifecycle = dataclasses.replace(lifecycle, restarts=restarts)
+            if not counted:
+                # Recorded before the pods go: a crash or a failed deletion in between must
+                # not let the job run again uncounted.
+                await self._write(step, restarting, lifecycle)
+                _metrics.jobs_restarted_total.labels(self._kind_name, step.job.namespace).inc()
+            # The failed pods go at once: the condition and its Warning keep what happened.
+            await self._delete_pods(step.request, step.observed, keep=set())
+            return restarting, lifecycle
         running = step.previous.condition("Running")
         if outcome.state == "pending" and running is not None and running.reason == RESTARTING:
             # Still coming back from a restart: the job stays Running meanwhile.
@@ -467,7 +475,8 @@ class JobReconciler(Generic[SpecT]):
             if current is not None and current.get("data") != obj.get("data"):
                 meta = current["metadata"]
                 # A merge patch would keep keys the new data drops; replace the whole map.
-                patch = [{"op": "replace", "path": "/data", "value": obj.get("data") or {}}]
+                # "add" sets /data whether or not someone removed it.
+                patch = [{"op": "add", "path": "/data", "value": obj.get("data") or {}}]
                 await self.client.patch(
                     CONFIGMAPS, meta["name"], patch, meta["namespace"], patch_type="json"
                 )
@@ -552,10 +561,13 @@ class JobReconciler(Generic[SpecT]):
             wait = last.at + self.status_interval - self.clock()
             if wait > 0:
                 return wait
+        # The resourceVersion the status was derived from: the API server refuses the write
+        # (409) if another writer changed the job since, rather than let it be overwritten.
+        basis = {"resourceVersion": self._version_read(obj)}
         written = await self.client.patch(
             self.kind.resource,
             meta["name"],
-            {"status": new},
+            {"metadata": basis, "status": new},
             meta["namespace"],
             subresource="status",
         )
@@ -624,14 +636,22 @@ class JobReconciler(Generic[SpecT]):
         Deriving from a cache that lags our own write would restamp conditions; once the
         cache has caught up it is the truth again, other writers' changes included.
         """
-        written = self._written.get(ObjectKey.of(obj))
-        if (
-            written is not None
-            and written.status is not None
-            and written.uid == obj["metadata"]["uid"]
-        ):
+        written = self._unseen_write(obj)
+        if written is not None and written.status is not None:
             return written.status
         return _read_status(obj)
+
+    def _version_read(self, obj: Object) -> str:
+        """The job's resourceVersion that `_latest_status` reads the status of."""
+        written = self._unseen_write(obj)
+        return written.version if written else str(obj["metadata"]["resourceVersion"])
+
+    def _unseen_write(self, obj: Object) -> _Written | None:
+        """This process's last status write to the job, while the cache does not show it."""
+        written = self._written.get(ObjectKey.of(obj))
+        if written is None or written.status is None or written.uid != obj["metadata"]["uid"]:
+            return None
+        return written
 
     def _forget(self, request: Request) -> None:
         self.expectations.forget(request)
@@ -744,6 +764,20 @@ def _read_status(obj: Object) -> JobStatus:
     except ValidationError:
         _log.warning("unreadable job status, starting afresh", job=obj["metadata"]["name"])
         return JobStatus()
+
+
+def _restart_recorded(previous: JobStatus, pods: Iterable[Object]) -> bool:
+    """Whether the failed pods' restart is already in the status: it says Restarting and
+    lists every one of them as Failed (a pass that recorded the restart, then could not
+    delete them all)."""
+    running = previous.condition("Running")
+    if running is None or running.reason != RESTARTING:
+        return False
+    failed = {
+        p["metadata"]["uid"] for p in pods if (p.get("status") or {}).get("phase") == "Failed"
+    }
+    recorded = {r.uid for task in previous.tasks for r in task.status if r.phase == "Failed"}
+    return bool(failed) and failed <= recorded
 
 
 def _run_policy(obj: Object) -> RunPolicy:

@@ -40,6 +40,17 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_time(timestamp: str | None) -> datetime | None:
+    """An API timestamp (`2026-11-21T10:00:00Z`); None when missing or malformed, as another
+    writer may have stored it (the CRD types it only as a string)."""
+    if not timestamp:
+        return None
+    try:
+        return datetime.fromisoformat(timestamp)
+    except ValueError:
+        return None
+
+
 def replica_phase(pod: Object) -> ReplicaPhase:
     """The pod's phase, plus `Creating` before it is scheduled and `Deleted` while it goes."""
     if pod["metadata"].get("deletionTimestamp"):
@@ -118,7 +129,8 @@ def tasks_and_aggregate(
 
 
 class ConditionSetter:
-    """Sets conditions, keeping `lastTransitionTime` while a condition's status stays the same."""
+    """Sets conditions, keeping a valid `lastTransitionTime` while a condition's status stays
+    the same."""
 
     def __init__(self, previous: Iterable[JobCondition], timestamp: str) -> None:
         self._previous = {condition.type: condition for condition in previous}
@@ -128,14 +140,15 @@ class ConditionSetter:
     def set(self, kind: ConditionType, status: bool, reason: str, message: str) -> None:
         value: Literal["True", "False"] = "True" if status else "False"
         old = self._previous.get(kind)
-        changed = old is None or old.status != value
+        stamp = self._timestamp
+        # A malformed time is replaced, so that a TTL can count from it.
+        if old is not None and old.status == value and parse_time(old.last_transition_time):
+            stamp = old.last_transition_time or stamp
         self.conditions.append(
             JobCondition(
                 type=kind,
                 status=value,
-                last_transition_time=self._timestamp
-                if changed or old is None
-                else old.last_transition_time,
+                last_transition_time=stamp,
                 reason=reason,
                 message=message,
             )

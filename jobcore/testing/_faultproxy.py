@@ -7,6 +7,7 @@ import collections
 import contextlib
 import json
 import random
+import re
 import socket
 import struct
 from dataclasses import dataclass
@@ -74,6 +75,9 @@ class Faults:
     """How long a slow request waits before it is forwarded."""
     cut_after: float = 5.0
     """The longest a cut watch runs; each cut one runs a random share of it."""
+    only: str | None = None
+    """A regular expression: only requests whose `METHOD path` it matches meet faults, e.g.
+    `DELETE .*/pods/` (None: every request)."""
 
     @classmethod
     def mixed(cls, share: float, **options: Any) -> Faults:
@@ -183,6 +187,9 @@ class FaultProxy:
         watch = request.query.get("watch") in ("true", "1")
         self.watches += watch
         fault, cut_at = self._draw(watch)
+        only = self.faults.only
+        if only is not None and not re.match(only, f"{request.method} {request.path}"):
+            fault, cut_at = None, None
         if fault is not None:
             self.injected[fault] += 1
         if fault in _ANSWERED:

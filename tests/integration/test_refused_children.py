@@ -134,7 +134,9 @@ async def test_a_job_that_becomes_invalid_while_it_runs_has_its_pods_cleaned_up(
     await client.create(MPIJOBS, job)
 
     async def running() -> bool:
-        return (await job_status(client, MPIJOBS, namespace, "turned")).get("phase") == "Running"
+        return bool(
+            (await job_status(client, MPIJOBS, namespace, "turned")).get("phase") == "Running"
+        )
 
     await eventually(running, timeout=20)
     assert len(await live_pods(client, namespace)) == 3
