@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -51,7 +52,9 @@ class EventRecorder:
 
     `emit` records in the background, like client-go's recorder: a reconcile never waits for
     its events, and at most `max_concurrent` event writes share the API server with the
-    controller's real work.
+    controller's real work. With `active` (e.g. `Manager.elected.is_set`), an emitted event
+    whose turn comes when `active()` is false is dropped: a process that lost its leadership
+    says nothing more about the objects its successor now reconciles.
     """
 
     def __init__(
@@ -62,8 +65,10 @@ class EventRecorder:
         host: str | None = None,
         max_remembered: int = 4096,
         max_concurrent: int = 4,
+        active: Callable[[], bool] | None = None,
     ) -> None:
         self._client = client
+        self._active = active
         self._writers = asyncio.Semaphore(max_concurrent)
         self._pending: set[asyncio.Task[None]] = set()
         self._component = component
@@ -76,6 +81,9 @@ class EventRecorder:
 
         async def write() -> None:
             async with self._writers:
+                if self._active is not None and not self._active():
+                    _log.debug("event dropped: not active", reason=reason)
+                    return
                 try:
                     await self.record(obj, type=type, reason=reason, message=message)
                 except Exception as exc:  # e.g. the client closed under a late event

@@ -163,6 +163,7 @@ class Manager:
             for task in stopped:
                 if not task.cancelled() and isinstance(task.exception(), LeaderElectionLost):
                     _log.error("leader election lost, stopping reconciles now")
+                    self.elected.clear()  # first: what waits on it (events) stops at once
                     await _cancel(leading)
                     raise LeaderElectionLost(str(task.exception()))
             await self._shutdown_gracefully(leading)

@@ -12,9 +12,11 @@ import pytest
 from jobcore import (
     CONFIGMAPS,
     CUSTOM_RESOURCE_DEFINITIONS,
+    EVENTS,
     LEASES,
     Client,
     Controller,
+    EventRecorder,
     LeaderElectionConfig,
     LeaderElectionLost,
     Manager,
@@ -275,6 +277,30 @@ async def test_losing_the_lease_stops_reconciling_at_once(client: Client, namesp
             await asyncio.wait_for(task, 10)
     assert reconciler.cancelled == [Request(namespace, "slow")]
     assert reconciler.finished == []
+
+
+async def test_events_stop_the_moment_the_lease_is_lost(client: Client, namespace: str) -> None:
+    manager = build(
+        client, namespace, Reconciler(), name="quiet", election=election(namespace, "a")
+    )
+    recorder = EventRecorder(client, component="test", active=manager.elected.is_set)
+    manager.add(recorder, needs_leader=False)
+    subject = configmap(namespace, "subject")
+    burst = 2000
+    with pytest.raises(LeaderElectionLost):
+        async with background(manager.run()) as task:
+            await eventually(manager.elected.is_set)
+            subject = await client.create(CONFIGMAPS, subject)
+            for n in range(burst):  # more than the recorder writes before the loss is seen
+                recorder.emit(subject, type="Normal", reason="Burst", message=f"event {n}")
+            lease = await client.get(LEASES, "test-lease", namespace)
+            lease["spec"]["holderIdentity"] = "usurper"
+            await client.update(LEASES, lease)
+            await asyncio.wait_for(task, 10)
+    written = (await client.list(EVENTS, namespace))["items"]
+    assert 0 < len(written) < burst / 2, f"{len(written)} of {burst} events written"
+    await asyncio.sleep(1)
+    assert len((await client.list(EVENTS, namespace))["items"]) == len(written)
 
 
 async def test_graceful_shutdown_lets_in_flight_reconciles_finish(
