@@ -122,7 +122,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--kubeconfig", help="default: in-cluster config, else $KUBECONFIG")
     run.add_argument("--kinds", help="comma-separated kinds to run (default: all installed)")
     run.add_argument("--namespace", help="watch one namespace only (default: all)")
-    run.add_argument("--metrics-bind-address", default=":8080", help='"off" to disable')
+    run.add_argument(
+        "--metrics-bind-address",
+        default="127.0.0.1:8080",
+        help="where /metrics listens, unauthenticated (default: 127.0.0.1:8080, loopback "
+        'only; ":8080" is every interface; "off" disables it)',
+    )
     run.add_argument("--health-probe-bind-address", default=":8081", help='"off" to disable')
     run.add_argument("--leader-elect", action="store_true", help="run as one of several replicas")
     run.add_argument("--leader-election-namespace", default="default")
@@ -168,6 +173,11 @@ def _parser() -> argparse.ArgumentParser:
     manifests = commands.add_parser("manifests", help="write CRDs, RBAC and the Deployment")
     manifests.add_argument("--output", default="manifests", help="folder (default: manifests)")
     manifests.add_argument("--kinds", help="comma-separated kinds (default: all installed)")
+    manifests.add_argument(
+        "--namespace",
+        help="install into this namespace and watch it only, with a Role, not a ClusterRole "
+        "(default: jobcore-system, watching all namespaces)",
+    )
 
     sandbox = commands.add_parser("sandbox", help="a local control plane running a sample job")
     sandbox.add_argument("--keep", action="store_true", help="keep running after the job ends")
@@ -311,7 +321,7 @@ async def _render(args: argparse.Namespace) -> int:
 async def _manifests(args: argparse.Namespace) -> int:
     from controllers.manifests import write_manifests  # noqa: PLC0415
 
-    for path in write_manifests(_kinds(args.kinds), args.output):
+    for path in write_manifests(_kinds(args.kinds), args.output, args.namespace):
         print(path)
     return 0
 

@@ -10,8 +10,10 @@ from typing import Any
 import yaml
 
 from jobcore import (
+    CONFIGMAPS,
     EVENTS,
     LEASES,
+    PODS,
     JobKind,
     Object,
     Resource,
@@ -22,100 +24,148 @@ from jobcore import (
 )
 
 NAMESPACE = "jobcore-system"
+"""Where the cluster-wide install runs the controller."""
 NAME = "jobcore-controller"
 IMAGE = f"jobcore:{metadata.version('jobcore')}"
 """The image the Deployment runs: tagged with the project's version, never `latest`, so a
 manifest names the one build it was written for."""
+METRICS_PORT = 8080
+HEALTH_PORT = 8081
 _LABELS = {"app.kubernetes.io/name": "jobcore", "app.kubernetes.io/component": "controller"}
+_RBAC = "rbac.authorization.k8s.io"
+_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
+"""The verbs a rule may grant, in the order rules list them."""
+
+Grant = tuple[Resource, tuple[str, ...]]
+"""A resource and the verbs of the controller's calls on it."""
 
 
-def _meta(name: str, namespace: str | None = NAMESPACE) -> dict[str, Any]:
+def _meta(name: str, namespace: str | None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": dict(_LABELS)}
     if namespace:
         meta["namespace"] = namespace
     return meta
 
 
-def _rule(resources: Iterable[Resource], verbs: Sequence[str]) -> list[dict[str, Any]]:
-    by_group: dict[str, list[str]] = {}
-    for resource in resources:
-        by_group.setdefault(resource.group, []).append(resource.plural)
-    return [
-        {"apiGroups": [group], "resources": sorted(set(plurals)), "verbs": list(verbs)}
-        for group, plurals in sorted(by_group.items())
-    ]
+def _subresource(resource: Resource, name: str) -> Resource:
+    return Resource(resource.group, resource.version, resource.kind, f"{resource.plural}/{name}")
 
 
-def rbac(kinds: Sequence[JobKind[Any]], namespace: str = NAMESPACE) -> list[Object]:
-    """What the controller may do, and nothing more: no wildcard verbs or resources."""
+def _child_verbs(child: Resource) -> tuple[str, ...]:
+    """Children are cached (list, watch) and created; `get` reads one whose create found it
+    there already, to check its owner. The job reconciler deletes only Pods (restarts,
+    scale-down, clean-up policies): the garbage collector removes the other children with
+    their job. It changes only ConfigMaps (a hostfile after a scale change, an elastic
+    HorovodJob's discovery script)."""
+    verbs = ("get", "list", "watch", "create")
+    if child == PODS:
+        return (*verbs, "delete")
+    if child == CONFIGMAPS:
+        return (*verbs, "patch")
+    return verbs
+
+
+def grants(kinds: Sequence[JobKind[Any]]) -> list[Grant]:
+    """Every call the controller makes on the API server, outside its Lease, as resource and
+    verbs: what its Role or ClusterRole grants, and no more."""
     jobs = [kind.resource for kind in kinds]
-    statuses = [Resource(r.group, r.version, r.kind, f"{r.plural}/status") for r in jobs]
-    # Children carry blockOwnerDeletion, which needs `update` on the owner's finalizers
-    # where the OwnerReferencesPermissionEnforcement admission plugin runs (e.g. OpenShift).
-    finalizers = [Resource(r.group, r.version, r.kind, f"{r.plural}/finalizers") for r in jobs]
-    children = {c for kind in kinds for c in kind.child_resources}
+    children = sorted({c for kind in kinds for c in kind.child_resources}, key=lambda r: r.plural)
     pod_groups = [T9kScheduler.resource, Volcano.resource, SchedulerPlugins.resource]
-    cluster_rules = [
-        # delete: runPolicy.ttlSecondsAfterFinished deletes a finished job.
-        *_rule(jobs, ["get", "list", "watch", "delete"]),
-        *_rule(statuses, ["get", "patch", "update"]),
-        *_rule(finalizers, ["update"]),
-        *_rule(
-            sorted(children, key=lambda r: r.plural), ["get", "list", "watch", "create", "delete"]
-        ),
-        # The job reconciler keeps ConfigMaps' data current (hostfiles, discovery scripts).
-        *_rule([c for c in children if c.kind == "ConfigMap"], ["patch"]),
-        *_rule([EVENTS], ["create", "patch"]),
-        # Each job's PodGroup, server-side applied: created, or patched when the spec changes.
-        *_rule(pod_groups, ["get", "create", "patch"]),
-    ]
-    lease_rules = _rule([LEASES], ["get", "create", "update"])
-    subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace, None)},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, namespace)},
+        # The jobs are cached; runPolicy.ttlSecondsAfterFinished deletes a job that ended.
+        *((job, ("list", "watch", "delete")) for job in jobs),
+        # Status is written as a merge patch of the status subresource.
+        *((_subresource(job, "status"), ("patch",)) for job in jobs),
+        # Children carry blockOwnerDeletion, which needs `update` on the owner's finalizers
+        # where the OwnerReferencesPermissionEnforcement admission plugin runs (e.g. OpenShift).
+        *((_subresource(job, "finalizers"), ("update",)) for job in jobs),
+        *((child, _child_verbs(child)) for child in children),
+        # An Event is created, then patched (count, lastTimestamp) each time it happens again.
+        (EVENTS, ("create", "patch")),
+        # A job's PodGroup is server-side applied: a PATCH, which the API server authorizes
+        # as `create` too while the PodGroup does not exist.
+        *((pod_group, ("create", "patch")) for pod_group in pod_groups),
+    ]
+
+
+def _rules(granted: Iterable[Grant]) -> list[dict[str, Any]]:
+    """One rule per API group and set of verbs, in the order first granted."""
+    merged: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+    for resource, verbs in granted:
+        key = (resource.group, tuple(verb for verb in _VERBS if verb in verbs))
+        merged.setdefault(key, set()).add(resource.plural)
+    return [
+        {"apiGroups": [group], "resources": sorted(plurals), "verbs": list(verbs)}
+        for (group, verbs), plurals in merged.items()
+    ]
+
+
+def _lease_rules() -> list[dict[str, Any]]:
+    """The leader-election Lease: created once, then read and renewed by name (RBAC cannot
+    limit `create` to a name)."""
+    return [
+        {"apiGroups": [LEASES.group], "resources": [LEASES.plural], "verbs": ["create"]},
         {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": _meta(NAME, None),
-            "rules": cluster_rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": _meta(NAME, None),
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": NAME,
-            },
-            "subjects": subject,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": _meta(f"{NAME}-leader-election", namespace),
-            "rules": lease_rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": _meta(f"{NAME}-leader-election", namespace),
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": f"{NAME}-leader-election",
-            },
-            "subjects": subject,
+            "apiGroups": [LEASES.group],
+            "resources": [LEASES.plural],
+            "resourceNames": [NAME],
+            "verbs": ["get", "update"],
         },
     ]
 
 
-def deployment(namespace: str = NAMESPACE, image: str = IMAGE) -> list[Object]:
-    """The controller: two replicas with leader election, probes and the metrics port.
+def _role_and_binding(
+    kind: str, name: str, namespace: str | None, rules: list[dict[str, Any]], home: str
+) -> list[Object]:
+    """A Role or ClusterRole and its binding to the controller's ServiceAccount in `home`."""
+    subject = {"kind": "ServiceAccount", "name": NAME, "namespace": home}
+    return [
+        {
+            "apiVersion": f"{_RBAC}/v1",
+            "kind": kind,
+            "metadata": _meta(name, namespace),
+            "rules": rules,
+        },
+        {
+            "apiVersion": f"{_RBAC}/v1",
+            "kind": f"{kind}Binding",
+            "metadata": _meta(name, namespace),
+            "roleRef": {"apiGroup": _RBAC, "kind": kind, "name": name},
+            "subjects": [subject],
+        },
+    ]
 
-    Its namespace comes with the RBAC objects, which are applied first.
+
+def rbac(kinds: Sequence[JobKind[Any]], namespace: str | None = None) -> list[Object]:
+    """What the controller may do, and nothing more: `grants(kinds)`, and its Lease.
+
+    Without `namespace`, the cluster-wide install: a ClusterRole for jobs in every namespace,
+    bound to the ServiceAccount in `jobcore-system`, and that Namespace, as `rbac/` is applied
+    first. With `namespace`, the install of a controller that watches that namespace only
+    (`run --namespace`): a Role there, and no Namespace object, since the tenant's namespace
+    exists already. Either way the Lease's rights are a Role in the controller's namespace.
     """
+    home = namespace or NAMESPACE
+    role = "Role" if namespace else "ClusterRole"
+    objects: list[Object] = []
+    if namespace is None:
+        objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(home, None)})
+    return [
+        *objects,
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, home)},
+        *_role_and_binding(role, NAME, namespace, _rules(grants(kinds)), home),
+        *_role_and_binding("Role", f"{NAME}-leader-election", home, _lease_rules(), home),
+    ]
+
+
+def deployment(namespace: str | None = None, image: str = IMAGE) -> list[Object]:
+    """The controller: two replicas with leader election and probes; `/metrics` on localhost.
+
+    With `namespace`, it runs there and watches that namespace only. Its namespace comes with
+    the RBAC objects, which are applied first. Metrics stay on the pod's loopback (the
+    default of `--metrics-bind-address`) unless `metrics_patch()` exposes them.
+    """
+    home = namespace or NAMESPACE
     probe = {"httpGet": {"path": "/healthz", "port": "health"}, "periodSeconds": 10}
     container = {
         "name": "controller",
@@ -124,14 +174,15 @@ def deployment(namespace: str = NAMESPACE, image: str = IMAGE) -> list[Object]:
             "--log-format",
             "json",
             "run",
+            *(["--namespace", namespace] if namespace else []),
             "--leader-elect",
             "--leader-election-namespace",
-            namespace,
+            home,
+            "--leader-election-id",
+            NAME,
         ],
-        "ports": [
-            {"name": "metrics", "containerPort": 8080},
-            {"name": "health", "containerPort": 8081},
-        ],
+        # The kubelet probes the pod's IP: the probe server listens on every interface.
+        "ports": [{"name": "health", "containerPort": HEALTH_PORT}],
         "livenessProbe": {**probe, "initialDelaySeconds": 10},
         "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": "health"}},
         "resources": {
@@ -155,7 +206,7 @@ def deployment(namespace: str = NAMESPACE, image: str = IMAGE) -> list[Object]:
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": _meta(NAME, namespace),
+            "metadata": _meta(NAME, home),
             "spec": {
                 "replicas": 2,
                 "selector": {"matchLabels": dict(_LABELS)},
@@ -184,20 +235,68 @@ def deployment(namespace: str = NAMESPACE, image: str = IMAGE) -> list[Object]:
                     },
                 },
             },
+        }
+    ]
+
+
+def metrics_patch() -> list[dict[str, Any]]:
+    """A JSON patch (kustomize's `patchesJson6902`) that serves `/metrics` on the pod's IP,
+    to be scraped, with `metrics_exposure()` in front."""
+    container = "/spec/template/spec/containers/0"
+    return [
+        {
+            "op": "add",
+            "path": f"{container}/args/-",
+            "value": f"--metrics-bind-address=:{METRICS_PORT}",
         },
+        {
+            "op": "add",
+            "path": f"{container}/ports/-",
+            "value": {"name": "metrics", "containerPort": METRICS_PORT},
+        },
+    ]
+
+
+def metrics_exposure(namespace: str | None = None) -> list[Object]:
+    """For exposed metrics: a Service for a ServiceMonitor, and a NetworkPolicy that admits only
+    the Prometheus pods of the namespace `monitoring` (labelled as the kube-prometheus-stack
+    labels them; edit the selectors to match yours).
+
+    The policy selects the controller's pods, so it refuses every other ingress too; the
+    controller serves nothing else but its probes, and a kubelet's probes of its own node's
+    pods are always admitted.
+    """
+    home = namespace or NAMESPACE
+    prometheus = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+    }
+    return [
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": _meta(f"{NAME}-metrics", namespace),
+            "metadata": _meta(f"{NAME}-metrics", home),
             "spec": {
                 "selector": dict(_LABELS),
-                "ports": [{"name": "metrics", "port": 8080, "targetPort": "metrics"}],
+                "ports": [{"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics"}],
+            },
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": _meta(f"{NAME}-metrics", home),
+            "spec": {
+                "podSelector": {"matchLabels": dict(_LABELS)},
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {"from": [prometheus], "ports": [{"protocol": "TCP", "port": METRICS_PORT}]}
+                ],
             },
         },
     ]
 
 
-def disruption_budget(namespace: str = NAMESPACE) -> list[Object]:
+def disruption_budget(namespace: str | None = None) -> list[Object]:
     """At most one of the two replicas evicted at a time: a standby is always there to lead.
 
     `policy/v1`, served from Kubernetes 1.21 on (1.20 has only `policy/v1beta1`).
@@ -206,7 +305,7 @@ def disruption_budget(namespace: str = NAMESPACE) -> list[Object]:
         {
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",
-            "metadata": _meta(NAME, namespace),
+            "metadata": _meta(NAME, namespace or NAMESPACE),
             "spec": {"maxUnavailable": 1, "selector": {"matchLabels": dict(_LABELS)}},
         }
     ]
@@ -221,25 +320,42 @@ def _kustomization(resources: Sequence[str]) -> Object:
     }
 
 
-def _dump(path: Path, objects: Sequence[Object]) -> Path:
+def _dump(path: Path, documents: Sequence[Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
     return path
 
 
-def write_manifests(kinds: Sequence[JobKind[Any]], output: str | Path) -> list[Path]:
+def write_manifests(
+    kinds: Sequence[JobKind[Any]], output: str | Path, namespace: str | None = None
+) -> list[Path]:
     """Write a kustomize layout under `output`: `crds/`, `rbac/`, `deploy/` and a
     `kustomization.yaml` installing them (`kubectl apply -k`), and one for the job samples
-    found in `samples/` (kept by hand)."""
+    found in `samples/` (kept by hand).
+
+    `deploy/metrics.yaml` and `deploy/metrics-patch.yaml`, which expose `/metrics`, are not
+    installed. With `namespace` (an install limited to it, see `rbac`), `kustomization.yaml`
+    leaves out `crds/` too: CRDs are cluster-scoped, for a cluster admin to install.
+    """
     root = Path(output)
-    written = [
-        *write_crds(kinds, root / "crds"),
-        _dump(root / "rbac" / "rbac.yaml", rbac(kinds)),
-        _dump(root / "deploy" / "controller.yaml", deployment()),
-        _dump(root / "deploy" / "pdb.yaml", disruption_budget()),
+    crds = write_crds(kinds, root / "crds")
+    installed = [
+        _dump(root / "rbac" / "rbac.yaml", rbac(kinds, namespace)),
+        _dump(root / "deploy" / "controller.yaml", deployment(namespace)),
+        _dump(root / "deploy" / "pdb.yaml", disruption_budget(namespace)),
     ]
-    names = sorted(str(path.relative_to(root)) for path in written)
-    written.append(_dump(root / "kustomization.yaml", [_kustomization(names)]))
+    exposure = [
+        _dump(root / "deploy" / "metrics.yaml", metrics_exposure(namespace)),
+        _dump(root / "deploy" / "metrics-patch.yaml", [metrics_patch()]),
+    ]
+    applied = installed if namespace else [*crds, *installed]
+    names = sorted(str(path.relative_to(root)) for path in applied)
+    written = [
+        *crds,
+        *installed,
+        *exposure,
+        _dump(root / "kustomization.yaml", [_kustomization(names)]),
+    ]
     samples = sorted(path.name for path in (root / "samples").glob("*.yaml"))
     if samples:
         samples = [name for name in samples if name != "kustomization.yaml"]

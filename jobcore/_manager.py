@@ -52,7 +52,7 @@ class Manager:
         client: Client,
         *,
         leader_election: LeaderElectionConfig | None = None,
-        metrics_address: Address | None = ("0.0.0.0", 8080),
+        metrics_address: Address | None = ("127.0.0.1", 8080),
         health_address: Address | None = ("0.0.0.0", 8081),
         graceful_shutdown_timeout: float = 30.0,
     ) -> None:

@@ -11,8 +11,18 @@ import pytest
 import yaml
 
 from controllers import kinds as kinds_module
+from controllers.cli import main
 from controllers.kinds import ENTRY_POINT_GROUP, KindLoadError, installed_kinds
-from controllers.manifests import deployment, disruption_budget, rbac, write_manifests
+from controllers.manifests import (
+    NAME,
+    NAMESPACE,
+    deployment,
+    disruption_budget,
+    metrics_exposure,
+    metrics_patch,
+    rbac,
+    write_manifests,
+)
 from jobcore import crd_for
 from jobkinds.mpijob import MPIJobKind
 
@@ -42,52 +52,141 @@ def _strings(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else []
 
 
-def test_rbac_is_least_privilege() -> None:
+def test_rbac_grants_exactly_the_verbs_the_controller_uses() -> None:
     objects = rbac([MPIJobKind()])
     assert "*" not in _strings(objects)
-    cluster_role = next(o for o in objects if o["kind"] == "ClusterRole")
+    assert [o["kind"] for o in objects] == [
+        "Namespace",  # rbac/ is applied first and brings the namespace
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+    ]
+    cluster_role = objects[2]
     rules = {
-        (tuple(r["apiGroups"]), tuple(r["resources"])): r["verbs"] for r in cluster_role["rules"]
+        (group, resource): rule["verbs"]
+        for rule in cluster_role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
     }
-    assert rules[(("batch.tensorstack.dev",), ("mpijobs",))] == ["get", "list", "watch", "delete"]
-    assert rules[(("batch.tensorstack.dev",), ("mpijobs/status",))] == ["get", "patch", "update"]
-    assert "create" in rules[(("",), ("configmaps", "pods", "secrets", "services"))]
-    assert rules[(("",), ("events",))] == ["create", "patch"]
-    assert rules[(("",), ("configmaps",))] == ["patch"]
-    assert rules[(("batch.tensorstack.dev",), ("mpijobs/finalizers",))] == ["update"]
-    assert objects[0]["kind"] == "Namespace", "rbac/ is applied first and brings the namespace"
-    assert not any("leases" in r["resources"] for r in cluster_role["rules"])
-    role = next(o for o in objects if o["kind"] == "Role")
-    assert role["rules"] == [
-        {
-            "apiGroups": ["coordination.k8s.io"],
-            "resources": ["leases"],
-            "verbs": ["get", "create", "update"],
-        }
+    watched = ["get", "list", "watch", "create"]
+    assert rules == {
+        ("batch.tensorstack.dev", "mpijobs"): ["list", "watch", "delete"],
+        ("batch.tensorstack.dev", "mpijobs/status"): ["patch"],
+        ("batch.tensorstack.dev", "mpijobs/finalizers"): ["update"],
+        ("", "pods"): [*watched, "delete"],
+        ("", "configmaps"): [*watched, "patch"],
+        ("", "secrets"): watched,
+        ("", "services"): watched,
+        ("", "events"): ["create", "patch"],
+        ("scheduler.tensorstack.dev", "podgroups"): ["create", "patch"],
+        ("scheduling.volcano.sh", "podgroups"): ["create", "patch"],
+        ("scheduling.x-k8s.io", "podgroups"): ["create", "patch"],
+    }
+    assert all("resourceNames" not in rule for rule in cluster_role["rules"])
+    assert objects[3]["roleRef"]["name"] == cluster_role["metadata"]["name"]
+    assert objects[3]["subjects"] == [
+        {"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}
     ]
 
 
+def test_the_lease_is_granted_in_the_controllers_namespace_and_by_name() -> None:
+    role = rbac([MPIJobKind()])[4]
+    assert role["metadata"]["namespace"] == NAMESPACE
+    lease = {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"]}
+    assert role["rules"] == [
+        {**lease, "verbs": ["create"]},  # RBAC cannot limit create to a name
+        {**lease, "resourceNames": [NAME], "verbs": ["get", "update"]},
+    ]
+    (container,) = deployment()[0]["spec"]["template"]["spec"]["containers"]
+    assert container["args"][-2:] == ["--leader-election-id", NAME]
+
+
+def test_a_namespaced_install_is_roles_in_that_namespace_only() -> None:
+    cluster_wide = rbac([MPIJobKind()])
+    objects = rbac([MPIJobKind()], "team-a")
+    assert [o["kind"] for o in objects] == [
+        "ServiceAccount",  # no Namespace: the team's exists already
+        "Role",
+        "RoleBinding",
+        "Role",
+        "RoleBinding",
+    ]
+    assert all(o["metadata"]["namespace"] == "team-a" for o in objects)
+    assert objects[1]["rules"] == cluster_wide[2]["rules"]
+    assert objects[3]["rules"] == cluster_wide[4]["rules"]
+    assert objects[2]["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": NAME,
+    }
+    assert objects[2]["subjects"] == [
+        {"kind": "ServiceAccount", "name": NAME, "namespace": "team-a"}
+    ]
+
+    (deploy,) = deployment("team-a")
+    (container,) = deploy["spec"]["template"]["spec"]["containers"]
+    assert deploy["metadata"]["namespace"] == "team-a"
+    args = container["args"]
+    assert args[args.index("--namespace") + 1] == "team-a"
+    assert args[args.index("--leader-election-namespace") + 1] == "team-a"
+    assert disruption_budget("team-a")[0]["metadata"]["namespace"] == "team-a"
+
+
+def test_a_namespaced_install_leaves_the_crds_to_a_cluster_admin(tmp_path: Path) -> None:
+    assert (
+        main(["manifests", "--kinds", "mpijob", "--namespace", "team-a", "--output", str(tmp_path)])
+        == 0
+    )
+    layout = yaml.safe_load((tmp_path / "kustomization.yaml").read_text())
+    assert layout["resources"] == ["deploy/controller.yaml", "deploy/pdb.yaml", "rbac/rbac.yaml"]
+    assert (tmp_path / "crds" / "batch.tensorstack.dev_mpijobs.yaml").exists()
+    kinds = [o["kind"] for o in yaml.safe_load_all((tmp_path / "rbac" / "rbac.yaml").read_text())]
+    assert "ClusterRole" not in kinds and "Namespace" not in kinds
+
+
 def test_deployment_runs_two_leader_elected_replicas_with_probes() -> None:
-    deploy, metrics = deployment()
+    (deploy,) = deployment()
     spec = deploy["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     assert deploy["spec"]["replicas"] == 2
     assert "--leader-elect" in container["args"]
+    assert "--namespace" not in container["args"]  # every namespace
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
-        "metrics": 8080,
-        "health": 8081,
-    }
+    assert container["ports"] == [{"name": "health", "containerPort": 8081}]
     assert container["resources"]["requests"]
     assert container["image"] == f"jobcore:{metadata.version('jobcore')}"  # never :latest
-    assert metrics["kind"] == "Service"
-    assert metrics["spec"]["ports"][0]["targetPort"] == "metrics"
+
+
+def test_metrics_listen_on_loopback_unless_exposed(capsys: pytest.CaptureFixture[str]) -> None:
+    (deploy,) = deployment()
+    (container,) = deploy["spec"]["template"]["spec"]["containers"]
+    assert not any("metrics" in arg for arg in container["args"])  # the default holds
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "(default: 127.0.0.1:8080, loopback only;" in " ".join(capsys.readouterr().out.split())
+    exposed = metrics_patch()
+    assert [op["value"] for op in exposed] == [
+        "--metrics-bind-address=:8080",
+        {"name": "metrics", "containerPort": 8080},
+    ]
+    service, policy = metrics_exposure()
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    assert policy["spec"]["podSelector"] == deploy["spec"]["selector"]
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 8080}]
+    (source,) = rule["from"]
+    assert source == {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+    }
 
 
 def test_the_controller_pod_meets_pod_security_restricted() -> None:
     """What the "restricted" Pod Security Standard asks of a pod, field by field."""
-    deploy, _ = deployment()
+    (deploy,) = deployment()
     spec = deploy["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     assert spec["securityContext"]["runAsNonRoot"] is True
@@ -101,7 +200,7 @@ def test_the_controller_pod_meets_pod_security_restricted() -> None:
 
 def test_a_disruption_never_takes_both_replicas() -> None:
     (budget,) = disruption_budget()
-    (deploy, _) = deployment()
+    (deploy,) = deployment()
     assert budget["spec"]["maxUnavailable"] == 1
     assert budget["spec"]["selector"]["matchLabels"] == deploy["spec"]["selector"]["matchLabels"]
     assert deploy["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 1, "maxSurge": 0}

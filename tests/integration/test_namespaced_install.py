@@ -1,0 +1,153 @@
+"""A namespace-scoped install, `jobcore manifests --namespace NS`, as a team installs it: the
+CRDs by a cluster admin, the rest with `kubectl apply -k`, then the controller with the
+Deployment's own arguments and only its ServiceAccount's token, running a job to its end.
+
+Proves the Role is enough in NS (no request is refused; a job ends, with its children and
+events, and is deleted by its TTL; a scaled job's hostfile is patched) and gives nothing outside
+it (the token is refused everywhere else).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from controllers.manifests import NAME
+from jobcore import (
+    CONFIGMAPS,
+    JOB_NAME_LABEL,
+    LEASES,
+    PODS,
+    REPLICA_TYPE_LABEL,
+    SECRETS,
+    SERVICES,
+    Client,
+    ForbiddenError,
+    NotFoundError,
+)
+from jobcore.testing import (
+    SimulatedNode,
+    background,
+    eventually,
+    wait_for_end,
+    wait_for_events,
+    wait_for_phase,
+)
+from jobkinds.mpijob import MPIJobKind
+from tests import installs
+from tests.commands import start_jobcore
+
+pytestmark = pytest.mark.integration
+
+MPIJOBS = MPIJobKind().resource
+
+
+def mpijob(namespace: str, name: str, run_policy: Mapping[str, object]) -> dict[str, object]:
+    container = {"name": "mpi-worker", "image": "mpi:latest"}
+    return {
+        "apiVersion": MPIJOBS.api_version,
+        "kind": MPIJOBS.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "worker": {
+                "replicas": 2,
+                "cmd": ["./hello"],
+                "template": {"spec": {"containers": [container]}},
+            },
+            "runPolicy": run_policy,
+        },
+    }
+
+
+async def test_a_namespaced_install_runs_jobs_in_its_namespace_and_reaches_nothing_else(
+    client: Client, namespace: str, kubeconfig_path: str, tmp_path: Path
+) -> None:
+    install = tmp_path / "install"
+    written = await start_jobcore(
+        "manifests",
+        "--kinds",
+        installs.BUNDLED_KINDS,
+        "--namespace",
+        namespace,
+        "--output",
+        str(install),
+    )
+    output, _ = await written.communicate()
+    assert written.returncode == 0, output.decode()
+
+    # The cluster admin's part: CRDs are cluster-scoped, and the install leaves them out.
+    code, out, err = await installs.run(
+        installs.kubectl(kubeconfig_path, "apply", "-f", str(install / "crds"))
+    )
+    assert code == 0, err
+    code, out, err = await installs.run(
+        installs.kubectl(kubeconfig_path, "apply", "-k", str(install))
+    )
+    assert installs.refused_only_the_disruption_budget(err), err
+    assert code in (0, 1), err
+    assert f"role.rbac.authorization.k8s.io/{NAME} created" in out, out
+    assert "clusterrole" not in out and "namespace/" not in out and "customresource" not in out
+
+    token = await installs.service_account_token(client, namespace)
+    scoped = installs.with_token(kubeconfig_path, token, tmp_path / "scoped.kubeconfig")
+    node = SimulatedNode(client, name=f"node-{namespace}"[:63], namespace=namespace)
+    # "scoped" ends, its workers go with it, and it goes 3 s later; "scaled" runs on.
+    node.when(f"{REPLICA_TYPE_LABEL}=launcher,{JOB_NAME_LABEL}=scoped", exit_code=0, after=0.5)
+    async with (
+        installs.controller_process(scoped, installs.deployment_args(install)) as log,
+        background(node.run()),
+    ):
+        await client.create(MPIJOBS, mpijob(namespace, "scaled", {}))
+        ending = {"cleanUpWorkers": True, "ttlSecondsAfterFinished": 3}
+        job = await client.create(MPIJOBS, mpijob(namespace, "scoped", ending))
+        status = await wait_for_end(
+            client, MPIJOBS, namespace, "scoped", timeout=60, explain=lambda: "".join(log[-5:])
+        )
+        assert status["phase"] == "Succeeded", status
+        uid = job["metadata"]["uid"]
+        for resource in (SECRETS, CONFIGMAPS, SERVICES, PODS):
+            owned = [
+                o["metadata"]["name"]
+                for o in (await client.list(resource, namespace))["items"]
+                if any(ref["uid"] == uid for ref in o["metadata"].get("ownerReferences", ()))
+            ]
+            assert owned, f"no {resource.plural} of the job"
+        await wait_for_events(client, namespace, "scoped", "Initialized", "Succeeded")
+        lease = await client.get(LEASES, NAME, namespace)
+        assert lease["spec"]["holderIdentity"], lease
+
+        async def deleted() -> bool:
+            try:
+                await client.get(MPIJOBS, "scoped", namespace)
+            except NotFoundError:
+                return True
+            return False
+
+        await eventually(deleted, timeout=30)  # ttlSecondsAfterFinished
+
+        await wait_for_phase(client, MPIJOBS, namespace, "scaled", "Running")
+        await client.patch(MPIJOBS, "scaled", {"spec": {"worker": {"replicas": 3}}}, namespace)
+
+        async def hostfile_patched() -> bool:
+            config = await client.get(CONFIGMAPS, "scaled-hostfile", namespace)
+            return "scaled-worker-2" in config["data"]["hostfile"]
+
+        await eventually(hostfile_patched, timeout=30)
+    assert not installs.forbidden(log), installs.forbidden(log)
+
+    controller = await Client.from_kubeconfig(scoped)
+    try:
+        await controller.list(PODS, namespace)  # its own namespace: allowed
+        for resource, elsewhere in (
+            (PODS, "default"),
+            (PODS, None),  # every namespace
+            (MPIJOBS, None),
+            (SECRETS, "kube-system"),
+            (LEASES, "kube-system"),
+        ):
+            with pytest.raises(ForbiddenError):
+                await controller.list(resource, elsewhere)
+    finally:
+        await controller.close()
