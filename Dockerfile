@@ -17,6 +17,7 @@ COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
 # No shell login, no home: the Deployment runs it as this uid with a read-only root.
 USER 65532:65532
-EXPOSE 8080 8081
+# Health probes; /metrics listens on loopback unless --metrics-bind-address says otherwise.
+EXPOSE 8081
 ENTRYPOINT ["jobcore"]
 CMD ["run", "--leader-elect"]
