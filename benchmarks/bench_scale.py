@@ -364,6 +364,16 @@ async def cached_pods_rss(plane: ControlPlane, client: Client, count: int) -> fl
             "metadata": {
                 "name": f"job-{i // 10}-worker-{i % 10}",
                 "labels": {JOB_NAME_LABEL: f"job-{i // 10}", REPLICA_TYPE_LABEL: "worker"},
+                # The controller caches only what a job controls; these jobs need not exist.
+                "ownerReferences": [
+                    {
+                        "apiVersion": KIND.resource.api_version,
+                        "kind": KIND.resource.kind,
+                        "name": f"job-{i // 10}",
+                        "uid": f"00000000-0000-0000-0000-{i // 10:012d}",
+                        "controller": True,
+                    }
+                ],
             },
             "spec": pod["spec"],
         }

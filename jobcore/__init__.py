@@ -53,6 +53,7 @@ from jobcore._informer import (
     EventHandler,
     IndexFunc,
     Informer,
+    Keep,
     Transform,
     strip_bulk,
 )
@@ -175,6 +176,7 @@ __all__ = [
     "JobSpec",
     "JobStatus",
     "JobcoreError",
+    "Keep",
     "LabelSelectorPredicate",
     "LeaderElectionConfig",
     "LeaderElectionLost",

@@ -20,6 +20,8 @@ IndexFunc = Callable[[Object], Iterable[str]]
 """Maps an object to the index values it is filed under."""
 Transform = Callable[[Object], Object]
 """Rewrites an object before it is cached, e.g. to drop fields nobody reads."""
+Keep = Callable[[Object], bool]
+"""Says whether an object is cached; the informer forgets, as it arrives, any it refuses."""
 
 NAMESPACE_INDEX = "namespace"
 CONTROLLER_UID_INDEX = "controller-uid"
@@ -66,9 +68,14 @@ class Informer:
     fresh). When the server answers 410 Gone the informer lists again and diffs the list
     against its cache, so objects deleted while it was not watching are still reported as
     deletions and nothing is reported twice. Objects in the cache are shared: read, never
-    modify them. With `share_parts`, each object is cached compacted (`jobcore._compact`):
-    its parts are the same dicts and lists as equal parts of its previous version and of
-    other cached objects.
+    modify them.
+
+    With `keep`, an object that `keep` refuses is dropped as soon as it is decoded, before
+    the transform: it is neither cached, nor indexed, nor shown to handlers, so objects the
+    server selects but nobody needs do not stay in memory. An object that stops being kept
+    is reported as deleted, one that starts being kept as added. With `share_parts`, each
+    object is cached compacted (`jobcore._compact`): its parts are the same dicts and lists
+    as equal parts of its previous version and of other cached objects.
     """
 
     def __init__(
@@ -79,6 +86,7 @@ class Informer:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        keep: Keep | None = None,
         transform: Transform | None = strip_bulk,
         share_parts: bool = True,
         indexers: Mapping[str, IndexFunc] | None = None,
@@ -92,6 +100,8 @@ class Informer:
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
+        self._keeps = None if keep is None else [keep]
+        self._running = False
         self._transform = transform
         self._share_parts = share_parts
         self._indexers: dict[str, IndexFunc] = {
@@ -163,6 +173,19 @@ class Informer:
             for value in func(obj):
                 index.setdefault(value, set()).add(key)
 
+    def keep_also(self, keep: Keep | None) -> None:
+        """Cache the objects `keep` accepts too (None: every object), for another user of a
+        shared informer; only before it runs, since objects dropped before would not return.
+        """
+        if self._keeps is None or keep in self._keeps:
+            return
+        if self._running:
+            raise RuntimeError(f"the {self.resource.plural} informer runs: too late to widen it")
+        if keep is None:
+            self._keeps = None
+        else:
+            self._keeps.append(keep)
+
     # Running -----------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -171,6 +194,7 @@ class Informer:
         A resource that is not served yet (a CRD installed later) is retried the same way, so
         the cache syncs as soon as it exists.
         """
+        self._running = True
         failures = 0
         while True:
             started: float | None = None
@@ -220,8 +244,9 @@ class Informer:
                 # List items carry no kind; give cached objects the same shape as watched ones.
                 raw.setdefault("kind", self.resource.kind)
                 raw.setdefault("apiVersion", self.resource.api_version)
-                obj = self._cacheable(raw)
-                items[ObjectKey.of(obj)] = obj
+                if self._kept(raw):
+                    obj = self._cacheable(raw)
+                    items[ObjectKey.of(obj)] = obj
             continue_token = page["metadata"].get("continue")
             if not continue_token:
                 break
@@ -249,12 +274,22 @@ class Informer:
             timeout_seconds=timeout,
             inactivity_timeout=self._inactivity_timeout,
         ):
-            if event_type == "DELETED":
+            self._on_event(event_type, raw)
+
+    def _on_event(self, event_type: str, raw: Object) -> None:
+        """Apply one watch event to the cache and tell the handlers."""
+        if event_type != "BOOKMARK":
+            if not self._kept(raw):
+                self._remove(ObjectKey.of(raw))  # reported as deleted if it was kept before
+            elif event_type == "DELETED":
                 obj = self._transform(raw) if self._transform else raw
                 self._remove(ObjectKey.of(obj), obj)
-            elif event_type != "BOOKMARK":
+            else:
                 self._upsert(self._cacheable(raw))
-            self._resource_version = raw["metadata"]["resourceVersion"]
+        self._resource_version = raw["metadata"]["resourceVersion"]
+
+    def _kept(self, raw: Object) -> bool:
+        return self._keeps is None or any(keep(raw) for keep in self._keeps)
 
     def _cacheable(self, raw: Object) -> Object:
         """`raw` transformed and, with `share_parts`, compacted against its cached version."""

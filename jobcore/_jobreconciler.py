@@ -887,18 +887,31 @@ def add_job_controller(
     """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
 
     Children informers are shared between kinds (one per resource, selecting objects that
-    carry the job-name label); each kind's controller maps only its own children back.
+    carry the job-name label) and cache only objects that a job of an added kind controls,
+    so nobody else's labelled objects stay in memory; each kind's controller maps only its
+    own children back.
     `gang_scheduler` gives every job without `spec.scheduler` a PodGroup of that scheduler.
     A child's event reconciles its job `child_event_delay` seconds later, together with the
     other events of that time; a change to the job itself, a child's deletion and a Pod that
     ended are reconciled at once.
     """
     jobs = manager.informer(kind.resource, namespace=namespace)
+    to_job = requests_for_owner(kind.resource)
+
+    def controlled(obj: Object) -> bool:
+        return bool(to_job(obj))
+
     children = {
-        resource: manager.informer(resource, namespace=namespace, label_selector=JOB_NAME_LABEL)
+        resource: manager.informer(
+            resource, namespace=namespace, label_selector=JOB_NAME_LABEL, keep=controlled
+        )
         for resource in kind.child_resources
     }
-    recorder = EventRecorder(manager.client, component=f"{kind.resource.plural}-controller")
+    recorder = EventRecorder(
+        manager.client,
+        component=f"{kind.resource.plural}-controller",
+        active=manager.elected.is_set,
+    )
     manager.add(recorder, needs_leader=False)
     reconciler = JobReconciler(
         kind=kind,
@@ -915,7 +928,7 @@ def add_job_controller(
     for informer in children.values():
         controller.watch(
             informer,
-            mapper=requests_for_owner(kind.resource),
+            mapper=to_job,
             delay=child_event_delay,
             urgent=_ending,
         )

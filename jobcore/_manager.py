@@ -12,7 +12,7 @@ import structlog
 from jobcore._client import Client
 from jobcore._controller import Controller
 from jobcore._errors import LeaderElectionLost
-from jobcore._informer import IndexFunc, Informer
+from jobcore._informer import IndexFunc, Informer, Keep
 from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
 from jobcore._resources import Resource
 from jobcore._server import HealthChecks, ProbeServer
@@ -92,12 +92,15 @@ class Manager:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        keep: Keep | None = None,
         **options: Any,
     ) -> Informer:
         """The shared informer for this resource and scope, created on first use.
 
-        `options` configure the informer when it is created; asking again for the same scope
-        may only add `indexers` (under new names), since the informer is already shared.
+        It caches the objects that any of its callers' `keep` accepts: every object once one
+        caller passes none. `options` configure the informer when it is created; asking again
+        for the same scope may only add `indexers` (under new names), since the informer is
+        already shared. Ask for every informer before `run`.
         """
         key = (resource, namespace, label_selector, field_selector)
         informer = self._informers.get(key)
@@ -108,6 +111,7 @@ class Manager:
                 namespace=namespace,
                 label_selector=label_selector,
                 field_selector=field_selector,
+                keep=keep,
                 **options,
             )
             self._informers[key] = informer
@@ -118,6 +122,7 @@ class Manager:
                 f"the {resource.plural} informer for this scope already exists; "
                 f"{', '.join(sorted(options))} can only be set by its first caller"
             )
+        informer.keep_also(keep)
         for name, func in indexers.items():
             informer.add_indexer(name, func)
         return informer

@@ -1,0 +1,172 @@
+"""Bounded cache memory against a real API server: an informer's `keep` filters its list, its
+watch and a relist, and labelled objects no job controls do not grow the controller's RSS."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from controllers.apidocs import BUNDLED_KINDS
+from controllers.kinds import installed_kinds
+from jobcore import (
+    CONFIGMAPS,
+    JOB_NAME_LABEL,
+    REPLICA_TYPE_LABEL,
+    Client,
+    Informer,
+    Object,
+    controller_of,
+    crd_for,
+    owner_reference,
+)
+from jobcore.testing import SimulatedNode, eventually, install_crd, wait_for_phase
+from tests.commands import start_jobcore
+from tests.integration.test_informer import Recorder, configmap, running
+from tests.mpijobs import MPIJOBS, mpijob
+
+pytestmark = pytest.mark.integration
+
+FOREIGN_CONFIGMAPS = 200
+FOREIGN_SIZE = 500_000
+RSS_GROWTH_LIMIT_MB = 10.0
+FOREIGN_OWNER = {
+    "apiVersion": "example.com/v1",
+    "kind": "Widget",
+    "name": "widget",
+    "uid": "00000000-0000-0000-0000-000000000001",
+    "controller": True,
+}
+"""A controller of a kind no jobcore controller runs."""
+
+
+async def test_keep_filters_the_list_the_watch_and_a_relist(client: Client, namespace: str) -> None:
+    owner = await client.create(CONFIGMAPS, configmap(namespace, "owner"))
+
+    async def create(name: str, *, owned: bool) -> None:
+        obj = configmap(namespace, name)
+        if owned:
+            obj["metadata"]["ownerReferences"] = [owner_reference(owner)]
+        await client.create(CONFIGMAPS, obj)
+
+    async def set_owner(name: str, *, owned: bool) -> None:
+        refs = [owner_reference(owner)] if owned else None
+        await client.patch(CONFIGMAPS, name, {"metadata": {"ownerReferences": refs}}, namespace)
+
+    await create("listed-child", owned=True)
+    await create("listed-foreign", owned=False)
+    informer = Informer(
+        client, CONFIGMAPS, namespace=namespace, keep=lambda obj: controller_of(obj) is not None
+    )
+    recorder = Recorder()
+    informer.add_handler(recorder)
+    async with running(informer):
+        assert [o["metadata"]["name"] for o in informer.list()] == ["listed-child"]
+        await create("watched-foreign", owned=False)
+        await create("watched-child", owned=True)
+        await set_owner("listed-child", owned=False)
+        await set_owner("listed-foreign", owned=True)
+        await recorder.wait_for(lambda: ("add", "listed-foreign") in recorder.events)
+    await set_owner("watched-child", owned=False)
+    await set_owner("watched-foreign", owned=True)
+    await informer._list_and_replace()  # what the informer does after a 410 Gone
+
+    assert recorder.events == [
+        ("add", "listed-child"),
+        ("add", "watched-child"),
+        ("delete", "listed-child"),
+        ("add", "listed-foreign"),
+        ("delete", "watched-child"),
+        ("add", "watched-foreign"),
+    ]
+    assert sorted(o["metadata"]["name"] for o in informer.list()) == [
+        "listed-foreign",
+        "watched-foreign",
+    ]
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for process {pid}")
+
+
+@contextlib.asynccontextmanager
+async def ready_controller(kubeconfig: str, namespace: str) -> AsyncIterator[int]:
+    """`jobcore run` with the bundled kinds for `namespace`, once its /readyz passes; its pid."""
+    process = await start_jobcore(
+        "--log-format",
+        "json",
+        "run",
+        "--kubeconfig",
+        kubeconfig,
+        "--kinds",
+        ",".join(BUNDLED_KINDS),
+        "--namespace",
+        namespace,
+        "--metrics-bind-address",
+        "off",
+        "--health-probe-bind-address",
+        "127.0.0.1:0",
+    )
+    port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def read_log() -> None:  # the pipe is drained all along, or the controller blocks
+        assert process.stdout is not None
+        async for line in process.stdout:
+            entry = json.loads(line) if line.startswith(b"{") else {}
+            if entry.get("event") == "serving" and not port.done():
+                port.set_result(entry["port"])
+
+    reader = asyncio.create_task(read_log())
+    try:
+        url = f"http://127.0.0.1:{await asyncio.wait_for(port, 30)}/readyz"
+
+        async def ready() -> bool:
+            async with aiohttp.ClientSession() as session, session.get(url) as response:
+                return response.status == 200
+
+        await eventually(ready, timeout=30, interval=0.1)
+        yield process.pid
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), timeout=40)
+        await reader
+
+
+async def test_labelled_configmaps_no_job_controls_do_not_grow_the_controllers_memory(
+    client: Client, namespace: str, kubeconfig_path: str, simulated_node: SimulatedNode
+) -> None:
+    for installed in installed_kinds(BUNDLED_KINDS):
+        await install_crd(client, crd_for(installed.kind))
+    simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
+    async with ready_controller(kubeconfig_path, namespace) as pid:
+        # A first job warms the controller's code paths up, so only the cache can grow after.
+        await client.create(MPIJOBS, mpijob(namespace, "warm-up"))
+        await wait_for_phase(client, MPIJOBS, namespace, "warm-up", "Succeeded")
+        before = rss_mb(pid)
+
+        limit = asyncio.Semaphore(16)
+
+        async def create_foreign(index: int) -> None:
+            obj: Object = configmap(namespace, f"foreign-{index}", {JOB_NAME_LABEL: "foreign"})
+            obj["data"] = {"blob": "x" * FOREIGN_SIZE}
+            if index % 2:
+                obj["metadata"]["ownerReferences"] = [FOREIGN_OWNER]
+            async with limit:
+                await client.create(CONFIGMAPS, obj)
+
+        await asyncio.gather(*(create_foreign(i) for i in range(FOREIGN_CONFIGMAPS)))
+        # The job's ConfigMap comes after the foreign ones in the watch; the job reconciles
+        # past its creation only once the cache has seen it, so by Succeeded it saw them all.
+        await client.create(MPIJOBS, mpijob(namespace, "after"))
+        await wait_for_phase(client, MPIJOBS, namespace, "after", "Succeeded", timeout=60)
+        growth = rss_mb(pid) - before
+
+    assert growth < RSS_GROWTH_LIMIT_MB, f"the controller's RSS grew by {growth:.1f} MB"

@@ -1,0 +1,138 @@
+"""Unit tests for the Informer's `keep`: what it refuses is never cached, indexed or reported,
+and a shared informer keeps what any of its users asks for.
+
+No API server: watch events are applied with the informer's own per-event step, as a watch
+would deliver them (the list and relist are tested against a real one in
+tests/integration/test_cache_memory.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from jobcore import (
+    CONFIGMAPS,
+    CONTROLLER_UID_INDEX,
+    PODS,
+    Informer,
+    Manager,
+    Object,
+    controller_of,
+)
+from tests.unit.test_informer_store import assert_indices_consistent, make_informer, pod
+
+
+def owned(obj: Object) -> bool:
+    return controller_of(obj) is not None
+
+
+def labelled_web(obj: Object) -> bool:
+    return (obj["metadata"].get("labels") or {}).get("app") == "web"
+
+
+def test_a_refused_object_is_neither_transformed_cached_indexed_nor_reported() -> None:
+    transformed: list[str] = []
+
+    def transform(obj: Object) -> Object:
+        transformed.append(obj["metadata"]["name"])
+        return obj
+
+    informer, recorder = make_informer(keep=owned, transform=transform)
+    informer._on_event("ADDED", pod("foreign", 1, labels={"app": "x"}))
+    informer._on_event("MODIFIED", pod("foreign", 2, labels={"app": "x"}))
+    informer._on_event("ADDED", pod("child", 3, owner_uid="job"))
+
+    assert recorder.take() == [("add", "default/child", "3")]
+    assert [o["metadata"]["name"] for o in informer.list()] == ["child"]
+    assert informer.get("foreign", "default") is None
+    assert transformed == ["child"]
+    assert_indices_consistent(informer)
+
+
+def test_an_object_that_stops_being_kept_is_deleted_and_one_that_starts_is_added() -> None:
+    informer, recorder = make_informer(keep=owned)
+    informer._on_event("ADDED", pod("a", 1, owner_uid="job"))
+    informer._on_event("MODIFIED", pod("a", 2))  # released by its owner
+    assert recorder.take() == [("add", "default/a", "1"), ("delete", "default/a", "1")]
+    assert informer.get("a", "default") is None
+    assert informer.by_index(CONTROLLER_UID_INDEX, "job") == []
+
+    informer._on_event("MODIFIED", pod("a", 3, owner_uid="job"))  # adopted
+    assert recorder.take() == [("add", "default/a", "3")]
+    assert [o["metadata"]["name"] for o in informer.by_index(CONTROLLER_UID_INDEX, "job")] == ["a"]
+    assert_indices_consistent(informer)
+
+
+def test_deletions_report_only_objects_that_were_kept() -> None:
+    informer, recorder = make_informer(keep=owned)
+    informer._on_event("ADDED", pod("child", 1, owner_uid="job"))
+    informer._on_event("ADDED", pod("foreign", 2))
+    recorder.take()
+    informer._on_event("DELETED", pod("foreign", 3))
+    informer._on_event("DELETED", pod("child", 4, owner_uid="job"))
+    assert recorder.take() == [("delete", "default/child", "4")]
+    assert len(informer) == 0
+
+
+def test_a_kept_object_deleted_in_a_refused_state_is_reported_as_cached() -> None:
+    informer, recorder = make_informer(keep=owned)
+    informer._on_event("ADDED", pod("child", 1, owner_uid="job"))
+    informer._on_event("DELETED", pod("child", 2))
+    assert recorder.take() == [("add", "default/child", "1"), ("delete", "default/child", "1")]
+
+
+def test_refused_events_and_bookmarks_still_advance_the_resource_version() -> None:
+    informer, recorder = make_informer(keep=owned)
+    informer._on_event("ADDED", pod("foreign", 7))
+    assert informer.resource_version == "7"
+    informer._on_event("BOOKMARK", {"kind": "Pod", "metadata": {"resourceVersion": "9"}})
+    assert informer.resource_version == "9"
+    assert recorder.take() == []
+
+
+def test_keep_also_widens_to_what_either_accepts() -> None:
+    informer, recorder = make_informer(keep=owned)
+    informer.keep_also(labelled_web)
+    informer.keep_also(owned)  # already kept: nothing changes
+    informer._on_event("ADDED", pod("child", 1, owner_uid="job"))
+    informer._on_event("ADDED", pod("web", 2, labels={"app": "web"}))
+    informer._on_event("ADDED", pod("db", 3, labels={"app": "db"}))
+    assert [event[1] for event in recorder.take()] == ["default/child", "default/web"]
+
+    informer.keep_also(None)
+    informer._on_event("ADDED", pod("db", 4, labels={"app": "db"}))
+    assert recorder.take() == [("add", "default/db", "4")]
+
+
+async def test_keep_also_refuses_to_widen_a_running_informer() -> None:
+    informer = Informer(None, PODS, keep=owned, max_backoff=0.01)  # type: ignore[arg-type]
+    run = asyncio.create_task(informer.run())  # without a client, it lists and fails again
+    await asyncio.sleep(0)
+    try:
+        informer.keep_also(owned)  # no wider: allowed
+        with pytest.raises(RuntimeError, match="too late to widen"):
+            informer.keep_also(labelled_web)
+        with pytest.raises(RuntimeError, match="too late to widen"):
+            informer.keep_also(None)
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+
+
+def test_the_manager_shares_one_informer_that_keeps_what_any_caller_asked_for() -> None:
+    manager = Manager(None, metrics_address=None, health_address=None)  # type: ignore[arg-type]
+    scope: dict[str, Any] = {"namespace": "default", "label_selector": "app"}
+    first = manager.informer(PODS, **scope, keep=owned)
+    assert manager.informer(PODS, **scope, keep=labelled_web) is first
+    assert manager.informer(CONFIGMAPS, **scope, keep=owned) is not first
+    first._on_event("ADDED", pod("child", 1, owner_uid="job"))
+    first._on_event("ADDED", pod("web", 2, labels={"app": "web"}))
+    first._on_event("ADDED", pod("db", 3, labels={"app": "db"}))
+    assert sorted(o["metadata"]["name"] for o in first.list()) == ["child", "web"]
+
+    assert manager.informer(PODS, **scope) is first  # a caller that wants every object
+    first._on_event("MODIFIED", pod("db", 4, labels={"app": "db"}))
+    assert sorted(o["metadata"]["name"] for o in first.list()) == ["child", "db", "web"]
