@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-NAMES = ("openmpi4", "openmpi5", "mpich", "intel", "colossalai", "horovod")
+NAMES = ("openmpi4", "openmpi5", "mpich", "intel", "colossalai", "horovod", "nonroot")
 STAMP = ".jobcore-installed"
 
 

@@ -1,12 +1,15 @@
 """Sample jobs that run real programs on the process-backed node, one per kind and MPI.
 
 Shared by `jobcore sandbox --real` and the real-tier tests, so what the sandbox shows is what
-CI proves. Each job runs as root on host binaries from `scripts/frameworks.sh`'s installs
-(`controllers.frameworks`), with its programs written into a folder every pod can read.
+CI proves. Each job runs as root (or, through `nonroot`, as an unprivileged user) on host
+binaries from `scripts/frameworks.sh`'s installs (`controllers.frameworks`), with its programs
+written into a folder every pod can read.
 """
 
 from __future__ import annotations
 
+import copy
+import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,6 +115,7 @@ def mpi_job(
 
 COLOSSALAIJOBS = Resource("batch.tensorstack.dev", "v1beta1", "ColossalAIJob", "colossalaijobs")
 COLOSSALAI_TRAIN = """\
+import os
 import socket
 import sys
 
@@ -124,6 +128,7 @@ rank, size, expected = dist.get_rank(), dist.get_world_size(), int(sys.argv[1])
 total = torch.tensor([float(rank + 1)])
 dist.all_reduce(total)
 print(f"rank {rank} of {size} on {socket.gethostname()}: sum={int(total.item())}", flush=True)
+print(f"uid {os.getuid()} gid {os.getgid()} on {socket.gethostname()}", flush=True)
 dist.destroy_process_group()
 if size != expected:
     sys.exit(f"world size {size}, expected {expected}")
@@ -218,6 +223,34 @@ def horovod_allreduce(folder: Path) -> list[str]:
     script.write_text(HOROVOD_ALLREDUCE)
     folder.chmod(0o755)
     return ["python3", str(script)]
+
+
+# Non-root --------------------------------------------------------------------------------
+
+NONROOT_USER = "mpiuser"
+"""The user non-root samples run as (`scripts/frameworks.sh nonroot` creates it)."""
+NONROOT_PORT = 2222
+"""An unprivileged port for a non-root sshd."""
+
+
+def nonroot(job: Object, user: pwd.struct_passwd) -> Object:
+    """`job` (a sample of any kind) run as `user`, as Kubeflow's non-root pi example runs: the
+    worker template's runAsUser, runAsGroup and fsGroup (so the user can read the ssh Secret's
+    files), sshd on NONROOT_PORT, the keys at the user's ~/.ssh, no run-as-root allowance."""
+    job = copy.deepcopy(job)
+    spec = job["spec"]
+    pod = spec["worker"]["template"]["spec"]
+    pod["securityContext"] = {
+        "runAsUser": user.pw_uid,
+        "runAsGroup": user.pw_gid,
+        "fsGroup": user.pw_gid,
+    }
+    for container in pod["containers"]:
+        container["env"] = [e for e in container.get("env", ()) if e not in ROOT_ENV]
+    ssh = spec.setdefault("ssh", {})
+    mount = "authMountPath" if "authMountPath" in ssh else "sshAuthMountPath"  # ColossalAIJob's
+    ssh.update({mount: f"{user.pw_dir}/.ssh", "port": NONROOT_PORT})
+    return job
 
 
 # The sandbox's samples --------------------------------------------------------------------

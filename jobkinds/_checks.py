@@ -1,15 +1,16 @@
 """Validation shared by the kinds whose launcher reaches sshd workers in spec.worker.template.
 
 The job name (it names the workers' headless Service and prefixes their hostnames), the
-worker container, absolute paths, the template's volumes and mounts that would collide with
-the job's own, and the replica types of spec.runMode. Each returns `FieldError`s; wording
+worker container, the template's volumes and mounts that would collide with the job's own,
+and the user strings a launcher writes into a command line that a shell runs: paths,
+environment variable names and Open MPI's MCA parameters. Each returns `FieldError`s; wording
 that differs between the kinds is passed in by keyword.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from jobcore import FieldError, Job
@@ -17,6 +18,19 @@ from jobcore import FieldError, Job
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 CONTAINERS = "spec.worker.template.spec.containers"
 INIT_CONTAINERS = "spec.worker.template.spec.initContainers"
+SAFE_PATH = re.compile(r"/[A-Za-z0-9._+@=:,/-]*")
+"""An absolute path of characters that no shell, ssh or sshd gives a meaning to."""
+PATH_CHARACTERS = "letters, digits and . _ + @ = : , / -"
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""A name a POSIX shell can assign (`NAME=value`, `export NAME`)."""
+MCA_NAME = re.compile(r"[A-Za-z0-9_]+")
+MCA_VALUE = re.compile(r"[A-Za-z0-9 ._+@%=:,/^-]*")
+"""An MCA value Open MPI can put on its daemons' command line: no character acts in a shell,
+inside the double quotes Open MPI adds or, for a launch agent, outside them."""
+MCA_VALUE_CHARACTERS = "letters, digits, spaces and . _ + @ % = : , / ^ -"
+MCA_ENV_PREFIXES = ("OMPI_MCA_", "PRTE_MCA_", "PMIX_MCA_")
+"""Environment variables Open MPI 4 or 5 reads as MCA parameters and copies, as `-mca name
+"value"`, onto the command line that starts its daemons on the workers over ssh."""
 
 
 def name_errors(job: Job[Any], longest: str, *, exceeds: str = "63 characters") -> list[FieldError]:
@@ -70,13 +84,82 @@ def container_errors(job_spec: Any, container: str) -> list[FieldError]:
     return errors
 
 
+def template_container(job_spec: Any, container: str) -> tuple[str, Any] | None:
+    """`container` of spec.worker.template and its field path, if the template has it."""
+    index = worker_container(job_spec, container)
+    if index is None:
+        return None
+    return f"{CONTAINERS}[{index}]", job_spec.worker.template.spec.containers[index]
+
+
 def path_errors(paths: Mapping[str, str | None]) -> list[FieldError]:
-    """Each given path (field -> value) must be absolute and without spaces."""
+    """Each given path (field -> value) must be absolute, of SAFE_PATH's characters only.
+
+    The kinds' launchers write these paths into command lines a shell runs (Open MPI's
+    `--prefix`, horovodrun's ssh command, the `cd` that colossalai run and horovodrun send to
+    every worker), and sshd and ssh expand `%` in the key paths.
+    """
     return [
-        FieldError(field, f"must be an absolute path without spaces, got {path!r}")
+        FieldError(
+            field,
+            f"must be an absolute path of {PATH_CHARACTERS} only (a shell on the launcher or "
+            f"the workers reads it), got {path!r}",
+        )
         for field, path in paths.items()
-        if path is not None and (not path.startswith("/") or any(c.isspace() for c in path))
+        if path is not None and not SAFE_PATH.fullmatch(path)
     ]
+
+
+def env_name_errors(
+    env: Iterable[Mapping[str, Any]], path: str, *, reader: str
+) -> list[FieldError]:
+    """Each entry of the env list at `path` must be named like a shell variable: `reader`
+    (the launcher) writes the names, unquoted, into the command its workers' shell runs."""
+    return [
+        FieldError(
+            f"{path}[{i}].name",
+            f"must be a shell variable name ([A-Za-z_][A-Za-z0-9_]*): {reader} writes it "
+            f"unquoted into the command the workers' shell runs, got {entry.get('name')!r}",
+        )
+        for i, entry in enumerate(env)
+        if not ENV_NAME.fullmatch(str(entry.get("name", "")))
+    ]
+
+
+def mca_value_error(value: str) -> str | None:
+    """Why Open MPI must not carry `value` (an MCA value) to its daemons' shell, if it must not."""
+    if MCA_VALUE.fullmatch(value):
+        return None
+    return (
+        f"must be {MCA_VALUE_CHARACTERS} only: Open MPI copies it into the command the "
+        f"workers' shell runs, got {value!r}"
+    )
+
+
+def open_mpi_env_errors(env: Iterable[Mapping[str, Any]], path: str) -> list[FieldError]:
+    """The MCA parameters among the env list at `path` (see MCA_ENV_PREFIXES): a name of
+    MCA_NAME's characters after the prefix, and a value `mca_value_error` accepts.
+
+    Only a literal `value` can be checked; one from `valueFrom` or `envFrom` is not seen here.
+    """
+    errors = []
+    for i, entry in enumerate(env):
+        name = str(entry.get("name", ""))
+        prefix = next((p for p in MCA_ENV_PREFIXES if name.startswith(p)), None)
+        if prefix is None:
+            continue
+        if not MCA_NAME.fullmatch(name.removeprefix(prefix)):
+            errors.append(
+                FieldError(
+                    f"{path}[{i}].name",
+                    f"is not {prefix} and an MCA parameter name ([A-Za-z0-9_]+): Open MPI "
+                    f"copies it into the command the workers' shell runs, got {name!r}",
+                )
+            )
+        value = entry.get("value")
+        if isinstance(value, str) and (problem := mca_value_error(value)):
+            errors.append(FieldError(f"{path}[{i}].value", problem))
+    return errors
 
 
 def mount_errors(

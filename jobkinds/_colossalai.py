@@ -2,8 +2,10 @@
 
 Split from the kind (`colossalaijob`) so the launcher's command reads, and runs in tests, on
 its own. Every user-provided string reaches `colossalai run` as a positional argument of
-`bash -c`, never as script text; the script's arguments are escaped once more, because
-`colossalai run` joins them into the shell command it runs on every worker.
+`bash -c`, never as script text; the script, its arguments and the torchrun options are
+escaped once more, because `colossalai run` joins them into the shell command it runs on every
+worker. It also writes its working directory and environment into that command: the kind
+validates the directory and the names; the values stay the user's (see `launcher_pod`).
 """
 
 from __future__ import annotations
@@ -101,8 +103,17 @@ def torch_arg_error(arg: str) -> str | None:
 
 
 def extra_launch_args(torch_args: Sequence[str]) -> str | None:
-    """`["--max_restarts=3", "--standalone"]` → `max_restarts=3,standalone`; None when empty."""
-    return ",".join(arg[2:] for arg in torch_args) or None
+    """`["--max_restarts=3", "--standalone"]` → `max_restarts=3,standalone`; None when empty.
+
+    colossalai run splits the value at `,` and `=` and writes `--name=value` unquoted into the
+    workers' shell command, so name and value are each a `shell_word` (which keeps `,` and `=`;
+    `torch_arg_error` refuses options that hold a `,` or a second `=`).
+    """
+    words = []
+    for arg in torch_args:
+        name, eq, value = arg[2:].partition("=")
+        words.append(shell_word(name) + (f"={shell_word(value)}" if eq else ""))
+    return ",".join(words) or None
 
 
 def colossalai_args(job: Job[ColossalAIJobSpec]) -> list[str]:
@@ -110,7 +121,8 @@ def colossalai_args(job: Job[ColossalAIJobSpec]) -> list[str]:
 
     The `--` ends click's option parsing, so a script argument that happens to be one of
     colossalai run's own options (`--hostfile`, `--master_port`, ...) reaches the script; the
-    script and its arguments are `shell_word`s, so each reaches it as one argument, as written.
+    script, its arguments and the torchrun options' names and values are `shell_word`s, so
+    each reaches torchrun or the script as one argument, as written.
     """
     worker = job.spec.worker
     args = [
@@ -148,8 +160,8 @@ def hostfile_configmap(job: Job[ColossalAIJobSpec]) -> Object:
     }
 
 
-def worker_pod(job: Job[ColossalAIJobSpec], index: int) -> Object:
-    """The template with sshd in place of the worker container's command; Ready on port 22.
+def worker_pod(job: Job[ColossalAIJobSpec], index: int, ssh: _ssh.Access) -> Object:
+    """The template with sshd in place of the worker container's command; Ready on its port.
 
     restartPolicy is always Never: `colossalai run` cannot re-admit a restarted worker, so a
     worker's failure is the job's.
@@ -158,31 +170,32 @@ def worker_pod(job: Job[ColossalAIJobSpec], index: int) -> Object:
     pod = _launch.template_pod(job, WORKER, index, name, ssh_volume=SSH_VOLUME)
     spec = pod["spec"]
     spec.update(hostname=name, subdomain=job.name, restartPolicy="Never")
-    ssh = job.spec.ssh
     for container in spec["containers"]:
         if container["name"] != WORKER_CONTAINER:
             continue
         container.pop("args", None)
         container["volumeMounts"] = [
             *container.get("volumeMounts", ()),
-            ssh_mount(SSH_VOLUME, job.spec.ssh.auth_mount_path),
+            ssh_mount(SSH_VOLUME, ssh.mount_path),
         ]
         container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
-        container["command"] = _ssh.sshd_command(ssh.sshd_path, ssh.auth_mount_path)
-        container["readinessProbe"] = _launch.readiness_probe()
+        container["command"] = _ssh.sshd_command(job.spec.ssh.sshd_path, ssh)
+        container["readinessProbe"] = _launch.readiness_probe(ssh.port)
     return pod
 
 
-def launcher_pod(job: Job[ColossalAIJobSpec]) -> Object:
+def launcher_pod(job: Job[ColossalAIJobSpec], ssh: _ssh.Access) -> Object:
     """spec.launcher's container running `colossalai run` once every worker accepts ssh.
 
     colossalai run hands its own environment (less HOSTNAME: see LAUNCHER_SCRIPT) to the
     training processes and `cd`s them into its working directory, so spec.launcher.env and
-    workingDir apply on the workers too.
+    workingDir apply on the workers too. It does so in the command each worker's shell runs,
+    as `export NAME="value"`: a value's `$`, backquotes, `\\` and `"` act in that shell. The
+    launcher runs as the workers' pod securityContext says (user, groups, fsGroup).
     """
     launcher = job.spec.launcher
     command = launcher_command(colossalai_args(job))
-    ours = {"JOBCORE_COLOSSALAI_HOSTFILE": HOSTFILE}
+    ours = {"JOBCORE_COLOSSALAI_HOSTFILE": HOSTFILE, _ssh.PORT_ENV: str(ssh.port)}
     user_names = {str(e.get("name")) for e in launcher.env}
     container: dict[str, Any] = {
         "name": LAUNCHER_CONTAINER,
@@ -194,7 +207,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec]) -> Object:
             *copy.deepcopy(launcher.env),
         ],
         "volumeMounts": [
-            ssh_mount(SSH_VOLUME, job.spec.ssh.auth_mount_path),
+            ssh_mount(SSH_VOLUME, ssh.mount_path),
             {"name": HOSTFILE_VOLUME, "mountPath": HOSTFILE_DIR, "readOnly": True},
         ],
         "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -203,18 +216,23 @@ def launcher_pod(job: Job[ColossalAIJobSpec]) -> Object:
         container["workingDir"] = launcher.working_dir
     if launcher.resources:
         container["resources"] = copy.deepcopy(launcher.resources)
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [container],
+        "volumes": [
+            _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
+            {"name": HOSTFILE_VOLUME, "configMap": {"name": hostfile_name(job)}},
+        ],
+    }
+    # As the workers' user, whose ~/.ssh the keys are mounted at: fabric reads them there.
+    security = job.spec.worker.template.spec.to_api().get("securityContext")
+    if security:
+        spec["securityContext"] = security
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": meta(job, launcher_name(job), job.labels(LAUNCHER, 0)),
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [container],
-            "volumes": [
-                _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
-                {"name": HOSTFILE_VOLUME, "configMap": {"name": hostfile_name(job)}},
-            ],
-        },
+        "spec": spec,
     }
 
 

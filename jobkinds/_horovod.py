@@ -29,9 +29,9 @@ DISCOVERY_KEY = "discover_hosts.sh"
 DISCOVERY_SCRIPT = f"{CONFIG_DIR}/{DISCOVERY_KEY}"
 DISCOVERY_MODE = 0o755
 PROBE_SECONDS = 2
-"""How long the discovery script waits for one worker's port 22."""
+"""How long the discovery script waits for one worker's sshd port."""
 DEFAULT_SSH_MOUNT = "/root/.ssh"
-"""ssh reads its identity and config from here unaided; elsewhere horovodrun is told."""
+"""root's ssh reads its identity and config from here unaided; elsewhere horovodrun is told."""
 
 HOSTFILE_ENV = "JOBCORE_HOROVOD_HOSTFILE"
 WAIT_SECONDS_ENV = "JOBCORE_HOROVOD_WAIT_SECONDS"
@@ -71,9 +71,12 @@ def _common_args(job: Job[HorovodJobSpec]) -> list[str]:
         args += ["--start-timeout", str(horovod.start_timeout)]
     if horovod.gloo_timeout_seconds is not None:
         args += ["--gloo-timeout-seconds", str(horovod.gloo_timeout_seconds)]
-    mount = job.spec.ssh.ssh_auth_mount_path.rstrip("/")
+    ssh = job.spec.ssh
+    mount = ssh.ssh_auth_mount_path.rstrip("/")
     if mount != DEFAULT_SSH_MOUNT:
         args += ["--ssh-identity-file", f"{mount}/{_ssh.PRIVATE_KEY}"]
+    if ssh.port != _ssh.SSH_PORT:  # the Secret's ssh config says so too, if it is read
+        args += ["--ssh-port", str(ssh.port)]
     return args
 
 
@@ -151,37 +154,37 @@ def config_configmap(job: Job[HorovodJobSpec]) -> Object:
     """The static hostfile, or the elastic discovery script probing every possible worker."""
     slots = job.spec.worker.slots_per_worker
     if elastic(job):
-        script = discovery_text(candidate_hosts(job), slots)
+        script = discovery_text(candidate_hosts(job), slots, job.spec.ssh.port)
         return _configmap(job, discovery_name(job), {DISCOVERY_KEY: script})
     hosts = [worker_host(job, i) for i in range(job.spec.worker.replicas)]
     hostfile = "".join(f"{host} slots={slots}\n" for host in hosts)  # Horovod's, as Open MPI's
     return _configmap(job, hostfile_name(job), {HOSTFILE_KEY: hostfile})
 
 
-def worker_pod(job: Job[HorovodJobSpec], index: int) -> Object:
-    """sshd in place of the worker container's command; Ready once port 22 answers.
+def worker_pod(job: Job[HorovodJobSpec], index: int, ssh: _ssh.Access) -> Object:
+    """sshd in place of the worker container's command; Ready once its port answers.
 
     A restarted sshd cannot rejoin a running horovodrun; elastic jobs replace the pod.
     """
-    ssh = job.spec.ssh
     return _launch.sshd_worker_pod(
         job,
         index,
         container=WORKER_CONTAINER,
         ssh_volume=SSH_VOLUME,
-        sshd_path=ssh.sshd_path,
-        mount_path=ssh.ssh_auth_mount_path,
+        sshd_path=job.spec.ssh.sshd_path,
+        ssh=ssh,
     )
 
 
-def _launcher_env(job: Job[HorovodJobSpec]) -> list[dict[str, Any]]:
+def _launcher_env(job: Job[HorovodJobSpec], ssh: _ssh.Access) -> list[dict[str, Any]]:
     """The wait script's settings; with `--mpi`, Open MPI 4 and 5 told to keep FQDN hosts."""
     values = {
         HOSTFILE_ENV: HOSTFILE,
         WAIT_SECONDS_ENV: str(_ssh.WAIT_SECONDS),
+        _ssh.PORT_ENV: str(ssh.port),
     }
     if job.spec.horovod.backend == "mpi":
-        ssh_args = f"-o ConnectionAttempts=10 {_ssh.client_args(job.spec.ssh.ssh_auth_mount_path)}"
+        ssh_args = f"-o ConnectionAttempts=10 {_ssh.client_args(ssh)}"
         values |= {
             "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
             "OMPI_MCA_plm_rsh_args": ssh_args,
@@ -191,7 +194,7 @@ def _launcher_env(job: Job[HorovodJobSpec]) -> list[dict[str, Any]]:
     return [{"name": name, "value": value} for name, value in values.items()]
 
 
-def launcher_pod(job: Job[HorovodJobSpec]) -> Object:
+def launcher_pod(job: Job[HorovodJobSpec], ssh: _ssh.Access) -> Object:
     """One container copied from the worker container (image, env, resources, workingDir,
     mounts) running horovodrun, with the keys and the hostfile or discovery script mounted."""
     if elastic(job):
@@ -207,6 +210,6 @@ def launcher_pod(job: Job[HorovodJobSpec]) -> Object:
         config_volume=CONFIG_VOLUME,
         config_dir=CONFIG_DIR,
         config_map=source,
-        env=_launcher_env(job),
+        env=_launcher_env(job, ssh),
         command=lambda _worker: launcher_command(job),
     )

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from jobcore import Job, Object
+from jobcore import SECRETS, Job, Object, Observed
 from jobkinds import _ssh
 
 LAUNCHER = "launcher"
@@ -36,6 +36,8 @@ worker, and each must fit in one API object; an unbounded count would also have 
 build that many pods in memory."""
 WorkerCount = Annotated[int, Field(ge=1, le=MAX_WORKERS)]
 """A number of worker pods: at least one, at most MAX_WORKERS."""
+SSHPort = Annotated[int, Field(ge=1, le=65535)]
+"""A TCP port for the workers' sshd."""
 
 
 # Names -----------------------------------------------------------------------------------
@@ -69,7 +71,22 @@ def meta(job: Job[Any], name: str, labels: Mapping[str, str]) -> dict[str, Any]:
     return {"name": name, "namespace": job.namespace, "labels": dict(labels)}
 
 
-def service(job: Job[Any]) -> Object:
+def job_ssh(
+    job: Job[Any], observed: Observed, *, mount_path: str, port: int, tunnel: bool = False
+) -> tuple[Object, _ssh.Access]:
+    """The job's ssh Secret, and how its launcher reaches the workers with it.
+
+    An existing Secret is returned as observed: a new keypair would lock the launcher out of
+    running workers, and one made before host keys existed keeps its workers unpinned.
+    """
+    name = ssh_secret_name(job)
+    secret = observed.get(SECRETS, name)
+    if secret is None:
+        secret = _ssh.ssh_secret(job, name, _ssh.Access(mount_path, port, tunnel=tunnel))
+    return secret, _ssh.access(secret, mount_path=mount_path, port=port, tunnel=tunnel)
+
+
+def service(job: Job[Any], port: int) -> Object:
     """Headless, publishing workers before they are Ready so their names resolve early."""
     return {
         "apiVersion": "v1",
@@ -79,7 +96,7 @@ def service(job: Job[Any]) -> Object:
             "clusterIP": "None",
             "selector": job.labels(WORKER),
             "publishNotReadyAddresses": True,
-            "ports": [{"name": "ssh", "port": _ssh.SSH_PORT, "targetPort": _ssh.SSH_PORT}],
+            "ports": [{"name": "ssh", "port": port, "targetPort": port}],
         },
     }
 
@@ -107,9 +124,9 @@ def template_pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
 
-def readiness_probe() -> dict[str, Any]:
-    """Ready once sshd accepts connections on port 22."""
-    return {"tcpSocket": {"port": _ssh.SSH_PORT}, "periodSeconds": 2, "failureThreshold": 3}
+def readiness_probe(port: int) -> dict[str, Any]:
+    """Ready once sshd accepts connections on its port."""
+    return {"tcpSocket": {"port": port}, "periodSeconds": 2, "failureThreshold": 3}
 
 
 def sshd_worker_pod(
@@ -119,9 +136,9 @@ def sshd_worker_pod(
     container: str,
     ssh_volume: str,
     sshd_path: str,
-    mount_path: str,
+    ssh: _ssh.Access,
 ) -> Object:
-    """sshd in place of `container`'s command; Ready once port 22 answers.
+    """sshd in place of `container`'s command; Ready once its port answers.
 
     restartPolicy is the template's, by default Never: a restarted worker cannot rejoin a
     running launch.
@@ -135,10 +152,10 @@ def sshd_worker_pod(
         if c["name"] != container:
             continue
         c.pop("args", None)
-        c["command"] = _ssh.sshd_command(sshd_path, mount_path)
-        c["volumeMounts"] = [*c.get("volumeMounts", ()), ssh_mount(ssh_volume, mount_path)]
+        c["command"] = _ssh.sshd_command(sshd_path, ssh)
+        c["volumeMounts"] = [*c.get("volumeMounts", ()), ssh_mount(ssh_volume, ssh.mount_path)]
         c.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
-        c["readinessProbe"] = readiness_probe()
+        c["readinessProbe"] = readiness_probe(ssh.port)
     return pod
 
 

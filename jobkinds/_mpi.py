@@ -4,7 +4,9 @@ Split from the kind (`mpijob`) so the launcher's behaviour reads, and runs in te
 own. Open MPI (`mpirun`, ORTE or PRRTE) and the Hydra-based MPICH and Intel MPI (`mpiexec`)
 differ in their hostfile, flags and environment; `Flavour` holds what differs. Every
 user-provided string reaches the launcher as a positional argument of `bash -c`, never as
-script text.
+script text. Open MPI copies some of them (`--prefix`, MCA parameters, the launch agent) into
+the command its daemons' shell runs on each worker: `remote_shell_errors` and the kind's
+validation refuse what would act there.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from jobcore import Job, Object
-from jobkinds import _launch, _ssh
+from jobkinds import _checks, _launch, _ssh
 from jobkinds._launch import hostfile_name, launcher_name, meta, worker_host
 
 if TYPE_CHECKING:
@@ -42,6 +44,12 @@ Implementation = Literal["OpenMPI", "IntelMPI", "Intel", "MPICH"]
 
 _SLOTS = re.compile(r"[1-9][0-9]{0,5}")
 """A positive integer in ASCII digits, below a million: what a launcher reads as a slot count."""
+_MCA_FLAG = re.compile(r"--?[a-z]*mca")
+"""Open MPI's flags followed by an MCA parameter's name and value: -mca, --gmca, --prtemca..."""
+_MCA_VALUE_FLAGS = ("-am", "--am", "-tune", "--tune", "-launch-agent", "--launch-agent")
+"""Open MPI flags whose value mpirun copies onto its daemons' command line: parameter files
+become MCA values, and the launch agent starts that command line."""
+_PREFIX_FLAGS = ("-prefix", "--prefix")
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,36 @@ def npernode_errors(extra_mpi_args: Sequence[str], mpi: Flavour = OPEN_MPI) -> l
     ]
 
 
+def remote_shell_errors(args: Sequence[str]) -> list[str]:
+    """What in Open MPI's extra args would act in the shell that starts its daemons.
+
+    mpirun (ORTE and PRRTE alike) writes `--prefix` unquoted into that command, and each MCA
+    parameter as `-mca name "value"`, a launch agent unquoted: all must hold characters no
+    shell acts on (`_checks.SAFE_PATH`, `_checks.MCA_NAME`, `_checks.MCA_VALUE`).
+    """
+    errors = [
+        f"{flag} needs an absolute path of {_checks.PATH_CHARACTERS} only (Open MPI writes it "
+        f"into the workers' shell command), got {value!r}"
+        for flag, value in _flag_values(args, _PREFIX_FLAGS)
+        if value is None or not _checks.SAFE_PATH.fullmatch(value)
+    ]
+    for flag, value in _flag_values(args, _MCA_VALUE_FLAGS):
+        if problem := _checks.mca_value_error(value or ""):
+            errors.append(f"{flag} {problem}")
+    for i, arg in enumerate(args):
+        if not _MCA_FLAG.fullmatch(arg):
+            continue
+        name, value = [*args[i + 1 : i + 3], "", ""][:2]
+        if not _checks.MCA_NAME.fullmatch(name):
+            errors.append(
+                f"{arg} needs an MCA parameter name ([A-Za-z0-9_]+; Open MPI writes it unquoted "
+                f"into the workers' shell command), got {name!r}"
+            )
+        elif problem := _checks.mca_value_error(value):
+            errors.append(f"{arg} {name}: the value {problem}")
+    return errors
+
+
 def _flag_values(args: Sequence[str], flags: Sequence[str]) -> list[tuple[str, str | None]]:
     """Each occurrence of one of `flags` with its value (`-N 3` or `--npernode=3`)."""
     found: list[tuple[str, str | None]] = []
@@ -193,19 +231,21 @@ def launcher_command(launcher: Sequence[str]) -> list[str]:
 
 
 def launcher_env(
-    mpi: Flavour, *, slots_per_host: int, ssh_mount_path: str, mpi_home: str | None
+    mpi: Flavour, *, slots_per_host: int, ssh: _ssh.Access, mpi_home: str | None
 ) -> list[dict[str, Any]]:
     """The launch script's settings and the implementation's: hostfile, slots, ssh options.
 
     Open MPI 4 (ORTE) and 5 (PRRTE) each ignore the other's names. Without
     `keep_fqdn_hostnames` both cut `w-0.job.ns.svc` to `w-0`, which does not resolve;
     `ConnectionAttempts` rides out a worker's sshd starting late. Hydra (MPICH and Intel MPI)
-    is told to bootstrap over ssh with the hostfile, each under its own names.
+    is told to bootstrap over ssh with the hostfile, each under its own names; MPICH's
+    takes no ssh options and reads them from the Secret's ssh config.
     """
-    ssh_args = f"-o ConnectionAttempts=10 {_ssh.client_args(ssh_mount_path)}"
+    ssh_args = f"-o ConnectionAttempts=10 {_ssh.client_args(ssh)}"
     values = {
         "JOBCORE_MPI_HOSTFILE": HOSTFILE,
         "JOBCORE_MPI_WAIT_SECONDS": str(WAIT_SECONDS),
+        _ssh.PORT_ENV: str(ssh.port),
     }
     if mpi_home:
         values["JOBCORE_MPI_HOME"] = mpi_home
@@ -255,25 +295,24 @@ def hostfile_configmap(job: Job[MPIJobSpec]) -> Object:
 
 def service(job: Job[MPIJobSpec]) -> Object:
     """The headless Service; under Hydra it publishes the launcher too (see `launcher_pod`)."""
-    headless = _launch.service(job)
+    headless = _launch.service(job, job.spec.ssh.port)
     if not flavour(job.spec.mpi_implementation).open_mpi:
         headless["spec"]["selector"] = job.labels()
     return headless
 
 
-def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
-    """sshd in place of the mpi-worker container's command; Ready once port 22 answers.
+def worker_pod(job: Job[MPIJobSpec], index: int, ssh: _ssh.Access) -> Object:
+    """sshd in place of the mpi-worker container's command; Ready once its port answers.
 
     Under Hydra the Service's domain is searched, so the launcher's bare hostname resolves.
     """
-    ssh = job.spec.ssh
     pod = _launch.sshd_worker_pod(
         job,
         index,
         container=WORKER_CONTAINER,
         ssh_volume=SSH_VOLUME,
-        sshd_path=ssh.sshd_path,
-        mount_path=ssh.ssh_auth_mount_path,
+        sshd_path=job.spec.ssh.sshd_path,
+        ssh=ssh,
     )
     if not flavour(job.spec.mpi_implementation).open_mpi:
         dns = pod["spec"].setdefault("dnsConfig", {})
@@ -281,7 +320,7 @@ def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
     return pod
 
 
-def launcher_pod(job: Job[MPIJobSpec]) -> Object:
+def launcher_pod(job: Job[MPIJobSpec], ssh: _ssh.Access) -> Object:
     """One container copied from mpi-worker (image, resources, env, mounts...) running the
     implementation's launcher.
 
@@ -322,7 +361,7 @@ def launcher_pod(job: Job[MPIJobSpec]) -> Object:
         env=launcher_env(
             mpi,
             slots_per_host=slots(spec.worker.extra_mpi_args, mpi),
-            ssh_mount_path=spec.ssh.ssh_auth_mount_path,
+            ssh=ssh,
             mpi_home=spec.mpi_home,
         ),
         command=command,

@@ -124,6 +124,7 @@ def outcome(
     *,
     launcher_container: str,
     worker_container: str,
+    ssh_port: int,
 ) -> Outcome:
     """A static job's outcome: the launcher's exit decides; a worker that stops first fails it.
 
@@ -157,7 +158,7 @@ def outcome(
         reason = "WorkersNotReady"
         message = (
             f"Waiting for {len(unready)} of {len(workers)} worker(s) to become Ready "
-            f"(sshd accepting connections on port 22): {names(unready)}."
+            f"(sshd accepting connections on port {ssh_port}): {names(unready)}."
         )
     else:
         reason, message = "LauncherCreating", "All workers are Ready; creating the launcher."

@@ -37,16 +37,17 @@ from jobkinds._colossalai import LAUNCHER_CONTAINER, WORKER_CONTAINER
 from jobkinds._launch import (
     LAUNCHER,
     WORKER,
+    SSHPort,
     WorkerCount,
+    job_ssh,
     launcher_name,
     service,
-    ssh_secret_name,
     worker_name,
 )
 
 
 class ColossalAISSHSpec(ApiModel):
-    """Where sshd is in the worker image, and where the job's ssh keys are mounted."""
+    """Where sshd is in the worker image, where the job's ssh keys are mounted, and its port."""
 
     auth_mount_path: str = Field(
         default="/root/.ssh",
@@ -58,6 +59,11 @@ class ColossalAISSHSpec(ApiModel):
     )
     ssh_auth_mount_path: str | None = Field(
         default=None, description="T9k's current shape's name for authMountPath."
+    )
+    port: SSHPort = Field(
+        default=_ssh.SSH_PORT,
+        description="The port the workers' sshd listens on; a non-root user needs one above "
+        "1023 (e.g. 2222).",
     )
 
     @model_validator(mode="before")
@@ -194,15 +200,20 @@ class ColossalAIJobKind:
     def render(self, job: Job[ColossalAIJobSpec], observed: Observed) -> list[Object]:
         """Secret, hostfile, Service, workers, then the launcher once every worker is Ready.
 
-        An existing ssh Secret is returned as observed (a new keypair would lock the launcher
-        out); an existing launcher is always returned, so it is never deleted because a worker
-        stopped being Ready. In debug mode and under a gang scheduler the launcher does not wait.
+        An existing ssh Secret is returned as observed (see `job_ssh`); an existing launcher is
+        always returned, so it is never deleted because a worker stopped being Ready. In debug
+        mode and under a gang scheduler the launcher does not wait.
         """
-        secret = observed.get(SECRETS, ssh_secret_name(job)) or _ssh.ssh_secret(
-            job, ssh_secret_name(job)
+        # colossalai run's fabric accepts any host key: see `_ssh.Access.tunnel`.
+        secret, ssh = job_ssh(
+            job,
+            observed,
+            mount_path=job.spec.ssh.auth_mount_path,
+            port=job.spec.ssh.port,
+            tunnel=True,
         )
-        children = [secret, _cai.hostfile_configmap(job), service(job)]
-        workers = [_cai.worker_pod(job, i) for i in range(job.spec.worker.replicas)]
+        children = [secret, _cai.hostfile_configmap(job), service(job, ssh.port)]
+        workers = [_cai.worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
         children += workers
         if (
             observed.get(PODS, launcher_name(job)) is not None
@@ -210,7 +221,7 @@ class ColossalAIJobKind:
             or job.gang
             or all(_pods.is_ready(observed.get(PODS, w["metadata"]["name"])) for w in workers)
         ):
-            children.append(_cai.launcher_pod(job))
+            children.append(_cai.launcher_pod(job, ssh))
         return children
 
     def interpret(self, job: Job[ColossalAIJobSpec], observed: Observed) -> Outcome:
@@ -221,6 +232,7 @@ class ColossalAIJobKind:
             {name: observed.get(PODS, name) for name in names},
             launcher_container=LAUNCHER_CONTAINER,
             worker_container=WORKER_CONTAINER,
+            ssh_port=job.spec.ssh.port,
         )
 
 
@@ -228,11 +240,13 @@ class ColossalAIJobKind:
 
 
 def _path_errors(spec: ColossalAIJobSpec) -> list[FieldError]:
-    """sshd must be run by absolute path; the mount path also lands in sshd's options."""
+    """sshd runs by absolute path; the mount path lands in sshd's options; colossalai run
+    sends `cd <its working directory>` to every worker's shell, escaping only spaces."""
     errors = _checks.path_errors(
         {
             "spec.ssh.sshdPath": spec.ssh.sshd_path,
             "spec.ssh.authMountPath": spec.ssh.auth_mount_path,
+            "spec.launcher.workingDir": spec.launcher.working_dir,
         }
     )
     if spec.ssh.auth_mount_path.rstrip("/") == _cai.HOSTFILE_DIR:
@@ -241,7 +255,8 @@ def _path_errors(spec: ColossalAIJobSpec) -> list[FieldError]:
 
 
 def _launch_errors(spec: ColossalAIJobSpec) -> list[FieldError]:
-    """What `colossalai run` would reject, some of it with exit code 0 (a false success)."""
+    """What `colossalai run` would reject, some of it with exit code 0 (a false success), and
+    environment names it would write unquoted into the workers' shell command."""
     errors = []
     if not spec.worker.command[0].endswith(".py"):
         errors.append(
@@ -254,4 +269,7 @@ def _launch_errors(spec: ColossalAIJobSpec) -> list[FieldError]:
     for i, arg in enumerate(spec.worker.torch_args):
         if problem := _cai.torch_arg_error(arg):
             errors.append(FieldError(f"spec.worker.torchArgs[{i}]", problem))
-    return errors
+    # colossalai run exports its environment on every worker as `export NAME="value"`.
+    return errors + _checks.env_name_errors(
+        spec.launcher.env, "spec.launcher.env", reader="colossalai run"
+    )

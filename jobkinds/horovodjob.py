@@ -43,10 +43,11 @@ from jobkinds._horovod import (
 from jobkinds._launch import (
     LAUNCHER,
     WORKER,
+    SSHPort,
     WorkerCount,
+    job_ssh,
     launcher_name,
     service,
-    ssh_secret_name,
     worker_name,
 )
 from jobkinds._pods import ended, is_ready, phase
@@ -129,7 +130,7 @@ class ElasticSpec(ApiModel):
 
 
 class SSHSpec(ApiModel):
-    """Where sshd is in the worker image, and where the job's ssh keys are mounted."""
+    """Where sshd is in the worker image, where the job's ssh keys are mounted, and its port."""
 
     sshd_path: str = Field(
         default="/usr/sbin/sshd", description="Absolute path of sshd in the worker image."
@@ -137,6 +138,11 @@ class SSHSpec(ApiModel):
     ssh_auth_mount_path: str = Field(
         default=_horovod.DEFAULT_SSH_MOUNT,
         description="Where the job's ssh keys are mounted: the ~/.ssh of the user running Horovod.",
+    )
+    port: SSHPort = Field(
+        default=_ssh.SSH_PORT,
+        description="The port the workers' sshd listens on; a non-root user needs one above "
+        "1023 (e.g. 2222).",
     )
 
 
@@ -194,14 +200,19 @@ class HorovodJobKind:
         deletes it and recreates it on the next pass; its discovery script probes every
         worker up to maxReplicas, so it does not change as workers come and go.
         """
-        secret = observed.get(SECRETS, ssh_secret_name(job)) or _ssh.ssh_secret(
-            job, ssh_secret_name(job)
+        # horovodrun's own ssh command accepts any host key: see `_ssh.Access.tunnel`.
+        secret, ssh = job_ssh(
+            job,
+            observed,
+            mount_path=job.spec.ssh.ssh_auth_mount_path,
+            port=job.spec.ssh.port,
+            tunnel=True,
         )
-        children = [secret, _horovod.config_configmap(job), service(job)]
+        children = [secret, _horovod.config_configmap(job), service(job, job.spec.ssh.port)]
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         elastic = job.spec.elastic
         children += [
-            _horovod.worker_pod(job, i)
+            _horovod.worker_pod(job, i, ssh)
             for i, name in enumerate(names)
             if not (elastic and ended(observed.get(PODS, name)))
         ]
@@ -209,7 +220,7 @@ class HorovodJobKind:
         needed = elastic.min_replicas if elastic else len(names)
         launcher_exists = observed.get(PODS, launcher_name(job)) is not None
         if launcher_exists or job.debugging or job.gang or ready >= needed:
-            children.append(_horovod.launcher_pod(job))
+            children.append(_horovod.launcher_pod(job, ssh))
         return children
 
     def interpret(self, job: Job[HorovodJobSpec], observed: Observed) -> Outcome:
@@ -268,12 +279,13 @@ def _pending(
     return (
         "WorkersNotReady",
         f"Waiting for {needed} of {len(workers)} worker(s) to become Ready (sshd accepting "
-        f"connections on port 22); not Ready: {_pods.names(unready)}.",
+        f"connections on port {job.spec.ssh.port}); not Ready: {_pods.names(unready)}.",
     )
 
 
 def _horovod_errors(spec: HorovodJobSpec) -> list[FieldError]:
-    """Elastic bounds and backend, interface names, and sshd/key paths."""
+    """Elastic bounds and backend, interface names, sshd/key paths, and what horovodrun would
+    hand to a shell."""
     errors = [
         FieldError(
             f"spec.horovod.networkInterfaces[{i}]", f"is not a network interface name: {name!r}"
@@ -311,4 +323,21 @@ def _horovod_errors(spec: HorovodJobSpec) -> list[FieldError]:
             "spec.ssh.sshAuthMountPath": spec.ssh.ssh_auth_mount_path,
         }
     )
+    return errors + _launcher_shell_errors(spec)
+
+
+def _launcher_shell_errors(spec: HorovodJobSpec) -> list[FieldError]:
+    """What horovodrun writes unquoted into a shell command, from the worker container it runs
+    in: every env name (gloo: `env NAME=...` on each worker; mpi: `mpirun -x NAME` in a local
+    shell), gloo's `cd <workingDir>` on each worker, and the MCA variables mpirun copies."""
+    found = _checks.template_container(spec, WORKER_CONTAINER)
+    if found is None:
+        return []
+    path, container = found
+    env = container.env or ()
+    errors = _checks.env_name_errors(env, f"{path}.env", reader="horovodrun")
+    if spec.horovod.backend == "gloo":
+        errors += _checks.path_errors({f"{path}.workingDir": container.working_dir})
+    else:
+        errors += _checks.open_mpi_env_errors(env, f"{path}.env")
     return errors

@@ -10,7 +10,6 @@ the Kubeflow MPI Operator. The controller sees only the launcher's exit, so Succ
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,9 +34,10 @@ from jobkinds import _checks, _mpi, _pods, _ssh, _t9kshape
 from jobkinds._launch import (
     LAUNCHER,
     WORKER,
+    SSHPort,
     WorkerCount,
+    job_ssh,
     launcher_name,
-    ssh_secret_name,
     worker_name,
 )
 from jobkinds._mpi import (
@@ -46,8 +46,6 @@ from jobkinds._mpi import (
     SSH_VOLUME,
     WORKER_CONTAINER,
 )
-
-_MCA_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 
 class MPIWorkerSpec(ApiModel):
@@ -69,7 +67,7 @@ class MPIWorkerSpec(ApiModel):
 
 
 class SSHSpec(ApiModel):
-    """Where sshd is in the worker image, and where the job's ssh keys are mounted."""
+    """Where sshd is in the worker image, where the job's ssh keys are mounted, and its port."""
 
     sshd_path: str = Field(
         default="/usr/sbin/sshd", description="Absolute path of sshd in the worker image."
@@ -77,6 +75,11 @@ class SSHSpec(ApiModel):
     ssh_auth_mount_path: str = Field(
         default="/root/.ssh",
         description="Where the job's ssh keys are mounted: the ~/.ssh of the user running MPI.",
+    )
+    port: SSHPort = Field(
+        default=_ssh.SSH_PORT,
+        description="The port the workers' sshd listens on; a non-root user needs one above "
+        "1023 (e.g. 2222).",
     )
 
 
@@ -189,18 +192,21 @@ class MPIJobKind:
     def validate(self, job: Job[MPIJobSpec]) -> list[FieldError]:
         """What the schema cannot say and would otherwise fail at pod creation or in mpirun."""
         spec = job.spec
+        current_shape = "mpiConfig" in (job.obj.get("spec") or {})
         return [
             *_checks.name_errors(job, worker_name(job, spec.worker.replicas - 1)),
             *_checks.container_errors(spec, WORKER_CONTAINER),
-            # sshd must be run by absolute path; the mount path also lands in ssh's options.
+            # sshd runs by absolute path; the mount path lands in ssh's options and mpiHome
+            # in the command Open MPI's and Hydra's daemons are started with over ssh.
             *_checks.path_errors(
                 {
                     "spec.ssh.sshdPath": spec.ssh.sshd_path,
                     "spec.ssh.sshAuthMountPath": spec.ssh.ssh_auth_mount_path,
-                    "spec.mpiHome": spec.mpi_home,
+                    "spec.mpiConfig.home" if current_shape else "spec.mpiHome": spec.mpi_home,
                 }
             ),
             *_mpirun_errors(spec),
+            *_open_mpi_shell_errors(spec),
             *_checks.mount_errors(
                 spec,
                 container=WORKER_CONTAINER,
@@ -216,17 +222,16 @@ class MPIJobKind:
     def render(self, job: Job[MPIJobSpec], observed: Observed) -> list[Object]:
         """Secret, hostfile, Service, workers, then the launcher once every worker is Ready.
 
-        An existing ssh Secret is returned as observed: a new keypair would lock the launcher
-        out of running workers. A launcher that exists is always returned, so it is never
-        deleted because a worker stopped being Ready. In debug mode (the launcher runs
-        `sleep inf`) and under a gang scheduler (which admits no pod until all exist) the
-        launcher does not wait.
+        An existing ssh Secret is returned as observed (see `job_ssh`). A launcher that exists
+        is always returned, so it is never deleted because a worker stopped being Ready. In
+        debug mode (the launcher runs `sleep inf`) and under a gang scheduler (which admits no
+        pod until all exist) the launcher does not wait.
         """
-        secret = observed.get(SECRETS, ssh_secret_name(job)) or _ssh.ssh_secret(
-            job, ssh_secret_name(job)
+        secret, ssh = job_ssh(
+            job, observed, mount_path=job.spec.ssh.ssh_auth_mount_path, port=job.spec.ssh.port
         )
         children = [secret, _mpi.hostfile_configmap(job), _mpi.service(job)]
-        workers = [_mpi.worker_pod(job, i) for i in range(job.spec.worker.replicas)]
+        workers = [_mpi.worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
         children += workers
         launcher_exists = observed.get(PODS, launcher_name(job)) is not None
         if (
@@ -235,7 +240,7 @@ class MPIJobKind:
             or job.gang
             or all(_pods.is_ready(observed.get(PODS, w["metadata"]["name"])) for w in workers)
         ):
-            children.append(_mpi.launcher_pod(job))
+            children.append(_mpi.launcher_pod(job, ssh))
         return children
 
     def interpret(self, job: Job[MPIJobSpec], observed: Observed) -> Outcome:
@@ -246,6 +251,7 @@ class MPIJobKind:
             {name: observed.get(PODS, name) for name in names},
             launcher_container=LAUNCHER_CONTAINER,
             worker_container=WORKER_CONTAINER,
+            ssh_port=job.spec.ssh.port,
         )
 
 
@@ -276,8 +282,32 @@ def _mpirun_errors(spec: MPIJobSpec) -> list[FieldError]:
     errors += [
         FieldError(f"spec.mca.{key}", "is not an MCA parameter name ([A-Za-z0-9_]+)")
         for key in spec.mca
-        if not _MCA_NAME.fullmatch(key)
+        if not _checks.MCA_NAME.fullmatch(key)
     ]
     if spec.mpi_home is not None and "--prefix" in flags:
         errors.append(FieldError(path, "--prefix: spec.mpiHome sets it already"))
+    return errors
+
+
+def _open_mpi_shell_errors(spec: MPIJobSpec) -> list[FieldError]:
+    """What Open MPI would copy into the shell command that starts its daemons on the workers:
+    MCA values (spec.mca, the flags of extraMPIArgs, MCA variables of the mpi-worker
+    container's env), `--prefix` and launch agents in extraMPIArgs, and mpirun's working
+    directory (an MCA value once `-am` or `--tune` is given)."""
+    if not _mpi.flavour(spec.mpi_implementation).open_mpi:
+        return []
+    errors = [
+        FieldError(f"spec.mca.{key}", problem)
+        for key, value in spec.mca.items()
+        if (problem := _checks.mca_value_error(value))
+    ]
+    errors += [
+        FieldError("spec.worker.extraMPIArgs", problem)
+        for problem in _mpi.remote_shell_errors(spec.worker.extra_mpi_args)
+    ]
+    if found := _checks.template_container(spec, WORKER_CONTAINER):
+        path, container = found
+        errors += _checks.open_mpi_env_errors(container.env or (), f"{path}.env")
+        if container.working_dir and (problem := _checks.mca_value_error(container.working_dir)):
+            errors.append(FieldError(f"{path}.workingDir", problem))
     return errors

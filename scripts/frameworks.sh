@@ -3,7 +3,7 @@
 # a cache outside the repository: $JOBCORE_FRAMEWORKS, by default ~/.cache/jobcore/frameworks.
 # None of it is a dependency of the jobcore package.
 #
-#   scripts/frameworks.sh [NAME...]    NAME: openmpi4 openmpi5 mpich intel colossalai horovod
+#   scripts/frameworks.sh [NAME...]    NAME: openmpi4 openmpi5 mpich intel colossalai horovod nonroot
 #                                       (none: all of them)
 #
 # Each NAME is installed by scripts/frameworks/NAME.sh, which defines `install_NAME`; it
@@ -13,7 +13,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export JOBCORE_FRAMEWORKS=${JOBCORE_FRAMEWORKS:-${XDG_CACHE_HOME:-$HOME/.cache}/jobcore/frameworks}
-all=(openmpi4 openmpi5 mpich intel colossalai horovod)
+all=(openmpi4 openmpi5 mpich intel colossalai horovod nonroot)
 names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=("${all[@]}")
 

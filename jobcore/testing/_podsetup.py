@@ -1,11 +1,13 @@
 """What a process pod's containers see, prepared on the host: volumes, env, hosts, mount script.
 
 Secret and ConfigMap volumes become files with their modes, emptyDir a directory, hostPath the
-host's own path; other volume types are skipped with a warning. The per-pod hosts file lists
+host's own path; other volume types are skipped with a warning. With the Pod's fsGroup, volumes
+are owned as a kubelet owns them (`_podidentity`). The per-pod hosts file lists
 the Pod itself and every Ready Pod of its namespace that has a hostname and a subdomain, as a
 cluster's DNS would; it is rewritten in place (a bind mount pins the inode, so a rename would
 go unseen). The generated wrapper script runs inside the pod's namespaces before the container
-command: hostname, bind mounts, hosts and resolv.conf, working directory, then `exec`.
+command: hostname, bind mounts, hosts and resolv.conf, working directory, then `exec` as the
+container's user.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from jobcore._client import Client
 from jobcore._errors import NotFoundError
 from jobcore._resources import CONFIGMAPS, SECRETS, Object, Resource
+from jobcore.testing import _podidentity
 from jobcore.testing._netns import tool
 
 RESOLV_CONF = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
@@ -118,6 +121,7 @@ async def volumes(
     """Each volume's host path and whether it is read-only; the volumes skipped, and why."""
     found: dict[str, tuple[Path, bool]] = {}
     skipped = []
+    group = _podidentity.fs_group(pod)
     for volume in pod["spec"].get("volumes") or ():
         kind, files = await volume_files(sources, volume)
         if isinstance(files, Path):  # hostPath
@@ -129,6 +133,10 @@ async def volumes(
             writable = kind == "emptyDir"
             mode = 0o777 if writable else 0o755
             await asyncio.to_thread(write_volume, path, files, mode=mode)
+            if group is not None:
+                await asyncio.to_thread(
+                    _podidentity.own_volume, path, group, read_only=not writable
+                )
             found[volume["name"]] = (path, not writable)
     return found, skipped
 
@@ -322,11 +330,14 @@ def wrapper_script(
     resolv: Path,
     working_dir: str | None,
     started: Path,
+    user: _podidentity.Identity,
 ) -> str:
-    """The script run in the pod's namespaces; it ends with `exec "$@"` (the command).
+    """The script run in the pod's namespaces; it ends with `exec "$@"` (the command), through
+    `setpriv` unless the container runs as root with no extra groups.
 
     Mount targets are created first, on the host's file system (a bind mount needs one);
-    they stay there, empty, after the pod is gone.
+    they stay there, empty, after the pod is gone. A non-root container without a workingDir
+    starts in `/`, as in an image without WORKDIR (the node's own folder is root's).
     """
     q = shlex.quote
     mkdir, mount = q(tool("mkdir")), q(tool("mount"))
@@ -352,7 +363,10 @@ def wrapper_script(
     ]
     if working_dir:
         lines.append(f"{mkdir} -p {q(working_dir)} && cd {q(working_dir)}")
-    lines += [f": >{q(str(started))}", 'exec "$@"']
+    elif not user.default:
+        lines.append("cd /")
+    drop = "" if user.default else shlex.join(_podidentity.privileges(user, tool("setpriv"))) + " "
+    lines += [f": >{q(str(started))}", f'exec {drop}"$@"']
     return "\n".join(lines) + "\n"
 
 
@@ -374,6 +388,7 @@ def write_wrapper(
         resolv=resolv,
         working_dir=container.get("workingDir"),
         started=started,
+        user=_podidentity.identity(pod, container),
     )
     path.write_text(script)
     path.chmod(0o755)

@@ -3,10 +3,12 @@
 The image is ignored: a container's `command` (its entrypoint; there is no image to read one
 from) and `args` run as host binaries, in a network namespace per Pod (`_netns`) and a mount and
 UTS namespace per container, behind a wrapper that mounts the Pod's volumes, hosts file and
-resolv.conf (`_podsetup`). Readiness probes run for real (`_probes`); exits become
+resolv.conf (`_podsetup`), then runs the command as the securityContext's user and groups
+(`_podidentity`). Readiness probes run for real (`_probes`); exits become
 `state.terminated` and the Pod's phase (`_podrun`). Every restartPolicy is treated as Never: an
 exited container is not started again. Liveness and startup probes, resources, security
-contexts, hostNetwork, and updates of a mounted Secret or ConfigMap are ignored.
+contexts beyond their user, groups and fsGroup, hostNetwork, and updates of a mounted Secret or
+ConfigMap are ignored.
 
 Needs root, `ip`, `unshare`, `nsenter` and `mount`: `process_node_available()` says why not.
 """
@@ -28,7 +30,7 @@ import structlog
 from jobcore._client import Client
 from jobcore._errors import ApiError, NotFoundError
 from jobcore._resources import Object, ObjectKey
-from jobcore.testing import _netns, _podrun, _podsetup, _probes
+from jobcore.testing import _netns, _podidentity, _podrun, _podsetup, _probes
 from jobcore.testing._kubelet import NodeBase, now
 from jobcore.testing._netns import prepare_host, process_node_available
 from jobcore.testing._podrun import ContainerRun, PodRun
@@ -239,12 +241,14 @@ class ProcessNode(NodeBase):
             run.ip = run.sandbox.ip
         sources = _podsetup.Sources(self.client, run.key.namespace)
         volumes, skipped = await _podsetup.volumes(sources, run.pod, run.directory / "volumes")
-        base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/root"}
+        base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         base["HOSTNAME"] = _podsetup.hostname(run.pod)
         unset = []
         for c in run.containers:
+            user = _podidentity.identity(run.pod, c.spec)
+            env = {**base, "HOME": _podidentity.home(user)}
             c.env, not_set = await _podsetup.environment(
-                sources, run.pod, c.spec, base=base, ip=run.ip or "", host_ip=_netns.GATEWAY
+                sources, run.pod, c.spec, base=env, ip=run.ip or "", host_ip=_netns.GATEWAY
             )
             unset += not_set
             await asyncio.to_thread(

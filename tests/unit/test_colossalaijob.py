@@ -220,7 +220,7 @@ def test_seed_example_round_trips_with_its_wire_names() -> None:
     dumped = spec.to_api()
     assert is_subset(raw, dumped), dumped
     assert set(dumped["worker"]) >= {"procPerWorker", "torchArgs", "command", "template"}
-    assert set(dumped["ssh"]) == {"authMountPath", "sshdPath"}
+    assert set(dumped["ssh"]) == {"authMountPath", "sshdPath", "port"}
     assert dumped["launcher"]["workingDir"] == "/workspace"
     assert ColossalAIJobSpec.model_validate(dumped) == spec
 
@@ -276,6 +276,19 @@ def test_launcher_is_required() -> None:
 # Validation -----------------------------------------------------------------------------
 
 
+def worker_shell_reads(words: list[str]) -> list[str]:
+    """The arguments a worker's shell makes of `words` joined with spaces, as colossalai run
+    joins them into the command it runs there."""
+    result = subprocess.run(
+        ["/bin/sh", "-c", " ".join(["printf '%s\\0'", *words])],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    return result.stdout.split("\0")[:-1]
+
+
 def errors_of(spec: Mapping[str, Any], name: str = JOB) -> dict[str, str]:
     return {e.path: e.message for e in KIND.validate(make_job(spec, name))}
 
@@ -308,6 +321,36 @@ def test_validation_catches_what_would_fail_later() -> None:
         "spec.worker.template.spec.volumes[1].name",
     }
     assert "'train.sh'" in errors["spec.worker.command[0]"]
+
+
+def test_what_colossalai_run_writes_into_the_workers_shell_is_checked() -> None:
+    spec = seed_spec()
+    spec["ssh"] = {"authMountPath": "/root/.ssh $(id)"}
+    spec["launcher"]["workingDir"] = "/work/my project"
+    spec["launcher"]["env"] = [{"name": "A B", "value": "1"}, {"name": "OK", "value": "$(id)"}]
+    errors = errors_of(spec)
+    assert set(errors) == {
+        "spec.ssh.authMountPath",
+        "spec.launcher.workingDir",
+        "spec.launcher.env[0].name",
+    }
+    assert "letters, digits and . _ + @ = : , / - only" in errors["spec.launcher.workingDir"]
+    assert "'/work/my project'" in errors["spec.launcher.workingDir"]
+    assert "colossalai run writes it unquoted" in errors["spec.launcher.env[0].name"]
+
+
+def test_torch_options_survive_the_shell_colossalai_run_joins_them_into(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    written = [f"--rdzv_id=$(touch {marker})", "--rdzv_endpoint=a b;c", "--standalone"]
+    assert errors_of(with_worker(torchArgs=written)) == {}
+    extra = _colossalai.extra_launch_args(written)
+    assert extra is not None
+    # colossalai run: split at "," and "=", then " ".join(["torchrun", "--k=v", ...]).
+    options = [
+        f"--{k}={v}" if v else f"--{k}" for k, _, v in (o.partition("=") for o in extra.split(","))
+    ]
+    assert worker_shell_reads(options) == written
+    assert not marker.exists()
 
 
 def test_a_mount_over_the_ssh_keys_is_rejected() -> None:
@@ -431,7 +474,7 @@ def test_workers_run_sshd_in_place_of_the_template_command() -> None:
     assert (pod_spec["hostname"], pod_spec["subdomain"]) == (f"{JOB}-worker-1", JOB)
     assert pod_spec["restartPolicy"] == "Never"  # the seed's OnFailure cannot rejoin a run
     main = container(worker, "worker")
-    assert main["command"] == _ssh.sshd_command("/usr/sbin/sshd", "/root/.ssh")
+    assert main["command"][:5] == ["/usr/sbin/sshd", "-D", "-e", "-p", "22"]
     assert "args" not in main
     assert main["readinessProbe"]["tcpSocket"] == {"port": 22}
     assert main["volumeMounts"] == [
@@ -495,14 +538,7 @@ def test_script_arguments_survive_the_shell_colossalai_run_joins_them_into(
     script = args[args.index("--") + 1 :]
     assert script[0].endswith(".py")  # what colossalai run checks, before any shell
     # colossalai run: " ".join([torchrun..., script, *args]), run by each worker's shell.
-    result = subprocess.run(
-        ["/bin/sh", "-c", " ".join(["printf '%s\\0'", *script])],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=10,
-    )
-    assert result.stdout.split("\0")[:-1] == written
+    assert worker_shell_reads(script) == written
     assert not marker.exists()
 
 
@@ -538,7 +574,10 @@ def test_launcher_is_built_from_spec_launcher() -> None:
     assert main["image"] == "hpcaitech/colossalai:0.3.0"
     assert main["workingDir"] == "/workspace"
     assert main["resources"] == seed_spec()["launcher"]["resources"]
-    assert main["env"] == spec["launcher"]["env"]  # the user's value of ours wins
+    assert main["env"] == [  # the user's value of ours wins
+        {"name": "JOBCORE_SSH_PORT", "value": "22"},
+        *spec["launcher"]["env"],
+    ]
     assert main["volumeMounts"] == [
         {"name": "jobcore-ssh", "mountPath": "/root/.ssh", "readOnly": True},
         {"name": "jobcore-hostfile", "mountPath": "/etc/colossalai", "readOnly": True},
@@ -553,7 +592,8 @@ def test_launcher_is_built_from_spec_launcher() -> None:
     main = container(launcher_of(minimal), "launcher")
     assert "workingDir" not in main and "resources" not in main
     assert main["env"] == [
-        {"name": "JOBCORE_COLOSSALAI_HOSTFILE", "value": "/etc/colossalai/hostfile"}
+        {"name": "JOBCORE_COLOSSALAI_HOSTFILE", "value": "/etc/colossalai/hostfile"},
+        {"name": "JOBCORE_SSH_PORT", "value": "22"},
     ]
 
 

@@ -172,7 +172,11 @@ def test_defaults_and_camel_case_round_trip() -> None:
     assert spec.elastic is None
     dumped = spec.to_api()
     assert dumped["worker"]["slotsPerWorker"] == 2
-    assert dumped["ssh"] == {"sshdPath": "/usr/sbin/sshd", "sshAuthMountPath": "/root/.ssh"}
+    assert dumped["ssh"] == {
+        "sshdPath": "/usr/sbin/sshd",
+        "sshAuthMountPath": "/root/.ssh",
+        "port": 22,
+    }
     assert HorovodJobSpec.model_validate(dumped) == spec
     elastic = HorovodJobSpec.model_validate(elastic_spec()).to_api()["elastic"]
     assert elastic == {
@@ -237,6 +241,36 @@ def test_validation_names_each_field() -> None:
         "spec.horovod.networkInterfaces[1]",
         "spec.worker.template.spec.containers[0].volumeMounts[0].mountPath",
         "spec.worker.template.spec.volumes[0].name",
+    }
+
+
+WORKER = "spec.worker.template.spec.containers[0]"
+
+
+def test_what_horovodrun_writes_into_a_shell_command_is_checked() -> None:
+    spec = base_spec(ssh={"sshAuthMountPath": "/home/user/.ssh;id"})
+    container = spec["worker"]["template"]["spec"]["containers"][0]
+    container["workingDir"] = "/code/`id`"
+    container["env"] = [
+        {"name": "NOTE", "value": "$(quoted by horovodrun)"},
+        {"name": "A;B", "value": "1"},
+        {"name": "OMPI_MCA_btl", "value": "$(id)"},
+    ]
+    errors = errors_of(spec)
+    assert set(errors) == {
+        "spec.ssh.sshAuthMountPath",
+        f"{WORKER}.workingDir",
+        f"{WORKER}.env[1].name",
+    }
+    assert "letters, digits and . _ + @ = : , / - only" in errors["spec.ssh.sshAuthMountPath"]
+    assert "'/code/`id`'" in errors[f"{WORKER}.workingDir"]
+    assert "horovodrun writes it unquoted" in errors[f"{WORKER}.env[1].name"]
+    # With --mpi, horovodrun does not cd; Open MPI copies its variables into orted's command.
+    spec["horovod"] = {"backend": "mpi"}
+    assert set(errors_of(spec)) == {
+        "spec.ssh.sshAuthMountPath",
+        f"{WORKER}.env[1].name",
+        f"{WORKER}.env[2].value",
     }
 
 
@@ -386,7 +420,7 @@ def test_workers_run_sshd_with_hostname_and_a_tcp_probe() -> None:
         "Never",
     )
     [container] = spec["containers"]
-    assert container["command"] == _ssh.sshd_command("/usr/sbin/sshd", "/root/.ssh")
+    assert container["command"][:5] == ["/usr/sbin/sshd", "-D", "-e", "-p", "22"]
     assert container["readinessProbe"]["tcpSocket"] == {"port": 22}
     assert worker["metadata"]["labels"]["jobcore.dev/replica-index"] == "1"
 
@@ -418,7 +452,7 @@ def test_debug_mode_starts_the_launcher_at_once_with_sleep_and_workers_keep_sshd
     objects = by_name(plan(KIND, job, observed()))
     assert objects["hvd-launcher"]["spec"]["containers"][0]["command"] == ["sleep", "inf"]
     [worker] = objects["hvd-worker-0"]["spec"]["containers"]
-    assert worker["command"] == _ssh.sshd_command("/usr/sbin/sshd", "/root/.ssh")
+    assert worker["command"][:5] == ["/usr/sbin/sshd", "-D", "-e", "-p", "22"]
     assert worker["readinessProbe"]["tcpSocket"] == {"port": 22}
 
 

@@ -213,7 +213,11 @@ def test_seed_example_round_trips_with_the_seed_field_names() -> None:
     dumped = spec.to_api()
     assert is_subset(raw, dumped), dumped
     assert "extraMPIArgs" in dumped["worker"]
-    assert dumped["ssh"] == {"sshdPath": "/usr/sbin/sshd", "sshAuthMountPath": "/root/.ssh"}
+    assert dumped["ssh"] == {
+        "sshdPath": "/usr/sbin/sshd",
+        "sshAuthMountPath": "/root/.ssh",
+        "port": 22,
+    }
     assert MPIJobSpec.model_validate(dumped) == spec
 
 
@@ -283,6 +287,93 @@ def test_extra_mpi_args_a_user_would_trip_on(args: list[str], problem: str) -> N
     errors = errors_of(with_spec(worker={"extraMPIArgs": args}))
     assert list(errors) == ["spec.worker.extraMPIArgs"]
     assert problem in errors["spec.worker.extraMPIArgs"]
+
+
+PATH_CHARACTERS = "letters, digits and . _ + @ = : , / - only"
+MCA_CHARACTERS = "letters, digits, spaces and . _ + @ % = : , / ^ -"
+MPI_WORKER = "spec.worker.template.spec.containers[0]"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("mpiHome", "/opt/ompi;id>/tmp/pwned;"),
+        ("ssh", {"sshdPath": "/usr/sbin/sshd $(id)"}),
+        ("ssh", {"sshAuthMountPath": "/home/%u/.ssh"}),
+    ],
+)
+def test_paths_a_shell_or_ssh_would_read_are_refused_naming_the_characters(
+    field: str, value: Any
+) -> None:
+    errors = errors_of(with_spec(**{field: value}))
+    path = f"spec.{field}" if field == "mpiHome" else f"spec.ssh.{next(iter(value))}"
+    assert list(errors) == [path]
+    assert PATH_CHARACTERS in errors[path]
+    assert repr(value if field == "mpiHome" else next(iter(value.values()))) in errors[path]
+
+
+def test_the_current_shapes_home_is_named_as_written() -> None:
+    spec: dict[str, Any] = {
+        "replicaSpecs": [{"type": "worker", "template": seed_spec()["worker"]["template"]}],
+        "mpiConfig": {"home": "/opt/ompi`id`", "script": ["./prog"]},
+    }
+    spec["replicaSpecs"][0]["template"]["spec"]["containers"][0]["name"] = "worker"
+    errors = errors_of(spec)
+    assert list(errors) == ["spec.mpiConfig.home"]
+    assert "'/opt/ompi`id`'" in errors["spec.mpiConfig.home"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "shown"),
+    [
+        ({"mca": {"btl": "tcp$(id)"}}, "spec.mca.btl", "'tcp$(id)'"),
+        (
+            {"worker": {"extraMPIArgs": ["-mca", "btl", "`id`"]}},
+            "spec.worker.extraMPIArgs",
+            "-mca btl",
+        ),
+        ({"worker": {"extraMPIArgs": ["--gmca", "a;b", "1"]}}, "spec.worker.extraMPIArgs", "'a;b'"),
+        (
+            {"worker": {"extraMPIArgs": ["--launch-agent", "orted;id"]}},
+            "spec.worker.extraMPIArgs",
+            "--launch-agent",
+        ),
+        ({"worker": {"extraMPIArgs": ["-am", 'x"y']}}, "spec.worker.extraMPIArgs", "-am"),
+        (
+            {"mpiHome": None, "worker": {"extraMPIArgs": ["--prefix=/x;id"]}},
+            "spec.worker.extraMPIArgs",
+            "--prefix",
+        ),
+    ],
+)
+def test_what_open_mpi_copies_into_its_daemons_shell_command_is_checked(
+    changes: dict[str, Any], field: str, shown: str
+) -> None:
+    errors = errors_of(with_spec(**changes))
+    assert list(errors) == [field]
+    assert shown in errors[field]
+    assert "shell" in errors[field]
+
+
+def test_open_mpi_variables_and_the_working_directory_of_the_template_are_checked() -> None:
+    spec = seed_spec()
+    container = spec["worker"]["template"]["spec"]["containers"][0]
+    container["workingDir"] = "/code/$(id)"
+    container["env"] = [
+        {"name": "NOTE", "value": "$(not Open MPI's)"},
+        {"name": "OMPI_MCA_btl", "value": "tcp;`id`"},
+        {"name": "PRTE_MCA_a;b", "value": "1"},
+    ]
+    errors = errors_of(spec)
+    assert set(errors) == {
+        f"{MPI_WORKER}.workingDir",
+        f"{MPI_WORKER}.env[1].value",
+        f"{MPI_WORKER}.env[2].name",
+    }
+    assert MCA_CHARACTERS in errors[f"{MPI_WORKER}.env[1].value"]
+    assert "'PRTE_MCA_a;b'" in errors[f"{MPI_WORKER}.env[2].name"]
+    spec["mca"], spec["mpiImplementation"] = {}, "MPICH"  # Hydra copies none of them
+    assert errors_of(spec) == {}
 
 
 def test_long_names_and_unknown_replica_types_are_rejected() -> None:
@@ -436,9 +527,12 @@ def test_launcher_copies_the_worker_container_and_mounts_keys_and_hostfile() -> 
     assert env["PRTE_MCA_prte_keep_fqdn_hostnames"] == "true"
     assert env["OMPI_MCA_orte_set_default_slots"] == env["PRTE_MCA_prte_set_default_slots"] == "3"
     for name in ("OMPI_MCA_plm_rsh_args", "PRTE_MCA_plm_ssh_args"):
-        assert "-o ConnectionAttempts=10" in env[name]
-        assert "-o StrictHostKeyChecking=no" in env[name]
-        assert "-i /root/.ssh/id_ed25519" in env[name]
+        assert env[name] == (
+            "-o ConnectionAttempts=10 -i /root/.ssh/id_ed25519 -p 22 "
+            "-o StrictHostKeyChecking=yes -o UserKnownHostsFile=/root/.ssh/known_hosts "
+            "-o LogLevel=ERROR"
+        )
+    assert env["JOBCORE_SSH_PORT"] == "22"
 
 
 def test_a_gang_gets_its_launcher_at_once() -> None:
@@ -503,8 +597,20 @@ def test_a_new_job_gets_a_fresh_valid_keypair() -> None:
     assert first["id_ed25519.pub"].startswith("ssh-ed25519 AAAA")
     assert first["id_ed25519.pub"].strip().endswith(" jobcore")
     assert first["authorized_keys"] == first["id_ed25519.pub"]
-    assert "StrictHostKeyChecking no" in first["config"]
-    assert "UserKnownHostsFile /dev/null" in first["config"]
+    host = serialization.load_ssh_private_key(first["ssh_host_ed25519_key"].encode(), None)
+    assert isinstance(host, Ed25519PrivateKey)
+    assert host.public_key() != private.public_key()
+    # Every name, address and port of a worker matches; only the job's host key passes.
+    pattern, host_public = first["known_hosts"].rstrip("\n").split(" ", 1)
+    assert pattern == "*"
+    assert serialization.load_ssh_public_key(host_public.encode()) == host.public_key()
+    assert first["config"] == (
+        "Host *\n"
+        "    Port 22\n"
+        "    StrictHostKeyChecking yes\n"
+        "    UserKnownHostsFile /root/.ssh/known_hosts\n"
+        "    LogLevel ERROR\n"
+    )
 
 
 def test_an_existing_secret_is_reused_unchanged() -> None:

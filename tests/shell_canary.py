@@ -1,0 +1,255 @@
+"""Adversarial strings in every field a launcher hands on, run through the real launcher scripts.
+
+For each kind, hypothesis puts strings built to run a canary program (`;`, `$(...)`,
+backquotes, quotes, newlines, `&&`, `|`, globs, spaces, unicode, a leading `-`, thousands of
+characters) into the fields that reach the launcher's or the workers' command lines. Each job
+is read as the controller reads it (`jobcore.parse_job`, so the kind's validation); one it
+accepts is planned (`jobcore.plan`), and its launcher container's command runs under bash with
+its env, the wait pointed at an empty hostfile. The launchers it starts are stubs first on
+PATH (tests/shell_canary_stubs), each modelling which strings the real program writes into a
+shell command and how it quotes them, down to the worker's shell: a stub ssh runs its remote
+command through `sh -c` here. The real Open MPI 4 mpirun runs a share of the MPIJobs, with the
+stub ssh as its agent. Not covered: ColossalAIJob's env values, which colossalai run puts in
+double quotes on purpose (docs/colossalaijob.md), and values a kind cannot see (`valueFrom`).
+
+`python -m tests.shell_canary` prints the counts; tests/unit/test_shell_canary.py asserts them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jobcore import PODS, JobKind, Object, Observed, parse_job, plan
+from jobkinds import _mpi
+from tests.shell_canary_jobs import KINDS, OPEN_MPI_MPIJOB, CanaryKind
+
+STUBS = Path(__file__).resolve().parent / "shell_canary_stubs"
+REAL_MPIRUN = Path("/usr/bin/mpirun")
+"""Debian's Open MPI 4 (scripts/frameworks.sh openmpi4)."""
+TEMPLATES = (
+    *(";{p};", ";{p}${{IFS}}x;", "$({p})", "`{p}`", "&&{p}", "||{p}#", "|{p}", "&{p}&", ">{f}"),
+    *(";:>{f};", "$(:>{f})", "\n{p}\n", "\r\n{p}\r\n", '";{p};"', "';{p};'", '"$({p})"'),
+    *("'$({p})'", '\\";{p};#'),
+)
+"""Payloads; `{p}` is the canary program, `{f}` the file it creates. None names the program as
+a word of its own: a field a user fills with a program to run (cmd, a launch agent) runs it."""
+AROUND = ("", "/opt/mpi", "-", "--", "-x ", "--prefix=", "a b", "'", '"', "\\", "*", "~", "é", "?[")
+_TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=12)
+_LAUNCHERS = ("JOBCORE_MPI", "JOBCORE_HOROVOD", "JOBCORE_COLOSSALAI")
+"""The prefixes of the launch scripts' `_HOSTFILE` and `_WAIT_SECONDS` variables."""
+
+
+class CanaryFired(AssertionError):
+    """A field's value ran as a command."""
+
+
+@dataclasses.dataclass
+class Counts:
+    tried: int = 0
+    rejected: int = 0
+    scripts_run: int = 0
+    real_mpirun_runs: int = 0
+    remote_commands: int = 0
+    """Commands the launchers handed to the stub ssh, run by `sh -c`."""
+    executed: int = 0
+
+    def __str__(self) -> str:
+        return (
+            f"adversarial inputs tried: {self.tried}, rejected by validation: {self.rejected}, "
+            f"launcher scripts run: {self.scripts_run} (real Open MPI mpirun: "
+            f"{self.real_mpirun_runs}), remote commands run by sh: {self.remote_commands}, "
+            f"payloads executed: {self.executed}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Sandbox:
+    """Folders of stubs (`bin`; `real-bin`, without mpirun's), files, and the canary program."""
+
+    root: Path
+
+    @property
+    def fired(self) -> Path:
+        """What the canary program creates."""
+        return self.root / "fired"
+
+    @property
+    def remote_log(self) -> Path:
+        """What the stub ssh ran, each command ended by a NUL."""
+        return self.root / "remote-commands"
+
+    @property
+    def canary(self) -> Path:
+        return self.root / "bin" / "canary"
+
+    def bin(self, *, real_mpirun: bool) -> Path:
+        return self.root / ("real-bin" if real_mpirun else "bin")
+
+
+@contextmanager
+def sandbox() -> Iterator[Sandbox]:
+    """A fresh Sandbox; `bin` has every stub, `real-bin` all but mpirun's."""
+    root = Path(tempfile.mkdtemp(prefix="jobcore-canary-"))
+    try:
+        box = Sandbox(root)
+        for real in (False, True):
+            folder = box.bin(real_mpirun=real)
+            folder.mkdir()
+            for stub in STUBS.iterdir():
+                if not (real and stub.name == "mpirun"):
+                    shutil.copy(stub, folder / stub.name)
+            # What a worker would start: Open MPI's daemon fails at once, so mpirun stops.
+            (folder / "orted").write_text("#!/bin/sh\nexit 1\n")
+            for name in ("hydra_pmi_proxy", "torchrun"):
+                (folder / name).write_text("#!/bin/sh\n")
+            (folder / "canary").write_text(f'#!/bin/sh\n: >>"{box.fired}"\n')
+            for path in folder.iterdir():
+                path.chmod(0o755)
+        (root / "empty").write_text("")
+        (root / "hostfile").write_text("worker-0 slots=2\n")
+        yield box
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def adversarial(box: Sandbox) -> st.SearchStrategy[str]:
+    """Strings that try to run the canary, with noise around them, sometimes very long."""
+    payload = st.sampled_from(TEMPLATES).map(lambda t: t.format(p=box.canary, f=box.fired))
+    framed = st.builds(lambda a, p, b: a + p + b, st.sampled_from(AROUND) | _TEXT, payload, _TEXT)
+    return st.one_of(
+        framed,
+        st.builds(lambda p, n: p * n, framed, st.integers(2, 300)),
+        st.builds(lambda a, b: a + b, _TEXT, _TEXT),
+    )
+
+
+# Running the launcher -------------------------------------------------------------------------
+
+
+def launcher_container(kind: JobKind[Any], job_doc: Object) -> dict[str, Any] | None:
+    """The launcher container the controller would create for `job_doc`, or None if the kind
+    rejects the job. A launcher that exists is rendered again, so no worker needs to be Ready."""
+    job, errors = parse_job(kind, job_doc)
+    if job is None or errors:
+        return None
+    name = f"{job.name}-launcher"
+    pods = plan(kind, job, Observed({PODS: {name: {"metadata": {"name": name}}}}))
+    pod = next(p for p in pods if p["kind"] == "Pod" and p["metadata"]["name"] == name)
+    container = kind.containers["launcher"]
+    found: dict[str, Any] = next(c for c in pod["spec"]["containers"] if c["name"] == container)
+    return found
+
+
+def run_launcher(container: dict[str, Any], box: Sandbox, *, real_mpirun: bool = False) -> int:
+    """The container's command under bash (or as it is), with the container's literal env, the
+    stubs first on PATH and the wait pointed at an empty hostfile; raises CanaryFired.
+
+    Returns how many commands the launcher handed to the stub ssh.
+    """
+    argv = [*container["command"], *container.get("args", ())]
+    env = {e["name"]: e["value"] for e in container.get("env", ()) if "value" in e}
+    for launcher in _LAUNCHERS:
+        env |= {f"{launcher}_HOSTFILE": str(box.root / "empty"), f"{launcher}_WAIT_SECONDS": "1"}
+    env |= {
+        "PATH": f"{box.bin(real_mpirun=real_mpirun)}:/usr/bin:/bin",
+        "HOME": str(box.root),
+        "CANARY_WORKDIR": container.get("workingDir", "/"),
+        "CANARY_REMOTE_LOG": str(box.remote_log),
+    }
+    if real_mpirun:  # the ConfigMap's hostfile, here, and the stub ssh as the agent
+        argv = [str(box.root / "hostfile") if a == _mpi.HOSTFILE else a for a in argv]
+        env |= {
+            "OMPI_MCA_orte_default_hostfile": str(box.root / "hostfile"),
+            "OMPI_MCA_plm_rsh_agent": str(box.bin(real_mpirun=True) / "ssh"),
+            "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        }
+    box.remote_log.write_bytes(b"")
+    run = subprocess.run(argv, env=env, cwd=box.root, capture_output=True, timeout=60, check=False)
+    remote = box.remote_log.read_bytes()
+    if box.fired.exists():
+        box.fired.unlink()
+        raise CanaryFired(
+            f"the canary ran: launcher {argv!r}\nenv {env!r}\nremote commands {remote!r}\n"
+            f"output {run.stdout!r} {run.stderr!r}"
+        )
+    return remote.count(b"\0")
+
+
+def check_kind(
+    canary: CanaryKind,
+    box: Sandbox,
+    counts: Counts,
+    *,
+    examples: int,
+    real_mpirun: bool = False,
+) -> None:
+    """`examples` adversarial jobs of one kind: each rejected, or run without the canary firing.
+
+    Raises CanaryFired (shrunk to a smallest example by hypothesis) when a payload runs.
+    """
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=canary.jobs(adversarial(box)))
+    def one(case: tuple[Object, list[tuple[str, str]]]) -> None:
+        job_doc, _ = case
+        counts.tried += 1
+        container = launcher_container(canary.kind, job_doc)
+        if container is None:
+            counts.rejected += 1
+            return
+        counts.scripts_run += 1
+        counts.real_mpirun_runs += real_mpirun
+        try:
+            counts.remote_commands += run_launcher(container, box, real_mpirun=real_mpirun)
+        except CanaryFired:
+            counts.executed += 1
+            raise
+
+    one()
+
+
+EXAMPLES = {"MPIJob": 1000, "HorovodJob": 800, "ColossalAIJob": 600}
+"""Per kind; about a third of them pass validation, and run."""
+REAL_MPIRUN_EXAMPLES = 250
+
+
+def check_all(counts: Counts) -> None:
+    """Every kind, then MPIJob's Open MPI jobs with the real mpirun if it is installed."""
+    with sandbox() as box:
+        for name, canary in KINDS.items():
+            check_kind(canary, box, counts, examples=EXAMPLES[name])
+        if REAL_MPIRUN.exists():
+            examples = REAL_MPIRUN_EXAMPLES
+            check_kind(OPEN_MPI_MPIJOB, box, counts, examples=examples, real_mpirun=True)
+
+
+def main() -> int:
+    counts = Counts()
+    try:
+        check_all(counts)
+    except CanaryFired as fired:
+        print(fired, file=sys.stderr)
+    print(counts)
+    return 1 if counts.executed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

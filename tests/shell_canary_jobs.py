@@ -1,0 +1,199 @@
+"""The fields of each kind that reach a launcher's or a worker's command line, and valid jobs
+to put values into: what tests/shell_canary.py fills with adversarial strings.
+
+Each kind comes in its variants (MPIJob's Open MPI and MPICH; HorovodJob's gloo, mpi and
+elastic); a field is a name and a function that puts a value where it goes, made absolute for
+a path (so a check that only wants a leading `/` would let the rest through).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import strategies as st
+
+from jobcore import JobKind, Object
+from jobkinds.colossalaijob import ColossalAIJobKind
+from jobkinds.horovodjob import HorovodJobKind
+from jobkinds.mpijob import MPIJobKind
+from tests.jobdocs import FieldPath, at
+
+Setter = Callable[[dict[str, Any], str], None]
+"""Puts a value into a spec (a dict, changed in place)."""
+Changes = list[tuple[str, str]]
+
+
+def _put(*path: str | int) -> Setter:
+    def put(spec: dict[str, Any], value: str) -> None:
+        at(spec, path[:-1])[path[-1]] = value
+
+    return put
+
+
+def _absolute(value: str) -> str:
+    """For a path field: the value made absolute, as a path that passes a naive check is."""
+    return value if value.startswith("/") else "/" + value
+
+
+def _put_path(*path: str | int) -> Setter:
+    def put(spec: dict[str, Any], value: str) -> None:
+        at(spec, path[:-1])[path[-1]] = _absolute(value)
+
+    return put
+
+
+def _add(*path: str | int, entries: Callable[[str], list[Any]] = lambda v: [v]) -> Setter:
+    def add(spec: dict[str, Any], value: str) -> None:
+        at(spec, path).extend(entries(value))
+
+    return add
+
+
+def _mpi_args(*before: str, after: str | None = None) -> Setter:
+    """The value into extraMPIArgs, after `before` (a flag and maybe an MCA name)."""
+    return _add(
+        "worker", "extraMPIArgs", entries=lambda v: [*before, v, *([after] if after else [])]
+    )
+
+
+def _named(name: str) -> list[dict[str, str]]:
+    """An env entry named `name`, without the `=` the API server refuses in a name."""
+    return [{"name": name.replace("=", "") or "_", "value": "1"}]
+
+
+def _env(container: FieldPath) -> dict[str, Setter]:
+    """The env of the container the launcher is made from: a name, and literal values."""
+    return {
+        "env name": _add(*container, "env", entries=_named),
+        "env value": _add(*container, "env", entries=lambda v: [{"name": "CANARY", "value": v}]),
+        "env OMPI_MCA_ value": _add(
+            *container, "env", entries=lambda v: [{"name": "OMPI_MCA_canary", "value": v}]
+        ),
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class CanaryKind:
+    kind: JobKind[Any]
+    specs: tuple[dict[str, Any], ...]
+    """Valid specs the fields are put into: the kind's variants (MPI, backend, elastic)."""
+    fields: dict[str, Setter]
+
+    def jobs(self, values: st.SearchStrategy[str]) -> st.SearchStrategy[tuple[Object, Changes]]:
+        """A job with one to three fields set to `values`, and which fields to what."""
+        changes = st.lists(
+            st.tuples(st.sampled_from(sorted(self.fields)), values),
+            min_size=1,
+            max_size=3,
+        )
+        return st.builds(self._job, st.sampled_from(self.specs), changes)
+
+    def _job(self, spec: dict[str, Any], changes: Changes) -> tuple[Object, Changes]:
+        spec = copy.deepcopy(spec)
+        for field, value in changes:
+            self.fields[field](spec, value)
+        metadata = {"name": "canary", "namespace": "team", "uid": "0d1e2f3a"}
+        kind = self.kind.resource
+        doc = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata}
+        return {**doc, "spec": spec}, changes
+
+
+def _container(name: str, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "image": "img", "workingDir": "/work", "env": [], **fields}
+
+
+_MPI_WORKER = ("worker", "template", "spec", "containers", 0)
+MPIJOB = CanaryKind(
+    MPIJobKind(),
+    tuple(
+        {
+            "mpiImplementation": mpi,
+            "mpiHome": "/opt/mpi",
+            "ssh": {},
+            "mca": {"btl": "^openib"} if mpi == "OpenMPI" else {},
+            "worker": {
+                "replicas": 2,
+                "extraMPIArgs": ["-N", "2"],
+                "cmd": ["./prog", "x"],
+                "template": {"spec": {"containers": [_container("mpi-worker")]}},
+            },
+        }
+        for mpi in ("OpenMPI", "MPICH")
+    ),
+    {
+        "spec.mpiHome": _put_path("mpiHome"),
+        "spec.ssh.sshdPath": _put_path("ssh", "sshdPath"),
+        "spec.ssh.sshAuthMountPath": _put_path("ssh", "sshAuthMountPath"),
+        "spec.mca value": _put("mca", "canary"),
+        "spec.mca name": lambda spec, value: spec["mca"].update({value: "1"}),
+        "extraMPIArgs": _add("worker", "extraMPIArgs"),
+        **{f"extraMPIArgs {flag}": _mpi_args(flag) for flag in ("-am", "--tune", "-x")},
+        "extraMPIArgs --launch-agent": _mpi_args("--launch-agent"),
+        "extraMPIArgs --map-by": _mpi_args("--map-by"),
+        "extraMPIArgs --prefix": _add(
+            "worker", "extraMPIArgs", entries=lambda v: ["--prefix", _absolute(v)]
+        ),
+        "extraMPIArgs -mca value": _mpi_args("-mca", "canary"),
+        "extraMPIArgs --gmca name": _mpi_args("--gmca", after="1"),
+        "cmd": _add("worker", "cmd"),
+        "workingDir": _put_path(*_MPI_WORKER, "workingDir"),
+        **_env(_MPI_WORKER),
+    },
+)
+_HOROVOD_WORKER = ("worker", "template", "spec", "containers", 0)
+HOROVODJOB = CanaryKind(
+    HorovodJobKind(),
+    tuple(
+        {
+            "worker": {
+                "replicas": 2,
+                "cmd": ["python", "train.py"],
+                "template": {"spec": {"containers": [_container("worker")]}},
+            },
+            "horovod": {"backend": backend, "networkInterfaces": []},
+            "ssh": {"sshAuthMountPath": "/home/user/.ssh"},
+            **({"elastic": {"minReplicas": 1, "maxReplicas": 3}} if elastic else {}),
+        }
+        for backend, elastic in (("gloo", False), ("mpi", False), ("gloo", True))
+    ),
+    {
+        "spec.ssh.sshdPath": _put_path("ssh", "sshdPath"),
+        "spec.ssh.sshAuthMountPath": _put_path("ssh", "sshAuthMountPath"),
+        "spec.horovod.networkInterfaces": _add("horovod", "networkInterfaces"),
+        "cmd": _add("worker", "cmd"),
+        "workingDir": _put_path(*_HOROVOD_WORKER, "workingDir"),
+        **_env(_HOROVOD_WORKER),
+    },
+)
+COLOSSALAIJOB = CanaryKind(
+    ColossalAIJobKind(),
+    (
+        {
+            "ssh": {},
+            "launcher": {"image": "img", "workingDir": "/work", "env": []},
+            "worker": {
+                "replicas": 2,
+                "command": ["train.py", "--lr", "0.1"],
+                "torchArgs": ["--max_restarts=1"],
+                "template": {"spec": {"containers": [_container("worker")]}},
+            },
+        },
+    ),
+    {
+        "spec.ssh.sshdPath": _put_path("ssh", "sshdPath"),
+        "spec.ssh.authMountPath": _put_path("ssh", "authMountPath"),
+        "spec.ssh.sshAuthMountPath": _put_path("ssh", "sshAuthMountPath"),
+        "spec.launcher.workingDir": _put_path("launcher", "workingDir"),
+        "command": _add("worker", "command"),
+        "command script": lambda spec, value: spec["worker"]["command"].insert(0, value + ".py"),
+        "torchArgs option": _add("worker", "torchArgs", entries=lambda v: ["--" + v]),
+        "torchArgs value": _add("worker", "torchArgs", entries=lambda v: ["--rdzv_id=" + v]),
+        "env name": _add("launcher", "env", entries=_named),
+    },
+)
+KINDS = {"MPIJob": MPIJOB, "HorovodJob": HOROVODJOB, "ColossalAIJob": COLOSSALAIJOB}
+OPEN_MPI_MPIJOB = dataclasses.replace(MPIJOB, specs=MPIJOB.specs[:1])
+"""MPIJob with Open MPI only: what the real mpirun runs."""

@@ -1,0 +1,197 @@
+"""What every ssh kind renders for host key pinning and the sshd port, and for an older Secret.
+
+Rendered by each kind from a spec, as the controller would create them: the Secret, the
+workers' sshd, readiness probe and Service, and the launcher's ssh options, port and config.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from jobcore import PODS, SECRETS, Job, JobStatus, Object, Observed
+from jobkinds import _horovod, _mpi
+from jobkinds.colossalaijob import ColossalAIJobKind
+from jobkinds.horovodjob import HorovodJobKind
+from jobkinds.mpijob import MPIJobKind
+
+NS = "ns"
+TEMPLATE = {"spec": {"containers": [{"name": "worker", "image": "img"}]}}
+SPECS: dict[str, dict[str, Any]] = {
+    "MPIJob": {"worker": {"replicas": 2, "cmd": ["./train"], "template": TEMPLATE}},
+    "HorovodJob": {"worker": {"replicas": 2, "cmd": ["python", "t.py"], "template": TEMPLATE}},
+    "ColossalAIJob": {
+        "launcher": {"image": "img"},
+        "worker": {"replicas": 2, "command": ["train.py"], "template": TEMPLATE},
+    },
+}
+KINDS: dict[str, Any] = {
+    "MPIJob": MPIJobKind(),
+    "HorovodJob": HorovodJobKind(),
+    "ColossalAIJob": ColossalAIJobKind(),
+}
+WORKER_CONTAINER = {"MPIJob": "mpi-worker", "HorovodJob": "worker", "ColossalAIJob": "worker"}
+
+
+def make_job(kind: str, ssh: dict[str, Any] | None = None) -> Job[Any]:
+    raw = copy.deepcopy(SPECS[kind])
+    if kind == "MPIJob":
+        raw["worker"]["template"]["spec"]["containers"][0]["name"] = "mpi-worker"
+    if ssh:
+        raw["ssh"] = ssh
+    spec = KINDS[kind].spec_model.model_validate(raw)
+    obj = {"kind": kind, "metadata": {"name": "j", "namespace": NS, "uid": "u"}, "spec": raw}
+    return Job(kind=kind, name="j", namespace=NS, uid="u", spec=spec, status=JobStatus(), obj=obj)
+
+
+def ready_workers() -> dict[str, Object]:
+    ready = {"conditions": [{"type": "Ready", "status": "True"}], "phase": "Running"}
+    return {
+        f"j-worker-{i}": {"metadata": {"name": f"j-worker-{i}"}, "status": ready} for i in (0, 1)
+    }
+
+
+def render(kind: str, job: Job[Any], secret: Object | None = None) -> dict[str, Object]:
+    children: dict[Any, Any] = {PODS: ready_workers()}
+    if secret is not None:
+        children[SECRETS] = {"j-ssh": secret}
+    return {o["metadata"]["name"]: o for o in KINDS[kind].render(job, Observed(children))}
+
+
+def container(pod: Object, name: str) -> dict[str, Any]:
+    return next(c for c in pod["spec"]["containers"] if c["name"] == name)
+
+
+def files(secret: Object) -> dict[str, str]:
+    return {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+
+
+def env(pod: Object) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"] if "value" in e}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_sshd_listens_on_the_port_everything_else_uses(kind: str) -> None:
+    job = make_job(kind, {"port": 2222, "sshAuthMountPath": "/home/mpiuser/.ssh"})
+    objects = render(kind, job)
+    worker = container(objects["j-worker-0"], WORKER_CONTAINER[kind])
+    assert worker["command"][3:9] == ["-p", "2222", "-o", "PidFile=none", "-o", "StrictModes=no"]
+    assert "HostKey=/home/mpiuser/.ssh/ssh_host_ed25519_key" in worker["command"]
+    assert worker["readinessProbe"]["tcpSocket"] == {"port": 2222}
+    assert objects["j"]["spec"]["ports"] == [{"name": "ssh", "port": 2222, "targetPort": 2222}]
+    assert env(objects["j-launcher"])["JOBCORE_SSH_PORT"] == "2222"
+    config = files(objects["j-ssh"])["config"]
+    assert "    Port 2222\n" in config
+    assert "    UserKnownHostsFile /home/mpiuser/.ssh/known_hosts\n" in config
+
+
+def test_mpirun_and_hydra_get_the_port_and_the_pinned_host_key() -> None:
+    job = make_job("MPIJob", {"port": 2222})
+    expected = (
+        "-o ConnectionAttempts=10 -i /root/.ssh/id_ed25519 -p 2222 -o StrictHostKeyChecking=yes "
+        "-o UserKnownHostsFile=/root/.ssh/known_hosts -o LogLevel=ERROR"
+    )
+    launcher = env(render("MPIJob", job)["j-launcher"])
+    assert launcher["OMPI_MCA_plm_rsh_args"] == launcher["PRTE_MCA_plm_ssh_args"] == expected
+    job.spec.mpi_implementation = "IntelMPI"
+    assert (
+        env(render("MPIJob", job)["j-launcher"])["I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS"]
+        == expected
+    )
+    # MPICH's Hydra takes no ssh options: the Secret's config, read as ~/.ssh/config, pins.
+    config = files(render("MPIJob", job)["j-ssh"])["config"]
+    assert "    StrictHostKeyChecking yes\n" in config and "ProxyCommand" not in config
+
+
+@pytest.mark.parametrize("kind", ["HorovodJob", "ColossalAIJob"])
+def test_launchers_that_accept_any_host_key_go_through_a_pinned_ssh_hop(kind: str) -> None:
+    objects = render(kind, make_job(kind, {"port": 2222}))
+    proxy = [
+        line for line in files(objects["j-ssh"])["config"].splitlines() if "ProxyCommand" in line
+    ]
+    assert proxy == [
+        "    ProxyCommand ssh -F /dev/null -i /root/.ssh/id_ed25519 -p 2222 "
+        "-o StrictHostKeyChecking=yes -o UserKnownHostsFile=/root/.ssh/known_hosts "
+        "-o LogLevel=ERROR -o BatchMode=yes -W 127.0.0.1:2222 %h"
+    ]
+    worker = container(objects["j-worker-0"], "worker")
+    assert worker["command"][-2:] == ["-o", "AllowTcpForwarding=local"]
+
+
+def test_horovodrun_and_its_discovery_script_use_the_port() -> None:
+    job = make_job("HorovodJob", {"port": 2222})
+    assert _horovod.horovodrun_args(job)[-4:-2] == ["--ssh-port", "2222"]
+    job.spec.elastic = job.spec.model_validate(
+        {**SPECS["HorovodJob"], "elastic": {"minReplicas": 1, "maxReplicas": 2}}
+    ).elastic
+    script = render("HorovodJob", job)["j-discovery"]["data"]["discover_hosts.sh"]
+    assert '"/dev/tcp/$0/2222"' in script
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("port", [0, 65536])
+def test_a_port_outside_1_to_65535_is_refused(kind: str, port: int) -> None:
+    with pytest.raises(ValidationError, match=r"ssh\.port"):
+        make_job(kind, {"port": port})
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_secret_made_before_host_keys_keeps_its_job_unpinned(kind: str) -> None:
+    """Such a job's workers run sshd with their own host keys: requiring the Secret's would
+    stop its launcher from reaching them, so its options stay what they were."""
+    fresh = render(kind, make_job(kind))["j-ssh"]
+    old = copy.deepcopy(fresh)
+    for key in ("ssh_host_ed25519_key", "known_hosts"):
+        del old["data"][key]
+    old["data"]["config"] = base64.b64encode(b"Host *\n    StrictHostKeyChecking no\n").decode()
+    objects = render(kind, make_job(kind), secret=old)
+    assert objects["j-ssh"] == old
+    command = container(objects["j-worker-0"], WORKER_CONTAINER[kind])["command"]
+    assert not any(arg.startswith(("HostKey=", "AllowTcpForwarding=")) for arg in command)
+    if kind == "MPIJob":
+        rsh = env(objects["j-launcher"])["OMPI_MCA_plm_rsh_args"]
+        assert "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null" in rsh
+
+
+# The wait script waits on the port -----------------------------------------------------------
+
+
+def run_wait(tmp_path: Path, port: str) -> subprocess.CompletedProcess[str]:
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("127.0.0.1 slots=1\n")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "JOBCORE_MPI_HOSTFILE": str(hostfile),
+        "JOBCORE_MPI_WAIT_SECONDS": "1",
+        "JOBCORE_SSH_PORT": port,
+    }
+    command = _mpi.launcher_command(["echo", "launched"])
+    return subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=30)
+
+
+def test_the_wait_script_waits_for_the_ssh_port(tmp_path: Path) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert run_wait(tmp_path, str(port)).stdout.splitlines()[-1] == "launched"
+    closed = run_wait(tmp_path, str(port))
+    assert closed.returncode == _mpi.WAIT_TIMEOUT_EXIT
+    assert f"worker 127.0.0.1 does not accept connections on port {port}" in closed.stderr
+
+
+@pytest.mark.parametrize("port", ["22;touch CANARY", "$(touch CANARY)", ""])
+def test_a_port_that_is_not_digits_is_refused_before_use(tmp_path: Path, port: str) -> None:
+    canary = tmp_path / "canary"
+    result = run_wait(tmp_path, port.replace("CANARY", str(canary)))
+    if port:
+        assert result.returncode == _mpi.WAIT_TIMEOUT_EXIT
+        assert "the ssh port must be a number" in result.stderr
+    assert not canary.exists()
