@@ -11,12 +11,12 @@ Modules, from the bottom up:
 - `_leaderelection`, `_server`, `_metrics`, `_events`, `_expectations`, `_logging`,
   `_gc`: what a production controller process needs around its reconcilers.
 - `_manager`: runs all of the above as one process.
-- `_jobmodels`, `_jobkind`, `_jobstatus`, `_jobreconciler`, `_crd`: the job layer — the T9k
-  job API models, the `JobKind` plugin interface, status derivation, the generic reconciler
-  that drives any kind, and CRD generation from the models.
-- `_jobparse`, `_jobplan`, `_jobpolicy`, `_scheduling`: what every kind gets on top of its
-  own render — one way to parse and check a job, run modes and owned children, the run policy
-  (retries, timeouts, deadlines, clean-up, TTL), gang scheduling.
+- `_jobmodels`, `_jobkind`, `_jobstatus`, `_crd`: the job layer's T9k job API models, the
+  `JobKind` plugin interface, status derivation, and CRD generation from the models.
+- `_jobreconciler`: the generic reconciler that drives any kind, one pass as a list of steps:
+  read (`_jobparse`, `_jobwriter`, `_jobchildren`), decide (`_jobdecide`, `_jobplan`,
+  `_jobpolicy`, `_scheduling`), act on children (`_jobchildren`), derive and write the status
+  (`_jobstatus`, `_jobwriter`), announce (`_jobannounce`).
 - `testing`: a real control plane, a simulated node and a pytest plugin (public).
 
 Everything a plugin may use is imported here; the underscored modules are private.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobcore._jobreconciler import _progress_only
+from jobcore._jobwriter import progress_only
 
 RUNNING = {"phase": "Running", "conditions": [{"type": "Running", "status": "True"}]}
 
@@ -10,19 +10,19 @@ RUNNING = {"phase": "Running", "conditions": [{"type": "Running", "status": "Tru
 def test_progress_alone_waits() -> None:
     old = {**RUNNING, "tasks": [{"type": "worker", "status": []}], "ready": "0/3"}
     new = {**RUNNING, "tasks": [{"type": "worker", "status": [{"phase": "Running"}]}]}
-    assert _progress_only({**new, "ready": "1/3", "aggregate": {"running": 1}}, old)
+    assert progress_only({**new, "ready": "1/3", "aggregate": {"running": 1}}, old)
 
 
 def test_a_condition_message_alone_waits() -> None:
     waiting = {"type": "Running", "status": "False", "reason": "WorkersNotReady"}
     old = {"phase": "Pending", "conditions": [{**waiting, "message": "Waiting for 8 of 8"}]}
     new = {"phase": "Pending", "conditions": [{**waiting, "message": "Waiting for 7 of 8"}]}
-    assert _progress_only(new, old)
-    assert not _progress_only({**new, "conditions": [{**waiting, "reason": "Other"}]}, old)
+    assert progress_only(new, old)
+    assert not progress_only({**new, "conditions": [{**waiting, "reason": "Other"}]}, old)
 
 
 def test_a_phase_or_condition_change_is_written_at_once() -> None:
-    assert not _progress_only({**RUNNING, "phase": "Succeeded"}, RUNNING)
+    assert not progress_only({**RUNNING, "phase": "Succeeded"}, RUNNING)
     changed = {**RUNNING, "conditions": [{"type": "Running", "status": "False"}]}
-    assert not _progress_only(changed, RUNNING)
-    assert not _progress_only({**RUNNING, "restarts": 1}, RUNNING)
+    assert not progress_only(changed, RUNNING)
+    assert not progress_only({**RUNNING, "restarts": 1}, RUNNING)

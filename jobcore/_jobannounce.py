@@ -1,0 +1,92 @@
+"""What the job layer tells users and dashboards: Events on a job, and the job counters.
+
+Each announcement follows from a status that was written (a transition judged from the stored
+status, so a retried write never announces twice) or from an act of the reconciler (a pod made
+in a running job, a child the API server forbade, a restart, a TTL deletion).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jobcore import _metrics
+from jobcore._events import EventRecorder
+from jobcore._jobdecide import RESTARTING, is_initialized, is_invalid
+from jobcore._jobmodels import ConditionType, JobStatus
+from jobcore._resources import Object
+
+FAILED_CREATE = "FailedCreate"
+"""The reason (of an Event, and of the Initialized condition) when the API server forbids a
+child: a ResourceQuota, a LimitRange or admission turned it down."""
+
+_WARNINGS: tuple[tuple[ConditionType, str, str], ...] = (
+    ("Running", RESTARTING, "True"),
+    ("Initialized", "PodGroupUnavailable", "False"),
+    ("SpecRejected", "ResumeSpecsImmutable", "True"),
+)
+"""Conditions that ask for attention: (type, reason, status)."""
+
+
+class Announcer:
+    """Records a kind's job Events through `recorder` and counts its jobs in the metrics."""
+
+    def __init__(self, recorder: EventRecorder, kind: str) -> None:
+        self.recorder = recorder
+        self.kind = kind
+
+    def transitions(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
+        """Events and job counters for each transition from `previous` to the written `status`."""
+        labels = (self.kind, obj["metadata"].get("namespace") or "")
+        if is_initialized(status) and not is_initialized(previous):
+            _metrics.jobs_created_total.labels(*labels).inc()
+            self._normal(obj, "Initialized", "Created the job's resources.")
+        self._warnings(obj, previous, status)
+        if status.phase == previous.phase:
+            return
+        failed = status.condition("Failed")
+        if status.phase == "Failed" and failed is not None:
+            if not is_invalid(status):
+                _metrics.jobs_failed_total.labels(*labels).inc()
+            replica = status.condition("ReplicaFailure")
+            detail = replica.message if replica and replica.status == "True" else None
+            message = "; ".join(m for m in (failed.message, detail) if m)
+            self.recorder.emit(
+                obj, type="Warning", reason=failed.reason or "Failed", message=message
+            )
+        elif status.phase == "Succeeded":
+            _metrics.jobs_succeeded_total.labels(*labels).inc()
+            self._normal(obj, "Succeeded", "The job has finished successfully.")
+        elif status.phase == "Running":
+            self._normal(obj, "Running", "All pods are running.")
+        elif status.phase in ("Paused", "Resuming"):
+            self._normal(obj, status.phase, f"The job is {status.phase}.")
+
+    def pods(self, obj: Object, reason: str, verb: str, names: Sequence[str]) -> None:
+        """A Normal Event per Pod of a running job that was created or deleted."""
+        for name in names:
+            self._normal(obj, reason, f"{verb} pod {name}")
+
+    def refused(self, obj: Object, cause: str) -> None:
+        """The API server forbade a child: `cause` names it and quotes the server."""
+        self.recorder.emit(
+            obj, type="Warning", reason=FAILED_CREATE, message=f"Error creating {cause}"
+        )
+
+    def restarted(self, namespace: str) -> None:
+        _metrics.jobs_restarted_total.labels(self.kind, namespace).inc()
+
+    def expired(self, obj: Object, seconds: int | None) -> None:
+        self._normal(obj, "TTLExpired", f"Deleting the job {seconds} s after it ended.")
+
+    def _normal(self, obj: Object, reason: str, message: str) -> None:
+        self.recorder.emit(obj, type="Normal", reason=reason, message=message)
+
+    def _warnings(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
+        """A Warning for each condition that newly asks for attention, with its message."""
+        for kind, reason, value in _WARNINGS:
+            new, old = status.condition(kind), previous.condition(kind)
+            if new is None or new.reason != reason or new.status != value:
+                continue
+            if old is not None and (old.reason, old.status) == (new.reason, new.status):
+                continue
+            self.recorder.emit(obj, type="Warning", reason=reason, message=new.message or reason)

@@ -1,0 +1,250 @@
+"""The children of one kind's jobs: read from the shared caches, created, updated, deleted.
+
+The job layer's only writer of children. Creations and deletions are recorded in the
+reconciler's `Expectations` before they are sent, so a cache that has not shown them yet never
+makes the reconciler send them twice; an `ExpectationObserver` on every child cache confirms
+them as the cache shows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Generic
+
+from jobcore._client import Client
+from jobcore._errors import (
+    AlreadyExistsError,
+    ApiError,
+    ForbiddenError,
+    JobcoreError,
+    NotFoundError,
+    TerminalError,
+)
+from jobcore._expectations import Expectations
+from jobcore._handler import Request
+from jobcore._informer import CONTROLLER_UID_INDEX, Informer
+from jobcore._jobkind import FieldError, Job, JobKind, Observed, SpecT
+from jobcore._jobplan import adopt, pod_group, unserved_kinds
+from jobcore._resources import CONFIGMAPS, PODS, Object, ObjectKey, Resource, controller_of
+from jobcore._scheduling import GangScheduler
+
+RECHECK_SECONDS = 30.0
+"""How often a job waits again for a PodGroup CRD that is not installed."""
+
+
+@dataclasses.dataclass(slots=True)
+class Creation:
+    """What one pass created, and what the API server forbade it to create (with why)."""
+
+    created: list[Object] = dataclasses.field(default_factory=list)
+    refused: list[tuple[Object, ForbiddenError]] = dataclasses.field(default_factory=list)
+
+
+class ChildRefused(TerminalError):
+    """The API server refused a child for good: the job is invalid as it stands."""
+
+    def __init__(self, error: FieldError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class JobChildren(Generic[SpecT]):
+    """Creates, updates and deletes the children of `kind`'s jobs, and reads them from the
+    shared child caches (by the controller-uid index)."""
+
+    def __init__(
+        self,
+        kind: JobKind[SpecT],
+        client: Client,
+        informers: Mapping[Resource, Informer],
+        expectations: Expectations,
+    ) -> None:
+        self.kind = kind
+        self.client = client
+        self.informers = informers
+        self.expectations = expectations
+        # The last PodGroup applied per job (by uid): applied again only when it changes.
+        self._pod_groups: dict[ObjectKey, tuple[str, Object]] = {}
+        self._kind_name = kind.resource.kind
+        for informer in informers.values():
+            informer.add_handler(ExpectationObserver(expectations, kind.resource))
+
+    def observe(self, uid: str) -> Observed:
+        """The job's children as the caches show them now."""
+        return Observed(
+            {
+                resource: {
+                    o["metadata"]["name"]: o for o in informer.by_index(CONTROLLER_UID_INDEX, uid)
+                }
+                for resource, informer in self.informers.items()
+            }
+        )
+
+    async def create_missing(
+        self, request: Request, job: Job[SpecT], desired: Sequence[Object], observed: Observed
+    ) -> Creation:
+        """Create what is missing, non-Pod children before Pods.
+
+        Children the API server forbids (a quota, a LimitRange, admission) are returned as
+        refused, and no Pod is created while a non-Pod child is refused; a child it finds
+        invalid raises `ChildRefused`; any other failure raises.
+        """
+        if unknown := unserved_kinds(self.kind, desired):
+            raise TerminalError(f"{self._kind_name} rendered {unknown}, not in its child_resources")
+        resources = {resource.kind: resource for resource in self.kind.child_resources}
+        missing = [
+            o for o in desired if observed.get(resources[o["kind"]], o["metadata"]["name"]) is None
+        ]
+        creation = Creation()
+        for wave in (
+            [o for o in missing if o["kind"] != PODS.kind],
+            [o for o in missing if o["kind"] == PODS.kind],
+        ):
+            if not wave or creation.refused:
+                continue
+            self.expectations.expect_creations(request, [o["metadata"]["name"] for o in wave])
+            results = await asyncio.gather(
+                *(self._create(request, job, resources[o["kind"]], o) for o in wave),
+                return_exceptions=True,
+            )
+            failures = [r for r in results if isinstance(r, BaseException)]
+            if failure := next((f for f in failures if not isinstance(f, ForbiddenError)), None):
+                raise failure
+            for obj, result in zip(wave, results, strict=True):
+                if isinstance(result, ForbiddenError):
+                    creation.refused.append((obj, result))
+                else:
+                    creation.created.append(obj)
+        return creation
+
+    async def _create(
+        self, request: Request, job: Job[SpecT], resource: Resource, obj: Object
+    ) -> None:
+        meta = adopt(job, obj)["metadata"]
+        try:
+            await self.client.create(resource, obj)
+        except AlreadyExistsError:
+            self.expectations.creation_observed(request, meta["name"])
+            await self._check_owner(job, resource, meta["name"])
+        except ApiError as error:
+            self.expectations.creation_observed(request, meta["name"])  # never coming
+            if error.status in (400, 422):
+                message = f"the API server refused {resource.kind} {meta['name']}: {error}"
+                raise ChildRefused(FieldError("spec", message)) from error
+            raise
+        except Exception:
+            self.expectations.creation_observed(request, meta["name"])  # never coming
+            raise
+
+    async def _check_owner(self, job: Job[SpecT], resource: Resource, name: str) -> None:
+        """A child that exists already must be this job's: another's (a job of another kind
+        with the same name wants the same children) is a conflict only a rename resolves."""
+        existing = await self.client.get(resource, name, job.namespace)
+        owner = controller_of(existing)
+        if owner is not None and owner.get("uid") == job.uid:
+            return
+        if owner is not None and (owner.get("kind"), owner.get("name")) == (
+            self._kind_name,
+            job.name,
+        ):
+            # A job deleted and created again: its old children go with the garbage collector.
+            raise JobcoreError(f"{resource.kind} {name} still belongs to the job's predecessor")
+        held = f"{owner['kind']} {owner['name']}" if owner else "no job"
+        message = (
+            f"{resource.kind} {name} already exists and belongs to {held}: give this "
+            f"{self._kind_name} another name"
+        )
+        raise ChildRefused(FieldError("metadata.name", message))
+
+    async def update_config(self, desired: Sequence[Object], observed: Observed) -> None:
+        """Bring existing ConfigMaps' data up to date (e.g. a hostfile after a scale change).
+
+        Other children are only ever created: a Pod cannot change, and a Secret such as an
+        ssh key must stay what the running job was given.
+        """
+        for obj in desired:
+            if obj["kind"] != CONFIGMAPS.kind:
+                continue
+            current = observed.get(CONFIGMAPS, obj["metadata"]["name"])
+            if current is not None and current.get("data") != obj.get("data"):
+                meta = current["metadata"]
+                # A merge patch would keep keys the new data drops; replace the whole map.
+                # "add" sets /data whether or not someone removed it.
+                patch = [{"op": "add", "path": "/data", "value": obj.get("data") or {}}]
+                await self.client.patch(
+                    CONFIGMAPS, meta["name"], patch, meta["namespace"], patch_type="json"
+                )
+
+    async def delete_pods(
+        self, request: Request, observed: Observed, keep: set[str]
+    ) -> list[Object]:
+        """Delete the owned Pods not in `keep` (gracefully); those it sent deletions for."""
+        doomed = [
+            pod
+            for name, pod in observed.pods.items()
+            if name not in keep and not pod["metadata"].get("deletionTimestamp")
+        ]
+        if not doomed:
+            return []
+        self.expectations.expect_deletions(request, [p["metadata"]["name"] for p in doomed])
+        for pod in doomed:
+            meta = pod["metadata"]
+            try:
+                await self.client.delete(PODS, meta["name"], meta["namespace"], uid=meta["uid"])
+            except NotFoundError:
+                self.expectations.deletion_observed(request, meta["name"])
+        return doomed
+
+    async def apply_pod_group(
+        self, job: Job[SpecT], scheduler: GangScheduler, desired: Sequence[Object]
+    ) -> str | None:
+        """Create or update the job's PodGroup before its pods; why not, if its CRD is missing.
+
+        Applied again only when it changed since this process last applied it.
+        """
+        group = pod_group(self.kind, job, scheduler, desired)
+        key = ObjectKey(job.namespace, job.name)
+        if self._pod_groups.get(key) == (job.uid, group):
+            return None
+        resource = scheduler.resource
+        try:
+            await self.client.apply(resource, group, force=True)
+        except NotFoundError:
+            return (
+                f"{resource.kind} {resource.api_version} is not installed in the cluster: "
+                f"install its scheduler or take the job off it (spec.scheduler, or the "
+                f"controller's --gang-scheduler); the controller checks again every "
+                f"{RECHECK_SECONDS:.0f} s."
+            )
+        self._pod_groups[key] = (job.uid, group)
+        return None
+
+    def forget(self, key: ObjectKey) -> None:
+        self._pod_groups.pop(key, None)
+
+
+class ExpectationObserver:
+    """Confirms expected creations and deletions of a kind's children from cache events."""
+
+    def __init__(self, expectations: Expectations, owner: Resource) -> None:
+        self._expectations = expectations
+        self._owner = owner
+
+    def _owner_key(self, obj: Object) -> ObjectKey | None:
+        ref = controller_of(obj)
+        if ref is None or ref.get("kind") != self._owner.kind:
+            return None
+        return ObjectKey(obj["metadata"].get("namespace") or "", ref["name"])
+
+    def on_add(self, obj: Object) -> None:
+        if key := self._owner_key(obj):
+            self._expectations.creation_observed(key, obj["metadata"]["name"])
+
+    def on_update(self, old: Object, new: Object) -> None:
+        pass
+
+    def on_delete(self, obj: Object) -> None:
+        if key := self._owner_key(obj):
+            self._expectations.deletion_observed(key, obj["metadata"]["name"])

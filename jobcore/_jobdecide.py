@@ -1,0 +1,246 @@
+"""The job layer's decisions, as pure functions of a job, its last status, its pods and the clock.
+
+What run mode a job is in (paused, resumed, debugging), which resumeSpecs hold, what the run
+policy makes of the kind's outcome (a pending timeout, a restart, the backoff limit), and what
+an ended job's status recorded. The reconciler acts on what these return; they call nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from jobcore._jobkind import Job, Observed, Outcome
+from jobcore._jobmodels import JobStatus, ResumeSpec, RunPolicy
+from jobcore._jobplan import run_mode_of
+from jobcore._jobpolicy import pending_too_long, pod_failures, should_retry
+from jobcore._jobstatus import Lifecycle, PauseState
+from jobcore._resources import PODS, Object
+
+RESTARTING = "Restarting"
+"""The Running condition's reason while a failed job is recreated under its backoffLimit."""
+
+
+def frozen_outcome(status: JobStatus) -> Outcome:
+    """A finished job's outcome as its status recorded it: an ended job never runs again."""
+    ended = status.condition("Failed" if status.phase == "Failed" else "Completed")
+    failure = status.condition("ReplicaFailure")
+    return Outcome(
+        state="failed" if status.phase == "Failed" else "succeeded",
+        reason=(ended.reason or "") if ended else "",
+        message=(ended.message or "") if ended else "",
+        replica_failure=failure.message if failure and failure.status == "True" else None,
+    )
+
+
+def is_invalid(status: JobStatus) -> bool:
+    """Whether the status marks the spec invalid (a job that may run again once fixed)."""
+    failed = status.condition("Failed")
+    return failed is not None and failed.reason == "InvalidSpec" and failed.status == "True"
+
+
+def is_initialized(status: JobStatus) -> bool:
+    condition = status.condition("Initialized")
+    return condition is not None and condition.status == "True"
+
+
+def lifecycle_of(job: Job[Any], previous: JobStatus, observed: Observed) -> Lifecycle:
+    """What the job's last status and spec say beyond its pods: restarts, pause, resumeSpecs."""
+    resume_specs, rejected = resume_specs_of(job, previous)
+    return Lifecycle(
+        restarts=previous.restarts or 0,
+        # An ended job never runs again: pausing it does nothing.
+        pause=pause_state(job, previous, observed, ended=has_ended(previous)),
+        rejected=rejected,
+        resume_specs=resume_specs,
+    )
+
+
+def has_ended(status: JobStatus) -> bool:
+    """Whether the job ended for good: Succeeded or Failed, but not for an invalid spec."""
+    return status.finished and not is_invalid(status)
+
+
+def resume_specs_of(
+    job: Job[Any], previous: JobStatus
+) -> tuple[list[ResumeSpec] | None, str | None]:
+    """The resumeSpecs in force, and why the spec's were refused if they changed.
+
+    The first status written records them; the spec cannot change them afterwards.
+    """
+    mode = job.spec.run_mode
+    given = (mode.pause.resume_specs if mode and mode.pause else None) or None
+    if previous.phase is None or is_invalid(previous):
+        return given, None  # nothing recorded yet: an invalid spec's status records nothing
+    kept = previous.resume_specs or None
+    if given == kept:
+        return kept, None
+    shown = json.dumps([spec.to_api() for spec in kept or ()])
+    return kept, (
+        "spec.runMode.pause.resumeSpecs cannot change after the job is created; "
+        f"the controller keeps {shown}."
+    )
+
+
+def pause_state(
+    job: Job[Any], previous: JobStatus, observed: Observed, *, ended: bool = False
+) -> PauseState | None:
+    if job.paused and not ended:
+        return "pausing" if observed.pods else "paused"
+    return "resumed" if previous.condition("Paused") is not None else None
+
+
+def other_mode_pods(desired: Sequence[Object], observed: Observed) -> set[str]:
+    """Wanted pods that exist in the other run mode (debug or not): they must be recreated."""
+    stale = set()
+    for obj in desired:
+        if obj["kind"] != PODS.kind:
+            continue
+        current = observed.pods.get(obj["metadata"]["name"])
+        if current is not None and run_mode_of(current) != run_mode_of(obj):
+            stale.add(obj["metadata"]["name"])
+    return stale
+
+
+def pod_ended(pod: Object) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def ended_pods(observed: Observed) -> set[str]:
+    return {name for name, pod in observed.pods.items() if pod_ended(pod)}
+
+
+def debugging(outcome: Outcome, observed: Observed, desired: Sequence[Object]) -> Outcome:
+    """A job in debug mode runs until debug is turned off: Running once its pods all started.
+
+    A debug command that ends (the user's, not `sleep inf`) leaves its pod ended, not the job.
+    """
+    names = [o["metadata"]["name"] for o in desired if o["kind"] == PODS.kind]
+    running = all(
+        ((observed.pods.get(name) or {}).get("status") or {}).get("phase")
+        in ("Running", "Succeeded", "Failed")
+        for name in names
+    )
+    message = (
+        "Debug mode: the pods run their debug commands; set spec.runMode.debug.enabled "
+        "to false to run the job."
+    )
+    return Outcome(
+        "running" if running else "pending", "Debugging", message, outcome.replica_failure
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the run policy makes of the kind's outcome.
+
+    `restart`: "count" to record a new restart and then delete every pod, "recorded" to delete
+    the pods of a restart the status already counts, None to leave the pods alone.
+    """
+
+    outcome: Outcome
+    lifecycle: Lifecycle
+    restart: Literal["count", "recorded"] | None = None
+
+
+def apply_policy(
+    policy: RunPolicy,
+    outcome: Outcome,
+    lifecycle: Lifecycle,
+    *,
+    previous: JobStatus,
+    pods: Mapping[str, Object],
+    containers: Mapping[str, str],
+    now: float,
+) -> Verdict:
+    """`pendingTimeoutSeconds`, then `backoffLimit` under `restartPolicy`.
+
+    A retried failure tears the whole gang down (MPI cannot re-admit one rank); the pods are
+    recreated once the deletions are seen, and the job stays Running meanwhile.
+    """
+    if outcome.state not in ("succeeded", "failed"):
+        stuck, _ = pending_too_long(policy, pods.values(), now)
+        if stuck is not None:
+            message = (
+                f"Pod[{stuck}] was Pending for more than runPolicy.pendingTimeoutSeconds "
+                f"({policy.pending_timeout_seconds} s)."
+            )
+            detail = outcome.replica_failure or message
+            return Verdict(Outcome("failed", "PendingTimeout", message, detail), lifecycle)
+    if outcome.state == "failed":
+        return _retry(
+            policy, outcome, lifecycle, previous=previous, pods=pods, containers=containers
+        )
+    running = previous.condition("Running")
+    if outcome.state == "pending" and running is not None and running.reason == RESTARTING:
+        # Still coming back from a restart: the job stays Running meanwhile.
+        still = Outcome("running", RESTARTING, running.message or "", outcome.replica_failure)
+        return Verdict(still, lifecycle)
+    return Verdict(outcome, lifecycle)
+
+
+def _retry(
+    policy: RunPolicy,
+    outcome: Outcome,
+    lifecycle: Lifecycle,
+    *,
+    previous: JobStatus,
+    pods: Mapping[str, Object],
+    containers: Mapping[str, str],
+) -> Verdict:
+    """A failure: ended, past the backoff limit, or a restart (counted once)."""
+    failures = pod_failures(pods.values(), containers)
+    if not should_retry(policy, failures) or policy.backoff_limit == 0:
+        return Verdict(outcome, lifecycle)
+    counted = restart_recorded(previous, pods.values())
+    if lifecycle.restarts >= policy.backoff_limit and not counted:
+        message = (
+            f"The job failed {lifecycle.restarts + 1} times; runPolicy.backoffLimit is "
+            f"{policy.backoff_limit}. {outcome.message}"
+        ).strip()
+        exceeded = dataclasses.replace(outcome, reason="BackoffLimitExceeded", message=message)
+        return Verdict(exceeded, lifecycle)
+    restarts = lifecycle.restarts + (0 if counted else 1)
+    cause = f": {outcome.replica_failure}" if outcome.replica_failure else "."
+    message = (
+        f"Recreating every pod after a failure (restart {restarts} of "
+        f"{policy.backoff_limit}){cause}"
+    )
+    restarting = Outcome("running", RESTARTING, message, outcome.replica_failure)
+    return Verdict(
+        restarting,
+        dataclasses.replace(lifecycle, restarts=restarts),
+        restart="recorded" if counted else "count",
+    )
+
+
+def restart_recorded(previous: JobStatus, pods: Iterable[Object]) -> bool:
+    """Whether the failed pods' restart is already in the status: it says Restarting and
+    lists every one of them as Failed (a pass that recorded the restart, then could not
+    delete them all)."""
+    running = previous.condition("Running")
+    if running is None or running.reason != RESTARTING:
+        return False
+    failed = {
+        pod["metadata"]["uid"] for pod in pods if (pod.get("status") or {}).get("phase") == "Failed"
+    }
+    recorded = {r.uid for task in previous.tasks for r in task.status if r.phase == "Failed"}
+    return bool(failed) and failed <= recorded
+
+
+def run_policy_of(obj: Object) -> RunPolicy:
+    """The run policy of a job whose spec may be invalid elsewhere; the default if it is too."""
+    try:
+        return RunPolicy.model_validate((obj.get("spec") or {}).get("runPolicy") or {})
+    except ValidationError:
+        return RunPolicy()
+
+
+def soonest(*delays: float | None) -> float | None:
+    """The shortest of the given delays (at least 0.5 s), None if none is given."""
+    known = [delay for delay in delays if delay is not None]
+    return max(min(known), 0.5) if known else None

@@ -1,0 +1,148 @@
+"""The job layer's decisions on plain pods, statuses and a fixed clock, and its announcements.
+
+Steps 2 and 4 of a reconcile (`jobcore._jobdecide`) call nothing, and step 6
+(`jobcore._jobannounce`) only hands Events to a recorder: each is tested here on its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobcore import JobStatus, Object, Outcome
+from jobcore._jobannounce import Announcer
+from jobcore._jobdecide import (
+    RESTARTING,
+    apply_policy,
+    frozen_outcome,
+    has_ended,
+    restart_recorded,
+    run_policy_of,
+)
+from jobcore._jobstatus import Lifecycle, derive_status, invalid_status
+from tests.unit.test_jobpolicy import NOW, failed, pod, policy
+
+CONTAINERS = {"launcher": "launcher", "worker": "worker"}
+FAILURE = Outcome("failed", "Failed", "The launcher exited 1.", "Pod[w-1] exited with 1")
+RETRIED = policy(backoffLimit=2, restartPolicy="OnFailure")
+
+
+def with_uid(obj: Object, uid: str) -> Object:
+    obj["metadata"]["uid"] = uid
+    return obj
+
+
+def decide(
+    outcome: Outcome, previous: JobStatus, pods: dict[str, Object], restarts: int = 0
+) -> Any:
+    return apply_policy(
+        RETRIED,
+        outcome,
+        Lifecycle(restarts=restarts),
+        previous=previous,
+        pods=pods,
+        containers=CONTAINERS,
+        now=NOW,
+    )
+
+
+def test_a_retried_failure_is_counted_then_recorded_once() -> None:
+    pods = {"w-1": with_uid(failed("w-1", 1), "u1")}
+    first = decide(FAILURE, JobStatus(), pods)
+    assert first.restart == "count"
+    assert first.lifecycle.restarts == 1
+    assert (first.outcome.state, first.outcome.reason) == ("running", RESTARTING)
+    # The restart was written, the deletion failed: the same failed pod is not counted again.
+    written = derive_status(
+        previous=JobStatus(),
+        pods=pods.values(),
+        replica_types=["worker"],
+        desired={"worker": 1},
+        outcome=first.outcome,
+        lifecycle=first.lifecycle,
+    )
+    again = decide(FAILURE, written, pods, restarts=1)
+    assert (again.restart, again.lifecycle.restarts) == ("recorded", 1)
+    assert restart_recorded(written, pods.values())
+
+
+def test_a_new_failure_after_a_restart_is_counted() -> None:
+    old = {"w-1": with_uid(failed("w-1", 1), "u1")}
+    first = decide(FAILURE, JobStatus(), old)
+    written = derive_status(
+        previous=JobStatus(),
+        pods=old.values(),
+        replica_types=["worker"],
+        desired={"worker": 1},
+        outcome=first.outcome,
+        lifecycle=first.lifecycle,
+    )
+    new = {"w-1": with_uid(failed("w-1", 1), "u2")}
+    assert decide(FAILURE, written, new, restarts=1).restart == "count"
+
+
+def test_the_backoff_limit_ends_the_job() -> None:
+    pods = {"w-1": with_uid(failed("w-1", 1), "u3")}
+    verdict = decide(FAILURE, JobStatus(), pods, restarts=2)
+    assert verdict.restart is None
+    assert verdict.outcome.reason == "BackoffLimitExceeded"
+    assert verdict.outcome.message.startswith("The job failed 3 times")
+
+
+def test_a_pending_job_coming_back_from_a_restart_stays_running() -> None:
+    previous = JobStatus.model_validate(
+        {"conditions": [{"type": "Running", "status": "True", "reason": RESTARTING}]}
+    )
+    pending = Outcome("pending", "WorkersNotReady", "Waiting.")
+    verdict = decide(pending, previous, {"w-1": pod("w-1", phase="Pending")})
+    assert (verdict.outcome.state, verdict.outcome.reason) == ("running", RESTARTING)
+
+
+def test_an_ended_status_gives_back_its_outcome_and_an_invalid_one_has_not_ended() -> None:
+    ended = derive_status(
+        previous=JobStatus(),
+        pods=[],
+        replica_types=["worker"],
+        desired={"worker": 1},
+        outcome=FAILURE,
+    )
+    assert has_ended(ended)
+    assert frozen_outcome(ended) == FAILURE
+    assert not has_ended(invalid_status(JobStatus(), "Invalid spec: spec.x: bad"))
+
+
+def test_the_run_policy_of_an_invalid_spec_is_read_alone() -> None:
+    obj = {"spec": {"runPolicy": {"cleanUpPolicy": "All"}, "worker": "not a worker"}}
+    assert run_policy_of(obj).clean_up_policy == "All"
+    assert run_policy_of({"spec": {"runPolicy": {"cleanUpPolicy": 3}}}).clean_up_policy is None
+
+
+class Recorded:
+    """A recorder that keeps what it was given to emit."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def emit(self, obj: Object, *, type: str, reason: str, message: str) -> None:
+        self.events.append((type, reason, message))
+
+
+def test_each_transition_is_announced_once() -> None:
+    recorder = Recorded()
+    announcer = Announcer(recorder, "MPIJob")  # type: ignore[arg-type]
+    job: Object = {"metadata": {"name": "j", "namespace": "ns"}}
+    running = derive_status(
+        previous=JobStatus(),
+        pods=[],
+        replica_types=["worker"],
+        desired={"worker": 1},
+        outcome=Outcome("running", "Running", "All pods are running normally."),
+    )
+    announcer.transitions(job, JobStatus(), running)
+    announcer.transitions(job, running, running)
+    assert [reason for _, reason, _ in recorder.events] == ["Initialized", "Running"]
+    announcer.refused(job, "Pod j-worker-0: exceeded quota")
+    assert recorder.events[-1] == (
+        "Warning",
+        "FailedCreate",
+        "Error creating Pod j-worker-0: exceeded quota",
+    )
