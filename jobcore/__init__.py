@@ -126,6 +126,7 @@ from jobcore._resources import (
 )
 from jobcore._scheduling import GangScheduler, SchedulerPlugins, T9kScheduler, Volcano
 from jobcore._server import HealthChecks, ProbeServer
+from jobcore._statuspart import T9K_STATUS, StatusPart, T9kStatus
 
 __all__ = [
     "CONFIGMAPS",
@@ -146,6 +147,7 @@ __all__ = [
     "RUN_MODE_LABEL",
     "SECRETS",
     "SERVICES",
+    "T9K_STATUS",
     "AlreadyExistsError",
     "ApiError",
     "ApiModel",
@@ -208,7 +210,9 @@ __all__ = [
     "Runnable",
     "SchedulerPlugins",
     "SchedulerPolicy",
+    "StatusPart",
     "T9kScheduler",
+    "T9kStatus",
     "TerminalError",
     "Transform",
     "Volcano",

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel
 
 from jobcore._jobkind import JobKind
-from jobcore._jobmodels import JobStatus
+from jobcore._statuspart import status_part
 
 CATEGORIES = ("jobcore",)
 """`kubectl get jobcore` lists the jobs of every kind."""
@@ -147,14 +147,9 @@ def crd_for(kind: JobKind[Any]) -> dict[str, Any]:
     resource = kind.resource
     if not resource.namespaced:
         raise ValueError(f"{resource.kind}: job kinds are namespaced")
+    status = status_part(kind)
     columns: list[dict[str, Any]] = [
-        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-        {
-            "name": "Ready",
-            "type": "string",
-            "description": "Ready/total replicas",
-            "jsonPath": ".status.ready",
-        },
+        *({**column} for column in status.columns),
         *({**column} for column in kind.printer_columns),
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
@@ -166,7 +161,7 @@ def crd_for(kind: JobKind[Any]) -> dict[str, Any]:
             "kind": {"type": "string"},
             "metadata": {"type": "object"},
             "spec": structural_schema(kind.spec_model),
-            "status": structural_schema(JobStatus),
+            "status": structural_schema(status.model),
         },
     }
     return {

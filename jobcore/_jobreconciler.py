@@ -56,6 +56,7 @@ from jobcore._manager import Manager
 from jobcore._predicate import GenerationChanged
 from jobcore._resources import PODS, Object, ObjectKey, Resource
 from jobcore._scheduling import GangScheduler
+from jobcore._statuspart import status_part
 
 REFUSED_RETRY_SECONDS = 30.0
 """The longest wait between tries to create a refused child."""
@@ -121,6 +122,7 @@ class JobReconciler(Generic[SpecT]):
             kind.resource,
             jobs,
             self.announcer.transitions,
+            part=status_part(kind),
             interval=status_interval,
             clock=clock,
         )

@@ -19,6 +19,7 @@ from jobcore._client import Client
 from jobcore._informer import Informer
 from jobcore._jobmodels import JobStatus
 from jobcore._resources import Object, ObjectKey, Resource
+from jobcore._statuspart import T9K_STATUS, StatusPart
 
 _log = structlog.get_logger("jobcore.jobs")
 
@@ -27,7 +28,8 @@ Announce = Callable[[Object, JobStatus, JobStatus], None]
 
 
 class StatusWriter:
-    """Writes the statuses of one kind's jobs, announcing each write through `announce`."""
+    """Writes the statuses of one kind's jobs in the shape of its `part`, announcing each
+    write through `announce`."""
 
     def __init__(
         self,
@@ -36,10 +38,12 @@ class StatusWriter:
         jobs: Informer,
         announce: Announce,
         *,
+        part: StatusPart = T9K_STATUS,
         interval: float = 1.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
+        self.part = part
         self.resource = resource
         self.jobs = jobs
         self.announce = announce
@@ -58,7 +62,7 @@ class StatusWriter:
         written = self._unseen_write(obj)
         if written is not None and written.status is not None:
             return written.status
-        return read_status(obj)
+        return read_status(obj, self.part)
 
     async def write(
         self, obj: Object, previous: JobStatus, status: JobStatus, *, coalesce: bool = True
@@ -66,17 +70,19 @@ class StatusWriter:
         """Patch the status if it changed; seconds until a held-back write is due, if one is.
 
         A change of phase, of the conditions' statuses or reasons, or of any other field is
-        written at once. A change only in the pods' progress (tasks, aggregate, ready) and in
-        conditions' messages (such as "Waiting for 3 of 8 worker(s)") waits until `interval`
+        written at once. A change only in the pods' progress (the part's `progress` fields:
+        T9k's tasks, aggregate and ready) and in conditions' messages (such as "Waiting for
+        3 of 8 worker(s)") waits until `interval`
         has passed since the job's last write: a gang of pods starting together then costs
         one write, not one per pod event. Without `coalesce` it is written at once too.
         """
         meta = obj["metadata"]
-        new, old = status.to_api(), previous.to_api()
+        new, old = self.part.write(status), self.part.write(previous)
         if new == old:
             return None
         key = ObjectKey.of(obj)
-        if coalesce and progress_only(new, old) and (last := self._written.get(key)) is not None:
+        quiet = progress_only(new, old, self.part.progress)
+        if coalesce and quiet and (last := self._written.get(key)) is not None:
             wait = last.at + self.interval - self.clock()
             if wait > 0:
                 return wait
@@ -153,13 +159,15 @@ class _WriteObserver:
         pass
 
 
-_PROGRESS = frozenset({"tasks", "aggregate", "ready"})
-
-
-def progress_only(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
-    """Whether two statuses differ only in the pods' progress: counts, and condition messages
-    (such as "Waiting for 3 of 8 worker(s)"), not phase nor any condition's status or reason."""
-    others = (new.keys() | old.keys()) - _PROGRESS - {"conditions"}
+def progress_only(
+    new: Mapping[str, Any],
+    old: Mapping[str, Any],
+    progress: frozenset[str] = T9K_STATUS.progress,
+) -> bool:
+    """Whether two stored statuses differ only in the pods' progress: the `progress` fields,
+    and condition messages (such as "Waiting for 3 of 8 worker(s)"), not any other field nor
+    any condition's status or reason."""
+    others = (new.keys() | old.keys()) - progress - {"conditions"}
     if any(new.get(key) != old.get(key) for key in others):
         return False
     return _unworded(new.get("conditions")) == _unworded(old.get("conditions"))
@@ -170,10 +178,10 @@ def _unworded(conditions: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     return [{k: v for k, v in c.items() if k != "message"} for c in conditions or ()]
 
 
-def read_status(obj: Object) -> JobStatus:
+def read_status(obj: Object, part: StatusPart = T9K_STATUS) -> JobStatus:
     """The job's stored status; an unreadable one (another writer's) as no status at all."""
     try:
-        return JobStatus.model_validate(obj.get("status") or {})
+        return part.read(obj.get("status") or {})
     except ValidationError:
         _log.warning("unreadable job status, starting afresh", job=obj["metadata"]["name"])
         return JobStatus()

@@ -1,0 +1,87 @@
+"""A kind that reports a status of its own shape, without touching jobcore.
+
+The kind names a `status_part`: its CRD's status schema and printer columns come from it, and
+the controller stores statuses in its shape and reads them back (the restart it counted is
+still counted when the job ends). MPIJob's children and outcome stand for any kind's; the simulated
+node plays the pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from jobcore import REPLICA_TYPE_LABEL, Client, JobStatus, Object, Resource, crd_for
+from jobcore.testing import SimulatedNode, eventually, job_controller, job_status
+from jobkinds.mpijob import MPIJobKind
+from tests.mpijobs import mpijob
+
+pytestmark = pytest.mark.integration
+
+BRIEF_JOBS = Resource("test.jobcore.dev", "v1", "BriefJob", "briefjobs")
+
+
+class Brief(BaseModel):
+    """A status of one word and a count."""
+
+    state: str | None = None
+    restarts: int | None = None
+
+
+class BriefStatus:
+    model: type[BaseModel] = Brief
+    columns: Sequence[Mapping[str, Any]] = (
+        {"name": "State", "type": "string", "jsonPath": ".status.state"},
+    )
+    progress = frozenset[str]()
+
+    def read(self, stored: Mapping[str, Any]) -> JobStatus:
+        brief = Brief.model_validate(stored)
+        return JobStatus.model_validate({"phase": brief.state, "restarts": brief.restarts})
+
+    def write(self, status: JobStatus) -> dict[str, Any]:
+        return Brief(state=status.phase, restarts=status.restarts).model_dump(exclude_none=True)
+
+
+class BriefJobKind(MPIJobKind):
+    resource = BRIEF_JOBS
+    short_names = ()
+    status_part = BriefStatus()
+
+
+def test_the_crd_takes_the_parts_schema_and_columns() -> None:
+    version = crd_for(BriefJobKind())["spec"]["versions"][0]
+    status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
+    assert set(status["properties"]) == {"state", "restarts"}
+    assert version["additionalPrinterColumns"][0]["jsonPath"] == ".status.state"
+
+
+async def test_a_job_reports_in_its_kinds_shape_and_counts_its_restart(
+    client: Client, namespace: str, simulated_node: SimulatedNode
+) -> None:
+    launchers: list[str] = []
+
+    def first_launcher(pod: Object) -> bool:
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get(REPLICA_TYPE_LABEL) != "launcher" or launchers:
+            return False
+        launchers.append(pod["metadata"]["uid"])
+        return True
+
+    simulated_node.when(first_launcher, exit_code=1, after=0.2)
+    simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
+    job = mpijob(namespace, "brief", runPolicy={"backoffLimit": 1, "restartPolicy": "OnFailure"})
+    job["apiVersion"], job["kind"] = BRIEF_JOBS.api_version, BRIEF_JOBS.kind
+    async with job_controller(client, BriefJobKind(), namespace=namespace):
+        await client.create(BRIEF_JOBS, job)
+
+        async def ended() -> bool:
+            status = await job_status(client, BRIEF_JOBS, namespace, "brief")
+            return status.get("state") in ("Succeeded", "Failed")
+
+        await eventually(ended, timeout=30)
+    status = await job_status(client, BRIEF_JOBS, namespace, "brief")
+    assert status == {"state": "Succeeded", "restarts": 1}
