@@ -3,7 +3,8 @@
 Modules, from the bottom up:
 
 - `_resources`, `_errors`: resource names and paths, object keys, the exception hierarchy.
-- `_client`, `_retry`: the API client over plain JSON objects, and when it retries a failure.
+- `_client`, `_json`, `_retry`: the API client over plain JSON objects, its JSON codec, and
+  when it retries a failure.
 - `_informer`: list+watch caches with indexers; `_labels`: label selectors.
 - `_queue`, `_ratelimit`: the deduplicating, rate-limited work queue.
 - `_handler`, `_predicate`: from cache events to reconcile requests.

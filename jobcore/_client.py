@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
-import orjson
 import structlog
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
@@ -24,6 +21,7 @@ from tenacity import (
 
 from jobcore import _metrics
 from jobcore._errors import ApiError, api_error
+from jobcore._json import decode_error, dumps, loads
 from jobcore._resources import Object, Resource
 from jobcore._retry import is_repeatable, parse_retry_after, should_retry
 
@@ -42,49 +40,6 @@ _log = structlog.get_logger("jobcore.client")
 
 DEFAULT_MAX_CONNECTIONS = 100
 """Connections to the API server a client opens at most (kubernetes-asyncio's default)."""
-
-_DEEPEST = 20_000
-"""Nesting the decoder follows (the API server stores up to 10,000 levels)."""
-
-
-def _loads(data: bytes | str) -> Any:
-    """JSON, however deeply nested: one deep object must not make a whole list unreadable.
-
-    orjson decodes at a fraction of the standard library's cost (watch events are most of a
-    controller's CPU), but it stops at 1,024 levels; the standard library takes the rest.
-    orjson reads an integer beyond 64 bits as a float: the API server holds numbers as int64
-    or float64, so such a number was a float there too.
-    """
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(data)
-    except RecursionError:
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, _DEEPEST))
-        try:
-            return json.loads(data)
-        finally:
-            sys.setrecursionlimit(limit)
-
-
-def _dumps(body: Any) -> bytes:
-    """A request body; the standard library takes what orjson refuses (integers beyond 64
-    bits, nesting beyond 254 levels, keys that are not strings)."""
-    try:
-        return orjson.dumps(body)
-    except orjson.JSONEncodeError:
-        return json.dumps(body, separators=(",", ":")).encode()
-
-
-def _decode_error(data: bytes) -> Any:
-    """A failure's body: the Status object, or the text a proxy or a 404 page sent instead."""
-    try:
-        return _loads(data) if data else None
-    except ValueError:
-        return data.decode(errors="replace")
 
 
 class Client:
@@ -212,7 +167,7 @@ class Client:
         args = self._request_args(method, path, query)
         args["headers"] = await self._headers(content_type)
         if body is not None:
-            args["data"] = _dumps(body)
+            args["data"] = dumps(body)
         try:
             async with self._session.request(**args, timeout=self._request_timeout) as resp:
                 data = await resp.read()
@@ -223,8 +178,8 @@ class Client:
             raise ApiError(0, "ConnectionError", f"{method} {path}: {exc!r}") from exc
         _metrics.rest_client_requests_total.labels(str(status), method, self._metrics_host).inc()
         if status >= 400:
-            raise api_error(status, _decode_error(data), retry_after=retry_after)
-        return _loads(data) if data else None
+            raise api_error(status, decode_error(data), retry_after=retry_after)
+        return loads(data) if data else None
 
     def _wait(self, state: RetryCallState) -> float:
         """Backoff before the next send: at least what `Retry-After` asked, within its cap."""
@@ -427,14 +382,14 @@ class Client:
                 if resp.status >= 400:
                     raise api_error(
                         resp.status,
-                        _decode_error(await resp.read()),
+                        decode_error(await resp.read()),
                         retry_after=parse_retry_after(resp.headers.get("Retry-After")),
                     )
                 async for line in resp.content:
                     if not line.strip():
                         continue
                     try:
-                        event = _loads(line)
+                        event = loads(line)
                         kind, obj = event["type"], event["object"]
                     except (ValueError, KeyError, TypeError) as exc:
                         # A stream cut inside an event: as a broken connection, resumable.
