@@ -16,6 +16,7 @@ import structlog
 from pydantic import ValidationError
 
 from jobcore._client import Client
+from jobcore._errors import ConflictError
 from jobcore._informer import Informer
 from jobcore._jobmodels import JobStatus
 from jobcore._resources import Object, ObjectKey, Resource
@@ -23,6 +24,8 @@ from jobcore._statuspart import T9K_STATUS, StatusPart
 
 _log = structlog.get_logger("jobcore.jobs")
 
+CONFLICT_RETRY_SECONDS = 0.5
+"""When to derive a job's status again after another writer changed the job under a write."""
 Announce = Callable[[Object, JobStatus, JobStatus], None]
 """Called with the job, its previous status and the status just written."""
 
@@ -51,6 +54,8 @@ class StatusWriter:
         self.clock = clock
         # The last status written per job, until the cache shows that write.
         self._written: dict[ObjectKey, _Written] = {}
+        # The resourceVersion of the status `latest` last gave per job: the next write's basis.
+        self._read: dict[ObjectKey, str] = {}
         jobs.add_handler(_WriteObserver(self._written))
 
     def latest(self, obj: Object) -> JobStatus:
@@ -59,15 +64,23 @@ class StatusWriter:
         Deriving from a cache that lags our own write would restamp conditions; once the
         cache has caught up it is the truth again, other writers' changes included.
         """
+        key = ObjectKey.of(obj)
         written = self._unseen_write(obj)
         if written is not None and written.status is not None:
+            self._read[key] = written.version
             return written.status
-        return read_status(obj, self.part)
+        # The cache's object, newer than `obj` when a write earlier in this pass has shown.
+        current = self.jobs.get(key.name, key.namespace)
+        if current is None or current["metadata"].get("uid") != obj["metadata"].get("uid"):
+            current = obj
+        self._read[key] = str(current["metadata"]["resourceVersion"])
+        return read_status(current, self.part)
 
     async def write(
         self, obj: Object, previous: JobStatus, status: JobStatus, *, coalesce: bool = True
     ) -> float | None:
-        """Patch the status if it changed; seconds until a held-back write is due, if one is.
+        """Patch the status if it changed, on top of the version `latest` read; seconds until
+        a write held back (or refused, as another writer changed the job) is due, if one is.
 
         A change of phase, of the conditions' statuses or reasons, or of any other field is
         written at once. A change only in the pods' progress (the part's `progress` fields:
@@ -88,15 +101,22 @@ class StatusWriter:
                 return wait
         # The resourceVersion the status was derived from: the API server refuses the write
         # (409) if another writer changed the job since, rather than let it be overwritten.
-        basis = {"resourceVersion": self._version_read(obj)}
-        written = await self.client.patch(
-            self.resource,
-            meta["name"],
-            {"metadata": basis, "status": new},
-            meta["namespace"],
-            subresource="status",
-        )
+        basis = {"resourceVersion": self._read.get(key) or meta["resourceVersion"]}
+        try:
+            written = await self.client.patch(
+                self.resource,
+                meta["name"],
+                {"metadata": basis, "status": new},
+                meta["namespace"],
+                subresource="status",
+            )
+        except ConflictError:
+            # Derive again from the newer status, once the cache shows it.
+            _log.debug("status changed by another writer", job=meta["name"])
+            self.forget(key)
+            return CONFLICT_RETRY_SECONDS
         version = written["metadata"]["resourceVersion"]
+        self._read[key] = version
         # The watch may have delivered this very write while the patch was answered.
         cached = self.jobs.get(meta["name"], meta["namespace"])
         seen = cached is not None and cached["metadata"].get("resourceVersion") == version
@@ -106,11 +126,7 @@ class StatusWriter:
 
     def forget(self, key: ObjectKey) -> None:
         self._written.pop(key, None)
-
-    def _version_read(self, obj: Object) -> str:
-        """The job's resourceVersion that `latest` reads the status of."""
-        written = self._unseen_write(obj)
-        return written.version if written else str(obj["metadata"]["resourceVersion"])
+        self._read.pop(key, None)
 
     def _unseen_write(self, obj: Object) -> _Written | None:
         """This process's last status write to the job, while the cache does not show it."""
