@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import platform
@@ -40,6 +41,21 @@ def steal_seconds() -> float:
 def server_cpu(plane: ControlPlane) -> float:
     """CPU seconds used so far by the API server and etcd together."""
     return sum(cpu_seconds(pid) for pid in plane.pids.values())
+
+
+def odd_count(text: str) -> int:
+    """An argparse type: a positive odd number of rounds, so that one round is the median."""
+    count = int(text)
+    if count < 1 or count % 2 == 0:
+        raise argparse.ArgumentTypeError(f"{count}: an odd number is needed, 1 or more")
+    return count
+
+
+def median_index(values: Sequence[float]) -> int:
+    """The index of the median of an odd number of values."""
+    if len(values) % 2 == 0:
+        raise ValueError(f"{len(values)} values have no single median")
+    return sorted(range(len(values)), key=values.__getitem__)[len(values) // 2]
 
 
 Row = tuple[str, str, str]

@@ -1,6 +1,6 @@
 """What each kind of request in an MPIJob's life costs the API server, in its own CPU.
 
-    python -m benchmarks.bench_apiserver [--jobs 200] [--workers 8] [--rounds 2]
+    python -m benchmarks.bench_apiserver [--jobs 200] [--workers 8] [--rounds 3]
 
 One fresh control plane; each batch is sent at once by a plain client, one batch at a time,
 and charged the CPU seconds kube-apiserver and etcd used meanwhile, less what they use when
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import time
 from collections.abc import Awaitable
 from contextlib import AsyncExitStack
@@ -56,8 +57,7 @@ class Meter:
     def rows(self) -> list[tuple[str, str, str]]:
         rows = []
         for batch, samples in self.spent.items():
-            per_request = sorted(seconds / requests * 1000 for requests, seconds in samples)
-            median = per_request[len(per_request) // 2]
+            median = statistics.median(seconds / requests * 1000 for requests, seconds in samples)
             rows.append((batch, f"{median:.2f} ms", ""))
         return rows
 
@@ -196,6 +196,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     asyncio.run(main(args.jobs, args.workers, args.rounds))

@@ -14,7 +14,7 @@ import asyncio
 import time
 import uuid
 
-from benchmarks._common import cluster, machine, print_table
+from benchmarks._common import cluster, machine, median_index, odd_count, print_table
 from jobcore import (
     JOB_NAME_LABEL,
     NAMESPACES,
@@ -172,12 +172,13 @@ async def main(jobs: int, workers: int, rounds: int) -> None:
             floors.append((before + after) / 2)
             runs.append(run)
             ratios.append(run["created"] / floors[-1])
-    median = sorted(range(rounds), key=lambda i: ratios[i])[rounds // 2]
+    median = median_index(ratios)
     run, objects = runs[median], jobs * (workers + 3)
     print(f"machine: {machine()}")
     print(f"{jobs} MPIJobs x {workers} workers = {objects} child objects before the launchers;")
     print(
-        f"{rounds} rounds, the median round shown; ratios: " + ", ".join(f"{r:.2f}" for r in ratios)
+        f"{rounds} rounds, the round of median ratio shown; ratios: "
+        + ", ".join(f"{r:.2f}" for r in ratios)
     )
     rows = [
         (f"plain client: the same {objects} objects at once", f"{floors[median]:.2f} s", ""),
@@ -195,6 +196,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=odd_count, default=5)
     args = parser.parse_args()
     asyncio.run(main(args.jobs, args.workers, args.rounds))

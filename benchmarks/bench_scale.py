@@ -31,7 +31,15 @@ from dataclasses import dataclass
 import aiohttp
 
 from benchmarks import floor_client
-from benchmarks._common import cpu_seconds, machine, print_table, server_cpu, steal_seconds
+from benchmarks._common import (
+    cpu_seconds,
+    machine,
+    median_index,
+    odd_count,
+    print_table,
+    server_cpu,
+    steal_seconds,
+)
 from benchmarks.bench_mpijob import mpijob
 from jobcore import (
     JOB_NAME_LABEL,
@@ -58,6 +66,7 @@ class Process:
 
     pid: int
     metrics_port: int
+    probe_port: int
 
     def peak_rss_mb(self) -> float:
         return self._status_mb("VmHWM:")
@@ -74,6 +83,14 @@ class Process:
 
     def cpu_seconds(self) -> float:
         return cpu_seconds(self.pid)
+
+    async def ready(self) -> bool:
+        """Whether /readyz answers 200: every informer has loaded its first list."""
+        url = f"http://127.0.0.1:{self.probe_port}/readyz"
+        with contextlib.suppress(aiohttp.ClientError):
+            async with aiohttp.ClientSession() as session, session.get(url) as response:
+                return response.status == 200
+        return False
 
     async def metrics(self) -> dict[str, float]:
         """The controller's /metrics, one value per sample line (labels kept in the key)."""
@@ -98,7 +115,7 @@ def _free_port() -> int:
 @contextlib.asynccontextmanager
 async def controller(kubeconfig: str, namespace: str, *options: str) -> AsyncIterator[Process]:
     """`jobcore run` for MPIJobs in `namespace` (with `options`), until the block ends."""
-    port = _free_port()
+    port, probe_port = _free_port(), _free_port()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -115,10 +132,10 @@ async def controller(kubeconfig: str, namespace: str, *options: str) -> AsyncIte
         "--metrics-bind-address",
         f"127.0.0.1:{port}",
         "--health-probe-bind-address",
-        "off",
+        f"127.0.0.1:{probe_port}",
         *options,
     )
-    proc = Process(process.pid, port)
+    proc = Process(process.pid, port, probe_port)
     try:
 
         async def serving() -> bool:
@@ -351,7 +368,14 @@ async def run_jobs(
 
 
 async def cached_pods_rss(plane: ControlPlane, client: Client, count: int) -> float:
-    """The controller's peak RSS once `count` job pods are in its cache."""
+    """The controller's peak RSS once `count` job pods are in its cache.
+
+    The pods, ten per job, exist before the controller starts, so its first list holds them
+    all. RSS is read once /readyz says every informer has loaded its first list and the
+    controller has run as many reconciles as the pods have jobs: a cached pod's event
+    reconciles its job, and a pod the cache dropped (it keeps only what a job controls) would
+    reconcile nothing.
+    """
     namespace = "cache"
     await client.create(NAMESPACES, {"metadata": {"name": namespace}})
     pod = mpijob(namespace, "x", 1)["spec"]["worker"]["template"]
@@ -381,8 +405,14 @@ async def cached_pods_rss(plane: ControlPlane, client: Client, count: int) -> fl
             await client.create(PODS, obj, namespace)
 
     await asyncio.gather(*(create(i) for i in range(count)))
+    jobs = (count + 9) // 10
     async with controller(plane.kubeconfig_path, namespace) as proc:
-        await asyncio.sleep(3.0)  # listed and watching
+
+        async def all_reconciled() -> bool:
+            return total(await proc.metrics(), "controller_runtime_reconcile_total") >= jobs
+
+        await eventually(proc.ready, timeout=300, interval=0.1)
+        await eventually(all_reconciled, timeout=300, interval=0.1)
         return proc.peak_rss_mb()
 
 
@@ -404,12 +434,13 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
             rss = await cached_pods_rss(plane, client, cache_pods) if cache_pods else None
         finally:
             await client.close()
-    median = sorted(range(rounds), key=lambda i: ratios[i])[rounds // 2]
+    median = median_index(ratios)
     run, plain = runs[median], floors[median]
     print(f"machine: {machine()}")
     print(f"{jobs} MPIJobs x {workers} workers, driven to Succeeded by the simulated node;")
     print(
-        f"{rounds} rounds, the median round shown; ratios: " + ", ".join(f"{r:.2f}" for r in ratios)
+        f"{rounds} rounds, the round of median ratio shown; ratios: "
+        + ", ".join(f"{r:.2f}" for r in ratios)
     )
     print(
         "all workers created, floor / controller: "
@@ -478,7 +509,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=odd_count, default=5)
     parser.add_argument("--cache-pods", type=int, default=10_000)
     parser.add_argument(
         "--max-concurrent-reconciles", type=int, help="passed to jobcore run (default: its own)"

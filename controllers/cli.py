@@ -39,8 +39,8 @@ from jobcore import (
 if sys.platform == "win32":  # uvloop is not made for Windows
     from asyncio import run as _run_event_loop
 else:
-    # uvloop's sockets and TLS are in C: in an A/B of benchmarks/bench_scale the controller
-    # spent 15% less CPU on it creating a burst of jobs' children, 7% over the whole run.
+    # uvloop's event loop, sockets and TLS are in C, where the controller spends much of its
+    # time: on the API server's connections.
     from uvloop import run as _run_event_loop
 
 

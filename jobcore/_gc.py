@@ -14,8 +14,7 @@ def configure_gc(young_threshold: int = YOUNG_THRESHOLD) -> None:
     """Collect less often, and never again look at what exists at start-up.
 
     A controller's heap is mostly its informer caches: decoded JSON, which holds no cycles,
-    yet Python's default thresholds walk it over and over as it grows (about a sixth of the
-    controller's CPU while it creates 200 MPIJobs' pods, in benchmarks/bench_scale). With
+    yet Python's default thresholds walk it over and over as it grows. With
     `young_threshold` allocations between young collections, most short-lived objects are
     freed before a collection sees them and the full collections that walk the whole cache
     become rare. The objects alive now (modules, classes, configuration) are frozen out of
