@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from jobcore._jobkind import Job, Observed, Outcome
 from jobcore._jobmodels import JobStatus, ResumeSpec, RunPolicy
 from jobcore._jobplan import run_mode_of
-from jobcore._jobpolicy import pending_too_long, pod_failures, should_retry
+from jobcore._jobpolicy import PodFailure, pending_too_long, pod_failures, should_retry
 from jobcore._jobstatus import Lifecycle, PauseState
 from jobcore._resources import PODS, Object
 
@@ -172,9 +172,9 @@ def apply_policy(
             detail = outcome.replica_failure or message
             return Verdict(Outcome("failed", "PendingTimeout", message, detail), lifecycle)
     if outcome.state == "failed":
-        return _retry(
-            policy, outcome, lifecycle, previous=previous, pods=pods, containers=containers
-        )
+        failures = pod_failures(pods.values(), containers)
+        counted = restart_recorded(previous, pods.values())
+        return _retry(policy, outcome, lifecycle, failures, counted=counted)
     running = previous.condition("Running")
     if outcome.state == "pending" and running is not None and running.reason == RESTARTING:
         # Still coming back from a restart: the job stays Running meanwhile.
@@ -187,16 +187,13 @@ def _retry(
     policy: RunPolicy,
     outcome: Outcome,
     lifecycle: Lifecycle,
+    failures: Sequence[PodFailure],
     *,
-    previous: JobStatus,
-    pods: Mapping[str, Object],
-    containers: Mapping[str, str],
+    counted: bool,
 ) -> Verdict:
-    """A failure: ended, past the backoff limit, or a restart (counted once)."""
-    failures = pod_failures(pods.values(), containers)
+    """A failure: ended, past the backoff limit, or a restart (`counted` already or not)."""
     if not should_retry(policy, failures) or policy.backoff_limit == 0:
         return Verdict(outcome, lifecycle)
-    counted = restart_recorded(previous, pods.values())
     if lifecycle.restarts >= policy.backoff_limit and not counted:
         message = (
             f"The job failed {lifecycle.restarts + 1} times; runPolicy.backoffLimit is "

@@ -45,6 +45,20 @@ def decide(
     )
 
 
+def status_of(
+    outcome: Outcome, pods: dict[str, Object] | None = None, lifecycle: Lifecycle = Lifecycle()
+) -> JobStatus:
+    """The first status of a one-worker job with these pods and this outcome."""
+    return derive_status(
+        previous=JobStatus(),
+        pods=(pods or {}).values(),
+        replica_types=["worker"],
+        desired={"worker": 1},
+        outcome=outcome,
+        lifecycle=lifecycle,
+    )
+
+
 def test_a_retried_failure_is_counted_then_recorded_once() -> None:
     pods = {"w-1": with_uid(failed("w-1", 1), "u1")}
     first = decide(FAILURE, JobStatus(), pods)
@@ -52,14 +66,7 @@ def test_a_retried_failure_is_counted_then_recorded_once() -> None:
     assert first.lifecycle.restarts == 1
     assert (first.outcome.state, first.outcome.reason) == ("running", RESTARTING)
     # The restart was written, the deletion failed: the same failed pod is not counted again.
-    written = derive_status(
-        previous=JobStatus(),
-        pods=pods.values(),
-        replica_types=["worker"],
-        desired={"worker": 1},
-        outcome=first.outcome,
-        lifecycle=first.lifecycle,
-    )
+    written = status_of(first.outcome, pods, first.lifecycle)
     again = decide(FAILURE, written, pods, restarts=1)
     assert (again.restart, again.lifecycle.restarts) == ("recorded", 1)
     assert restart_recorded(written, pods.values())
@@ -68,14 +75,7 @@ def test_a_retried_failure_is_counted_then_recorded_once() -> None:
 def test_a_new_failure_after_a_restart_is_counted() -> None:
     old = {"w-1": with_uid(failed("w-1", 1), "u1")}
     first = decide(FAILURE, JobStatus(), old)
-    written = derive_status(
-        previous=JobStatus(),
-        pods=old.values(),
-        replica_types=["worker"],
-        desired={"worker": 1},
-        outcome=first.outcome,
-        lifecycle=first.lifecycle,
-    )
+    written = status_of(first.outcome, old, first.lifecycle)
     new = {"w-1": with_uid(failed("w-1", 1), "u2")}
     assert decide(FAILURE, written, new, restarts=1).restart == "count"
 
@@ -98,13 +98,7 @@ def test_a_pending_job_coming_back_from_a_restart_stays_running() -> None:
 
 
 def test_an_ended_status_gives_back_its_outcome_and_an_invalid_one_has_not_ended() -> None:
-    ended = derive_status(
-        previous=JobStatus(),
-        pods=[],
-        replica_types=["worker"],
-        desired={"worker": 1},
-        outcome=FAILURE,
-    )
+    ended = status_of(FAILURE)
     assert has_ended(ended)
     assert frozen_outcome(ended) == FAILURE
     assert not has_ended(invalid_status(JobStatus(), "Invalid spec: spec.x: bad"))
@@ -130,13 +124,7 @@ def test_each_transition_is_announced_once() -> None:
     recorder = Recorded()
     announcer = Announcer(recorder, "MPIJob")  # type: ignore[arg-type]
     job: Object = {"metadata": {"name": "j", "namespace": "ns"}}
-    running = derive_status(
-        previous=JobStatus(),
-        pods=[],
-        replica_types=["worker"],
-        desired={"worker": 1},
-        outcome=Outcome("running", "Running", "All pods are running normally."),
-    )
+    running = status_of(Outcome("running", "Running", "All pods are running normally."))
     announcer.transitions(job, JobStatus(), running)
     announcer.transitions(job, running, running)
     assert [reason for _, reason, _ in recorder.events] == ["Initialized", "Running"]
