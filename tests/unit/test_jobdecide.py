@@ -46,7 +46,7 @@ def decide(
 
 
 def status_of(
-    outcome: Outcome, pods: dict[str, Object] | None = None, lifecycle: Lifecycle = Lifecycle()
+    outcome: Outcome, pods: dict[str, Object] | None = None, lifecycle: Lifecycle | None = None
 ) -> JobStatus:
     """The first status of a one-worker job with these pods and this outcome."""
     return derive_status(
@@ -55,7 +55,7 @@ def status_of(
         replica_types=["worker"],
         desired={"worker": 1},
         outcome=outcome,
-        lifecycle=lifecycle,
+        lifecycle=lifecycle or Lifecycle(),
     )
 
 
