@@ -19,6 +19,7 @@ from jobcore import Job, Object
 from jobkinds import _launch, _ssh, _t9kshape
 from jobkinds._launch import (
     LAUNCHER,
+    SSH_VOLUME,
     WORKER,
     hostfile_name,
     launcher_name,
@@ -26,7 +27,6 @@ from jobkinds._launch import (
     ssh_mount,
     ssh_secret_name,
     worker_host,
-    worker_name,
 )
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 WORKER_CONTAINER = "worker"
 """The template's container that runs sshd (T9k: its command is ignored)."""
 LAUNCHER_CONTAINER = "launcher"
-SSH_VOLUME = "jobcore-ssh"
 HOSTFILE_VOLUME = "jobcore-hostfile"
 HOSTFILE_DIR = "/etc/colossalai"
 HOSTFILE_KEY = "hostfile"
@@ -166,22 +165,13 @@ def worker_pod(job: Job[ColossalAIJobSpec], index: int, ssh: _ssh.Access) -> Obj
     restartPolicy is always Never: `colossalai run` cannot re-admit a restarted worker, so a
     worker's failure is the job's.
     """
-    name = worker_name(job, index)
-    pod = _launch.template_pod(job, WORKER, index, name, ssh_volume=SSH_VOLUME)
-    spec = pod["spec"]
-    spec.update(hostname=name, subdomain=job.name, restartPolicy="Never")
-    for container in spec["containers"]:
-        if container["name"] != WORKER_CONTAINER:
-            continue
-        container.pop("args", None)
-        container["volumeMounts"] = [
-            *container.get("volumeMounts", ()),
-            ssh_mount(SSH_VOLUME, ssh.mount_path),
-        ]
-        container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
-        container["command"] = _ssh.sshd_command(job.spec.ssh.sshd_path, ssh)
-        container["readinessProbe"] = _launch.readiness_probe(ssh.port)
-    return pod
+    return _launch.sshd_worker_pod(
+        job,
+        index,
+        container=WORKER_CONTAINER,
+        ssh=ssh,
+        restart_policy="Never",
+    )
 
 
 def launcher_pod(job: Job[ColossalAIJobSpec], ssh: _ssh.Access) -> Object:

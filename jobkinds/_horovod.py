@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 WORKER_CONTAINER = "worker"
 """The template's container that runs sshd on workers and horovodrun on the launcher."""
 LAUNCHER_CONTAINER = "launcher"
-SSH_VOLUME = "jobcore-ssh"
 CONFIG_VOLUME = "jobcore-horovod"
 CONFIG_DIR = "/etc/horovod"
 HOSTFILE_KEY = "hostfile"
@@ -170,8 +169,6 @@ def worker_pod(job: Job[HorovodJobSpec], index: int, ssh: _ssh.Access) -> Object
         job,
         index,
         container=WORKER_CONTAINER,
-        ssh_volume=SSH_VOLUME,
-        sshd_path=job.spec.ssh.sshd_path,
         ssh=ssh,
     )
 
@@ -205,7 +202,6 @@ def launcher_pod(job: Job[HorovodJobSpec], ssh: _ssh.Access) -> Object:
         job,
         worker_container=WORKER_CONTAINER,
         launcher_container=LAUNCHER_CONTAINER,
-        ssh_volume=SSH_VOLUME,
         mount_path=job.spec.ssh.ssh_auth_mount_path,
         config_volume=CONFIG_VOLUME,
         config_dir=CONFIG_DIR,

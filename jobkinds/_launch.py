@@ -1,8 +1,9 @@
-"""Building blocks of a job whose launcher pod reaches sshd workers: names and pods.
+"""Building blocks of a job whose launcher pod reaches sshd workers: names, pods and the kind.
 
 Shared by MPIJob, ColossalAIJob and HorovodJob: their child names, the headless Service, pods
-made from the worker template with the ssh Secret mounted, the sshd worker, and a launcher
-copied from the worker container. What differs between the kinds (container names, volumes,
+made from the worker template with the ssh Secret mounted, the sshd worker, a launcher
+copied from the worker container, when the launcher is due, and `LauncherWorkersKind`, what
+the three kinds declare alike. What differs between the kinds (container names, volumes,
 commands, environment) is passed in by keyword. Run modes are jobcore's, applied on top.
 """
 
@@ -13,8 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from jobcore import SECRETS, Job, Object, Observed
-from jobkinds import _ssh
+from jobcore import CONFIGMAPS, PODS, SECRETS, SERVICES, Job, Object, Observed, Outcome, Resource
+from jobkinds import _pods, _ssh
 
 LAUNCHER = "launcher"
 WORKER = "worker"
@@ -36,8 +37,20 @@ worker, and each must fit in one API object; an unbounded count would also have 
 build that many pods in memory."""
 WorkerCount = Annotated[int, Field(ge=1, le=MAX_WORKERS)]
 """A number of worker pods: at least one, at most MAX_WORKERS."""
-SSHPort = Annotated[int, Field(ge=1, le=65535)]
-"""A TCP port for the workers' sshd."""
+SSHPort = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=65535,
+        description="The port the workers' sshd listens on; a non-root user needs one above "
+        "1023 (e.g. 2222).",
+    ),
+]
+"""spec.ssh.port of every kind: a TCP port for the workers' sshd."""
+SSHDPath = Annotated[str, Field(description="Absolute path of sshd in the worker image.")]
+"""spec.ssh.sshdPath of every kind."""
+SSH_VOLUME = "jobcore-ssh"
+"""The volume of the job's ssh Secret, in every pod of every kind."""
 
 
 # Names -----------------------------------------------------------------------------------
@@ -105,9 +118,7 @@ def ssh_mount(volume: str, mount_path: str) -> dict[str, Any]:
     return {"name": volume, "mountPath": mount_path, "readOnly": True}
 
 
-def template_pod(
-    job: Job[Any], replica_type: str, index: int, name: str, *, ssh_volume: str
-) -> Object:
+def template_pod(job: Job[Any], replica_type: str, index: int, name: str) -> Object:
     """A pod from spec.worker.template, labelled for `replica_type`, with the ssh Secret as a
     volume; containers left to adapt."""
     template = job.spec.worker.template
@@ -119,7 +130,7 @@ def template_pod(
     spec = template.spec.to_api()
     spec["volumes"] = [
         *spec.get("volumes", ()),
-        _ssh.secret_volume(ssh_volume, ssh_secret_name(job)),
+        _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
     ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
@@ -134,26 +145,27 @@ def sshd_worker_pod(
     index: int,
     *,
     container: str,
-    ssh_volume: str,
-    sshd_path: str,
     ssh: _ssh.Access,
+    restart_policy: str | None = None,
 ) -> Object:
-    """sshd in place of `container`'s command; Ready once its port answers.
+    """spec.ssh.sshdPath in place of `container`'s command; Ready once its port answers.
 
-    restartPolicy is the template's, by default Never: a restarted worker cannot rejoin a
-    running launch.
+    restartPolicy is `restart_policy` if given, else the template's, by default Never: a
+    restarted worker cannot rejoin a running launch.
     """
-    pod = template_pod(job, WORKER, index, worker_name(job, index), ssh_volume=ssh_volume)
+    pod = template_pod(job, WORKER, index, worker_name(job, index))
     spec = pod["spec"]
     spec["hostname"] = worker_name(job, index)
     spec["subdomain"] = job.name
-    spec["restartPolicy"] = job.spec.worker.template.spec.restart_policy or "Never"
+    spec["restartPolicy"] = (
+        restart_policy or job.spec.worker.template.spec.restart_policy or "Never"
+    )
     for c in spec["containers"]:
         if c["name"] != container:
             continue
         c.pop("args", None)
-        c["command"] = _ssh.sshd_command(sshd_path, ssh)
-        c["volumeMounts"] = [*c.get("volumeMounts", ()), ssh_mount(ssh_volume, ssh.mount_path)]
+        c["command"] = _ssh.sshd_command(job.spec.ssh.sshd_path, ssh)
+        c["volumeMounts"] = [*c.get("volumeMounts", ()), ssh_mount(SSH_VOLUME, ssh.mount_path)]
         c.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
         c["readinessProbe"] = readiness_probe(ssh.port)
     return pod
@@ -164,7 +176,6 @@ def copied_launcher_pod(
     *,
     worker_container: str,
     launcher_container: str,
-    ssh_volume: str,
     mount_path: str,
     config_volume: str,
     config_dir: str,
@@ -179,7 +190,7 @@ def copied_launcher_pod(
     pod-level settings apply to the launcher too. The user's own value of one of our `env`
     variables wins.
     """
-    pod = template_pod(job, LAUNCHER, 0, launcher_name(job), ssh_volume=ssh_volume)
+    pod = template_pod(job, LAUNCHER, 0, launcher_name(job))
     pod_spec = pod["spec"]
     pod_spec["restartPolicy"] = "Never"
     pod_spec["volumes"].append({"name": config_volume, "configMap": dict(config_map)})
@@ -194,10 +205,59 @@ def copied_launcher_pod(
         env=[*(e for e in env if e["name"] not in user_names), *user_env],
         volumeMounts=[
             *worker.get("volumeMounts", ()),
-            ssh_mount(ssh_volume, mount_path),
+            ssh_mount(SSH_VOLUME, mount_path),
             {"name": config_volume, "mountPath": config_dir, "readOnly": True},
         ],
     )
     launcher.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
     pod_spec["containers"] = [launcher]
     return pod
+
+
+def launcher_due(job: Job[Any], observed: Observed, *, ready_needed: int | None = None) -> bool:
+    """Whether the launcher is rendered: once `ready_needed` workers (default: all) are Ready.
+
+    A launcher that exists is always rendered, so it is never deleted because a worker stopped
+    being Ready. In debug mode (the launcher runs `sleep inf`) and under a gang scheduler
+    (which admits no pod until all exist) it does not wait.
+    """
+    if observed.get(PODS, launcher_name(job)) is not None or job.debugging or job.gang:
+        return True
+    replicas = job.spec.worker.replicas
+    ready = sum(_pods.is_ready(observed.get(PODS, worker_name(job, i))) for i in range(replicas))
+    return ready >= (replicas if ready_needed is None else ready_needed)
+
+
+# The kind ----------------------------------------------------------------------------------
+
+
+class LauncherWorkersKind:
+    """What MPIJob, ColossalAIJob and HorovodJob declare alike as `jobcore.JobKind`s.
+
+    One launcher and spec.worker.replicas workers; a Secret, a ConfigMap, a Service and pods
+    as children; the launcher kept after clean-up, for its logs; a Workers column; the
+    outcome of a static launch. A kind adds its resource, model, container names and debug
+    commands, `validate` and `render`; HorovodJob also its own `interpret`, for elastic jobs.
+    """
+
+    replica_types: Sequence[str] = (LAUNCHER, WORKER)
+    child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS)
+    containers: Mapping[str, str]
+    kept_after_cleanup: Sequence[str] = (LAUNCHER,)
+    printer_columns: Sequence[Mapping[str, Any]] = (
+        {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
+    )
+
+    def replicas(self, job: Job[Any]) -> Mapping[str, int]:
+        return {LAUNCHER: 1, WORKER: job.spec.worker.replicas}
+
+    def interpret(self, job: Job[Any], observed: Observed) -> Outcome:
+        """The launcher's exit decides; a worker that stops first fails the job."""
+        names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
+        return _pods.outcome(
+            observed.get(PODS, launcher_name(job)),
+            {name: observed.get(PODS, name) for name in names},
+            launcher_container=self.containers[LAUNCHER],
+            worker_container=self.containers[WORKER],
+            ssh_port=job.spec.ssh.port,
+        )

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 WORKER_CONTAINER = "mpi-worker"
 """The template's container that runs sshd on workers and the MPI launcher on the launcher."""
 LAUNCHER_CONTAINER = "mpi-launcher"
-SSH_VOLUME = "jobcore-ssh"
 HOSTFILE_VOLUME = "jobcore-hostfile"
 HOSTFILE_DIR = "/etc/mpi"
 HOSTFILE_KEY = "hostfile"
@@ -310,8 +309,6 @@ def worker_pod(job: Job[MPIJobSpec], index: int, ssh: _ssh.Access) -> Object:
         job,
         index,
         container=WORKER_CONTAINER,
-        ssh_volume=SSH_VOLUME,
-        sshd_path=job.spec.ssh.sshd_path,
         ssh=ssh,
     )
     if not flavour(job.spec.mpi_implementation).open_mpi:
@@ -353,7 +350,6 @@ def launcher_pod(job: Job[MPIJobSpec], ssh: _ssh.Access) -> Object:
         job,
         worker_container=WORKER_CONTAINER,
         launcher_container=LAUNCHER_CONTAINER,
-        ssh_volume=SSH_VOLUME,
         mount_path=spec.ssh.ssh_auth_mount_path,
         config_volume=HOSTFILE_VOLUME,
         config_dir=HOSTFILE_DIR,

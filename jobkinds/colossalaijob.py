@@ -17,30 +17,28 @@ from typing import Any
 from pydantic import ConfigDict, Field, model_validator
 
 from jobcore import (
-    CONFIGMAPS,
-    PODS,
-    SECRETS,
-    SERVICES,
     ApiModel,
     FieldError,
     Job,
     JobSpec,
     Object,
     Observed,
-    Outcome,
     PodTemplateSpec,
     Resource,
 )
-from jobkinds import _checks, _pods, _ssh, _t9kshape
+from jobkinds import _checks, _ssh, _t9kshape
 from jobkinds import _colossalai as _cai
 from jobkinds._colossalai import LAUNCHER_CONTAINER, WORKER_CONTAINER
 from jobkinds._launch import (
     LAUNCHER,
+    SSH_VOLUME,
     WORKER,
+    LauncherWorkersKind,
+    SSHDPath,
     SSHPort,
     WorkerCount,
     job_ssh,
-    launcher_name,
+    launcher_due,
     service,
     worker_name,
 )
@@ -54,17 +52,11 @@ class ColossalAISSHSpec(ApiModel):
         description="Where the job's ssh keys are mounted, in launcher and workers: the "
         "~/.ssh of the user running colossalai (it reads its keys from there).",
     )
-    sshd_path: str = Field(
-        default="/usr/sbin/sshd", description="Absolute path of sshd in the worker image."
-    )
+    sshd_path: SSHDPath = "/usr/sbin/sshd"
     ssh_auth_mount_path: str | None = Field(
         default=None, description="T9k's current shape's name for authMountPath."
     )
-    port: SSHPort = Field(
-        default=_ssh.SSH_PORT,
-        description="The port the workers' sshd listens on; a non-root user needs one above "
-        "1023 (e.g. 2222).",
-    )
+    port: SSHPort = _ssh.SSH_PORT
 
     @model_validator(mode="before")
     @classmethod
@@ -158,7 +150,7 @@ class ColossalAIJobSpec(JobSpec):
         )
 
 
-class ColossalAIJobKind:
+class ColossalAIJobKind(LauncherWorkersKind):
     """ColossalAIJob: see the module docstring; satisfies `jobcore.JobKind[ColossalAIJobSpec]`."""
 
     resource: Resource = Resource(
@@ -166,14 +158,8 @@ class ColossalAIJobKind:
     )
     short_names: Sequence[str] = ("caj", "colossalai")
     spec_model: type[ColossalAIJobSpec] = ColossalAIJobSpec
-    replica_types: Sequence[str] = (LAUNCHER, WORKER)
-    child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS)
     containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
     debug_commands: Mapping[str, Sequence[str] | None] = {}  # T9k: sleep inf for both
-    kept_after_cleanup: Sequence[str] = (LAUNCHER,)
-    printer_columns: Sequence[Mapping[str, Any]] = (
-        {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
-    )
 
     def validate(self, job: Job[ColossalAIJobSpec]) -> list[FieldError]:
         """What the schema cannot say and would otherwise fail at pod creation or in colossalai."""
@@ -188,21 +174,17 @@ class ColossalAIJobKind:
             *_checks.mount_errors(
                 spec,
                 container=WORKER_CONTAINER,
-                volumes=(_cai.SSH_VOLUME, _cai.HOSTFILE_VOLUME),
+                volumes=(SSH_VOLUME, _cai.HOSTFILE_VOLUME),
                 mount_paths={auth_mount_path},
                 message="is where the job mounts its ssh keys (spec.ssh.authMountPath)",
             ),
         ]
 
-    def replicas(self, job: Job[ColossalAIJobSpec]) -> Mapping[str, int]:
-        return {LAUNCHER: 1, WORKER: job.spec.worker.replicas}
-
     def render(self, job: Job[ColossalAIJobSpec], observed: Observed) -> list[Object]:
         """Secret, hostfile, Service, workers, then the launcher once every worker is Ready.
 
-        An existing ssh Secret is returned as observed (see `job_ssh`); an existing launcher is
-        always returned, so it is never deleted because a worker stopped being Ready. In debug
-        mode and under a gang scheduler the launcher does not wait.
+        An existing ssh Secret is returned as observed (see `job_ssh`); the launcher as
+        `launcher_due` says.
         """
         # colossalai run's fabric accepts any host key: see `_ssh.Access.tunnel`.
         secret, ssh = job_ssh(
@@ -213,27 +195,10 @@ class ColossalAIJobKind:
             tunnel=True,
         )
         children = [secret, _cai.hostfile_configmap(job), service(job, ssh.port)]
-        workers = [_cai.worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
-        children += workers
-        if (
-            observed.get(PODS, launcher_name(job)) is not None
-            or job.debugging
-            or job.gang
-            or all(_pods.is_ready(observed.get(PODS, w["metadata"]["name"])) for w in workers)
-        ):
+        children += [_cai.worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
+        if launcher_due(job, observed):
             children.append(_cai.launcher_pod(job, ssh))
         return children
-
-    def interpret(self, job: Job[ColossalAIJobSpec], observed: Observed) -> Outcome:
-        """The launcher's exit decides; a worker that stops first fails the job."""
-        names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
-        return _pods.outcome(
-            observed.get(PODS, launcher_name(job)),
-            {name: observed.get(PODS, name) for name in names},
-            launcher_container=LAUNCHER_CONTAINER,
-            worker_container=WORKER_CONTAINER,
-            ssh_port=job.spec.ssh.port,
-        )
 
 
 # Validation ------------------------------------------------------------------------------

@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from jobcore import (
-    CONFIGMAPS,
     PODS,
-    SECRETS,
-    SERVICES,
     ApiModel,
     FieldError,
     Job,
@@ -37,15 +34,18 @@ from jobkinds._horovod import (
     CONFIG_DIR,
     CONFIG_VOLUME,
     LAUNCHER_CONTAINER,
-    SSH_VOLUME,
     WORKER_CONTAINER,
 )
 from jobkinds._launch import (
     LAUNCHER,
+    SSH_VOLUME,
     WORKER,
+    LauncherWorkersKind,
+    SSHDPath,
     SSHPort,
     WorkerCount,
     job_ssh,
+    launcher_due,
     launcher_name,
     service,
     worker_name,
@@ -132,18 +132,12 @@ class ElasticSpec(ApiModel):
 class SSHSpec(ApiModel):
     """Where sshd is in the worker image, where the job's ssh keys are mounted, and its port."""
 
-    sshd_path: str = Field(
-        default="/usr/sbin/sshd", description="Absolute path of sshd in the worker image."
-    )
+    sshd_path: SSHDPath = "/usr/sbin/sshd"
     ssh_auth_mount_path: str = Field(
         default=_horovod.DEFAULT_SSH_MOUNT,
         description="Where the job's ssh keys are mounted: the ~/.ssh of the user running Horovod.",
     )
-    port: SSHPort = Field(
-        default=_ssh.SSH_PORT,
-        description="The port the workers' sshd listens on; a non-root user needs one above "
-        "1023 (e.g. 2222).",
-    )
+    port: SSHPort = _ssh.SSH_PORT
 
 
 class HorovodJobSpec(JobSpec):
@@ -156,20 +150,14 @@ class HorovodJobSpec(JobSpec):
     ssh: SSHSpec = Field(default_factory=SSHSpec, description="sshd and key locations.")
 
 
-class HorovodJobKind:
+class HorovodJobKind(LauncherWorkersKind):
     """HorovodJob: see the module docstring; satisfies `jobcore.JobKind[HorovodJobSpec]`."""
 
     resource: Resource = Resource("batch.tensorstack.dev", "v1beta1", "HorovodJob", "horovodjobs")
     short_names: Sequence[str] = ("hj", "hvdj")
     spec_model: type[HorovodJobSpec] = HorovodJobSpec
-    replica_types: Sequence[str] = (LAUNCHER, WORKER)
-    child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS)
     containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
     debug_commands: Mapping[str, Sequence[str] | None] = {WORKER: None}  # sshd, to ssh in
-    kept_after_cleanup: Sequence[str] = (LAUNCHER,)
-    printer_columns: Sequence[Mapping[str, Any]] = (
-        {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
-    )
 
     def validate(self, job: Job[HorovodJobSpec]) -> list[FieldError]:
         """What the schema cannot say and would otherwise fail at pod creation or horovodrun."""
@@ -188,17 +176,13 @@ class HorovodJobKind:
             ),
         ]
 
-    def replicas(self, job: Job[HorovodJobSpec]) -> Mapping[str, int]:
-        return {LAUNCHER: 1, WORKER: job.spec.worker.replicas}
-
     def render(self, job: Job[HorovodJobSpec], observed: Observed) -> list[Object]:
         """Secret, hostfile or discovery script, Service, workers, then the launcher.
 
         The launcher starts once every worker is Ready (static) or at least minReplicas are
-        (elastic), at once in debug mode or under a gang scheduler, and is returned for as
-        long as it exists. An elastic job's ended worker is left out, so the reconciler
-        deletes it and recreates it on the next pass; its discovery script probes every
-        worker up to maxReplicas, so it does not change as workers come and go.
+        (elastic), as `launcher_due` says. An elastic job's ended worker is left out, so the
+        reconciler deletes it and recreates it on the next pass; its discovery script probes
+        every worker up to maxReplicas, so it does not change as workers come and go.
         """
         # horovodrun's own ssh command accepts any host key: see `_ssh.Access.tunnel`.
         secret, ssh = job_ssh(
@@ -216,10 +200,7 @@ class HorovodJobKind:
             for i, name in enumerate(names)
             if not (elastic and ended(observed.get(PODS, name)))
         ]
-        ready = sum(is_ready(observed.get(PODS, name)) for name in names)
-        needed = elastic.min_replicas if elastic else len(names)
-        launcher_exists = observed.get(PODS, launcher_name(job)) is not None
-        if launcher_exists or job.debugging or job.gang or ready >= needed:
+        if launcher_due(job, observed, ready_needed=elastic.min_replicas if elastic else None):
             children.append(_horovod.launcher_pod(job, ssh))
         return children
 

@@ -16,36 +16,29 @@ from typing import Any
 from pydantic import ConfigDict, Field, model_validator
 
 from jobcore import (
-    CONFIGMAPS,
-    PODS,
-    SECRETS,
-    SERVICES,
     ApiModel,
     FieldError,
     Job,
     JobSpec,
     Object,
     Observed,
-    Outcome,
     PodTemplateSpec,
     Resource,
 )
-from jobkinds import _checks, _mpi, _pods, _ssh, _t9kshape
+from jobkinds import _checks, _mpi, _ssh, _t9kshape
 from jobkinds._launch import (
     LAUNCHER,
+    SSH_VOLUME,
     WORKER,
+    LauncherWorkersKind,
+    SSHDPath,
     SSHPort,
     WorkerCount,
     job_ssh,
-    launcher_name,
+    launcher_due,
     worker_name,
 )
-from jobkinds._mpi import (
-    HOSTFILE_VOLUME,
-    LAUNCHER_CONTAINER,
-    SSH_VOLUME,
-    WORKER_CONTAINER,
-)
+from jobkinds._mpi import HOSTFILE_VOLUME, LAUNCHER_CONTAINER, WORKER_CONTAINER
 
 
 class MPIWorkerSpec(ApiModel):
@@ -69,18 +62,12 @@ class MPIWorkerSpec(ApiModel):
 class SSHSpec(ApiModel):
     """Where sshd is in the worker image, where the job's ssh keys are mounted, and its port."""
 
-    sshd_path: str = Field(
-        default="/usr/sbin/sshd", description="Absolute path of sshd in the worker image."
-    )
+    sshd_path: SSHDPath = "/usr/sbin/sshd"
     ssh_auth_mount_path: str = Field(
         default="/root/.ssh",
         description="Where the job's ssh keys are mounted: the ~/.ssh of the user running MPI.",
     )
-    port: SSHPort = Field(
-        default=_ssh.SSH_PORT,
-        description="The port the workers' sshd listens on; a non-root user needs one above "
-        "1023 (e.g. 2222).",
-    )
+    port: SSHPort = _ssh.SSH_PORT
 
 
 class MPIConfig(ApiModel):
@@ -174,20 +161,14 @@ class MPIJobSpec(JobSpec):
         )
 
 
-class MPIJobKind:
+class MPIJobKind(LauncherWorkersKind):
     """MPIJob: see the module docstring; satisfies `jobcore.JobKind[MPIJobSpec]`."""
 
     resource: Resource = Resource("batch.tensorstack.dev", "v1beta1", "MPIJob", "mpijobs")
     short_names: Sequence[str] = ("mj", "mpij")
     spec_model: type[MPIJobSpec] = MPIJobSpec
-    replica_types: Sequence[str] = (LAUNCHER, WORKER)
-    child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS)
     containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
     debug_commands: Mapping[str, Sequence[str] | None] = {WORKER: None}  # sshd, to ssh in
-    kept_after_cleanup: Sequence[str] = (LAUNCHER,)
-    printer_columns: Sequence[Mapping[str, Any]] = (
-        {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
-    )
 
     def validate(self, job: Job[MPIJobSpec]) -> list[FieldError]:
         """What the schema cannot say and would otherwise fail at pod creation or in mpirun."""
@@ -216,43 +197,20 @@ class MPIJobKind:
             ),
         ]
 
-    def replicas(self, job: Job[MPIJobSpec]) -> Mapping[str, int]:
-        return {LAUNCHER: 1, WORKER: job.spec.worker.replicas}
-
     def render(self, job: Job[MPIJobSpec], observed: Observed) -> list[Object]:
         """Secret, hostfile, Service, workers, then the launcher once every worker is Ready.
 
-        An existing ssh Secret is returned as observed (see `job_ssh`). A launcher that exists
-        is always returned, so it is never deleted because a worker stopped being Ready. In
-        debug mode (the launcher runs `sleep inf`) and under a gang scheduler (which admits no
-        pod until all exist) the launcher does not wait.
+        An existing ssh Secret is returned as observed (see `job_ssh`); the launcher as
+        `launcher_due` says.
         """
         secret, ssh = job_ssh(
             job, observed, mount_path=job.spec.ssh.ssh_auth_mount_path, port=job.spec.ssh.port
         )
         children = [secret, _mpi.hostfile_configmap(job), _mpi.service(job)]
-        workers = [_mpi.worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
-        children += workers
-        launcher_exists = observed.get(PODS, launcher_name(job)) is not None
-        if (
-            launcher_exists
-            or job.debugging
-            or job.gang
-            or all(_pods.is_ready(observed.get(PODS, w["metadata"]["name"])) for w in workers)
-        ):
+        children += [_mpi.worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
+        if launcher_due(job, observed):
             children.append(_mpi.launcher_pod(job, ssh))
         return children
-
-    def interpret(self, job: Job[MPIJobSpec], observed: Observed) -> Outcome:
-        """The launcher's exit decides; a worker that stops first fails the job."""
-        names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
-        return _pods.outcome(
-            observed.get(PODS, launcher_name(job)),
-            {name: observed.get(PODS, name) for name in names},
-            launcher_container=LAUNCHER_CONTAINER,
-            worker_container=WORKER_CONTAINER,
-            ssh_port=job.spec.ssh.port,
-        )
 
 
 # Validation helpers ----------------------------------------------------------------------

@@ -18,3 +18,17 @@ async def start_jobcore(*args: str) -> asyncio.subprocess.Process:
         stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+
+
+LOOPBACK_SERVERS = (
+    "--metrics-bind-address",
+    "127.0.0.1:0",
+    "--health-probe-bind-address",
+    "127.0.0.1:0",
+)
+"""`jobcore run`'s metrics and probe servers on free loopback ports: tests never share one."""
+
+
+def run_args(kubeconfig: str, namespace: str) -> list[str]:
+    """`run` and its arguments for a controller of `namespace` that uses `kubeconfig`."""
+    return ["run", "--kubeconfig", kubeconfig, "--namespace", namespace, *LOOPBACK_SERVERS]

@@ -14,7 +14,7 @@ import yaml
 
 from controllers.manifests import NAME
 from jobcore import Client
-from tests.commands import start_jobcore
+from tests.commands import LOOPBACK_SERVERS, start_jobcore
 
 BUNDLED_KINDS = "mpijob,colossalaijob,horovodjob"
 """The kinds of the checked-in manifests: a plugin installed next to them (examples/torchjob)
@@ -79,10 +79,7 @@ async def controller_process(kubeconfig: str, args: Sequence[str]) -> AsyncItera
         kubeconfig,
         "--kinds",
         BUNDLED_KINDS,
-        "--metrics-bind-address",
-        "127.0.0.1:0",
-        "--health-probe-bind-address",
-        "127.0.0.1:0",
+        *LOOPBACK_SERVERS,
     )
     log: list[str] = []
 

@@ -5,7 +5,12 @@ kube-apiserver from `KUBEBUILDER_ASSETS`; `SimulatedNode` plays scheduler and ku
 Pods; `background` keeps a runnable going for the length of a block; `eventually` waits
 for a condition; `job_controller` runs a kind's controller for a block; `install_crd`,
 `job_status`, `wait_for_phase`, `wait_for_phases`, `wait_for_end`, `condition`, `live_pods`,
-`event_reasons`, `wait_for_events` and `events_of` are what a job kind's tests check;
+`event_reasons`, `wait_for_events`, `events_of`, `create_until_phase`, `wait_for_pods`,
+`wait_for_deletion`, `controller_uids` and `created_after_ready` are what a job kind's tests
+check; `resync` and `wait_until_settled` wait for a running controller's own work;
+`job_of`, `pod_of`, `observed_of`, `by_name`, `container_named`, `env_of`, `secret_text`
+and their kin test a kind on plain objects, without an API server, and `ModelKind` is a
+kind that is only its model;
 `FaultProxy` stands between a controller and the API server and fails a share of its
 requests (`Faults`). The pytest
 plugin (`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides
@@ -20,6 +25,9 @@ from jobcore.testing._eventually import eventually
 from jobcore.testing._faultproxy import FaultProxy, Faults
 from jobcore.testing._jobs import (
     condition,
+    controller_uids,
+    create_until_phase,
+    created_after_ready,
     event_reasons,
     events_of,
     install_crd,
@@ -27,13 +35,34 @@ from jobcore.testing._jobs import (
     job_status,
     live_pods,
     schemaless_crd,
+    wait_for_deletion,
     wait_for_end,
     wait_for_events,
     wait_for_phase,
     wait_for_phases,
+    wait_for_pods,
+)
+from jobcore.testing._kinds import (
+    ModelKind,
+    accepting_connections,
+    by_name,
+    container_named,
+    env_of,
+    error_messages,
+    is_subset,
+    job_manifest,
+    job_of,
+    observed_of,
+    pod_of,
+    run_command,
+    secret_text,
+    spec_with,
+    terminated,
+    waiting,
 )
 from jobcore.testing._node import PodMatcher, PodOutcome, SimulatedNode
 from jobcore.testing._processnode import ProcessNode, process_node_available
+from jobcore.testing._reconciles import resync, wait_until_settled
 from jobcore.testing._requests import api_requests
 from jobcore.testing._required import require, under_ci
 
@@ -42,26 +71,49 @@ __all__ = [
     "ControlPlaneError",
     "FaultProxy",
     "Faults",
+    "ModelKind",
     "PodMatcher",
     "PodOutcome",
     "ProcessNode",
     "SimulatedNode",
+    "accepting_connections",
     "api_requests",
     "background",
+    "by_name",
     "condition",
+    "container_named",
+    "controller_uids",
+    "create_until_phase",
+    "created_after_ready",
+    "env_of",
+    "error_messages",
     "event_reasons",
     "events_of",
     "eventually",
     "install_crd",
+    "is_subset",
     "job_controller",
+    "job_manifest",
+    "job_of",
     "job_status",
     "live_pods",
+    "observed_of",
+    "pod_of",
     "process_node_available",
     "require",
+    "resync",
+    "run_command",
     "schemaless_crd",
+    "secret_text",
+    "spec_with",
+    "terminated",
     "under_ci",
+    "wait_for_deletion",
     "wait_for_end",
     "wait_for_events",
     "wait_for_phase",
     "wait_for_phases",
+    "wait_for_pods",
+    "wait_until_settled",
+    "waiting",
 ]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from jobcore._client import Client
 from jobcore._controller import Controller
 from jobcore._crd import crd_for
-from jobcore._errors import AlreadyExistsError
+from jobcore._errors import AlreadyExistsError, NotFoundError
 from jobcore._jobkind import JobKind
 from jobcore._jobreconciler import add_job_controller
 from jobcore._manager import Manager
@@ -102,6 +102,17 @@ async def wait_for_phase(
     return await job_status(client, resource, namespace, name)
 
 
+async def create_until_phase(
+    client: Client, resource: Resource, job: Object, phase: str, *, timeout: float = 30
+) -> Any:
+    """Create `job` and wait until its status.phase is `phase`; return its status."""
+    await client.create(resource, job)
+    meta = job["metadata"]
+    return await wait_for_phase(
+        client, resource, meta["namespace"], meta["name"], phase, timeout=timeout
+    )
+
+
 async def wait_for_end(
     client: Client,
     resource: Resource,
@@ -167,6 +178,78 @@ async def live_pods(client: Client, namespace: str) -> dict[str, Object]:
     """The namespace's pods that are not being deleted, by name."""
     items = (await client.list(PODS, namespace))["items"]
     return {p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")}
+
+
+async def wait_for_pods(
+    client: Client,
+    namespace: str,
+    names: Collection[str],
+    *,
+    phase: str | None = None,
+    timeout: float = 20,
+) -> dict[str, Object]:
+    """Wait until the namespace's live pods are exactly `names`, each in `phase` if given;
+    return them by name. On timeout, fail naming the pods and phases last seen."""
+    pods: dict[str, Object] = {}
+
+    async def reached() -> bool:
+        pods.clear()
+        pods.update(await live_pods(client, namespace))
+        return set(pods) == set(names) and all(
+            phase is None or pod.get("status", {}).get("phase") == phase for pod in pods.values()
+        )
+
+    try:
+        await eventually(reached, timeout=timeout, interval=0.1)
+    except TimeoutError:
+        seen = {name: pod.get("status", {}).get("phase") for name, pod in pods.items()}
+        wanted = f"{sorted(names)}" + (f", each {phase}" if phase else "")
+        raise AssertionError(f"pods not {wanted} within {timeout} s: {seen}") from None
+    return pods
+
+
+async def controller_uids(
+    client: Client, namespace: str, children: Iterable[tuple[Resource, str]]
+) -> list[str | None]:
+    """The uid of each child's controller (its ownerReference with `controller: true`), or
+    None for a child that has none; in the order of `children`, given as (resource, name)."""
+    uids: list[str | None] = []
+    for resource, name in children:
+        refs = (await client.get(resource, name, namespace))["metadata"].get("ownerReferences")
+        uids.append(next((ref["uid"] for ref in refs or () if ref.get("controller")), None))
+    return uids
+
+
+async def created_after_ready(
+    client: Client, namespace: str, pod: str, others: Iterable[str]
+) -> bool:
+    """Whether all `others` are Ready and the pod `pod` was created no sooner than the last of
+    them turned Ready.
+
+    Both times are stored to the second: give `others` a readiness delay of 2 s or more
+    (`SimulatedNode(ready_after=...)`), so that a pod made before they were Ready shows it.
+    """
+    pods = await live_pods(client, namespace)
+    ready = [condition(pods[name]["status"], "Ready") for name in others]
+    if any(c["status"] != "True" for c in ready):
+        return False
+    latest = max(c["lastTransitionTime"] for c in ready)
+    return bool(pods[pod]["metadata"]["creationTimestamp"] >= latest)
+
+
+async def wait_for_deletion(
+    client: Client, resource: Resource, namespace: str | None, name: str, *, timeout: float = 30
+) -> None:
+    """Wait until the object `name` is gone from the API server (finalizers and all)."""
+
+    async def deleted() -> bool:
+        try:
+            await client.get(resource, name, namespace)
+        except NotFoundError:
+            return True
+        return False
+
+    await eventually(deleted, timeout=timeout, interval=0.1)
 
 
 async def event_reasons(client: Client, namespace: str, name: str) -> list[str]:

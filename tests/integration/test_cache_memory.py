@@ -24,7 +24,12 @@ from jobcore import (
     crd_for,
     owner_reference,
 )
-from jobcore.testing import SimulatedNode, eventually, install_crd, wait_for_phase
+from jobcore.testing import (
+    SimulatedNode,
+    create_until_phase,
+    eventually,
+    install_crd,
+)
 from tests.commands import start_jobcore
 from tests.integration.test_informer import Recorder, configmap, running
 from tests.mpijobs import MPIJOBS, mpijob
@@ -148,8 +153,7 @@ async def test_labelled_configmaps_no_job_controls_do_not_grow_the_controllers_m
     simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
     async with ready_controller(kubeconfig_path, namespace) as pid:
         # A first job warms the controller's code paths up, so only the cache can grow after.
-        await client.create(MPIJOBS, mpijob(namespace, "warm-up"))
-        await wait_for_phase(client, MPIJOBS, namespace, "warm-up", "Succeeded")
+        await create_until_phase(client, MPIJOBS, mpijob(namespace, "warm-up"), "Succeeded")
         before = rss_mb(pid)
 
         limit = asyncio.Semaphore(16)
@@ -165,8 +169,10 @@ async def test_labelled_configmaps_no_job_controls_do_not_grow_the_controllers_m
         await asyncio.gather(*(create_foreign(i) for i in range(FOREIGN_CONFIGMAPS)))
         # The job's ConfigMap comes after the foreign ones in the watch; the job reconciles
         # past its creation only once the cache has seen it, so by Succeeded it saw them all.
-        await client.create(MPIJOBS, mpijob(namespace, "after"))
-        await wait_for_phase(client, MPIJOBS, namespace, "after", "Succeeded", timeout=60)
+        await create_until_phase(
+            client, MPIJOBS, mpijob(namespace, "after"), "Succeeded", timeout=60
+        )
         growth = rss_mb(pid) - before
 
+    print(f"{FOREIGN_CONFIGMAPS} foreign ConfigMaps raised the controller's RSS by {growth:.1f} MB")
     assert growth < RSS_GROWTH_LIMIT_MB, f"the controller's RSS grew by {growth:.1f} MB"

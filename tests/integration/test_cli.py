@@ -9,11 +9,10 @@ import time
 import pytest
 
 from jobcore import PODS, REPLICA_TYPE_LABEL, Client, crd_for
-from jobcore.testing import SimulatedNode, background, eventually, install_crd
+from jobcore.testing import SimulatedNode, background, create_until_phase, install_crd
 from jobkinds.mpijob import MPIJobKind
-from tests.commands import start_jobcore
-
-MPIJOBS = MPIJobKind().resource
+from tests.commands import run_args, start_jobcore
+from tests.mpijobs import MPIJOBS, mpijob, pods_of
 
 pytestmark = pytest.mark.integration
 
@@ -25,48 +24,13 @@ async def test_run_reconciles_and_stops_gracefully_on_sigterm(
     node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace)
     node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
     process = await start_jobcore(
-        "--log-format",
-        "json",
-        "--log-level",
-        "debug",
-        "run",
-        "--kubeconfig",
-        kubeconfig_path,
-        "--namespace",
-        namespace,
-        "--metrics-bind-address",
-        "127.0.0.1:0",
-        "--health-probe-bind-address",
-        "127.0.0.1:0",
+        "--log-format", "json", "--log-level", "debug", *run_args(kubeconfig_path, namespace)
     )
     try:
         async with background(node.run()):
-            container = {"name": "mpi-worker", "image": "mpi:latest"}
-            job = {
-                "apiVersion": MPIJOBS.api_version,
-                "kind": MPIJOBS.kind,
-                "metadata": {"name": "cli", "namespace": namespace},
-                "spec": {
-                    "worker": {
-                        "replicas": 2,
-                        "cmd": ["./hello"],
-                        "template": {"spec": {"containers": [container]}},
-                    }
-                },
-            }
-            await client.create(MPIJOBS, job)
-
-            async def succeeded() -> bool:
-                job = await client.get(MPIJOBS, "cli", namespace)
-                return bool(job.get("status", {}).get("phase") == "Succeeded")
-
-            await eventually(succeeded, timeout=30)
+            await create_until_phase(client, MPIJOBS, mpijob(namespace, "cli"), "Succeeded")
             pods = (await client.list(PODS, namespace))["items"]
-            assert sorted(p["metadata"]["name"] for p in pods) == [
-                "cli-launcher",
-                "cli-worker-0",
-                "cli-worker-1",
-            ]
+            assert {p["metadata"]["name"] for p in pods} == pods_of(["cli"])
         process.send_signal(signal.SIGTERM)
         started = time.monotonic()
         output, _ = await asyncio.wait_for(process.communicate(), 30)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -17,10 +16,9 @@ from jobcore import (
     NotFoundError,
     crd_for,
 )
-from jobcore.testing import install_crd
+from jobcore.testing import api_requests, eventually, install_crd
 from jobkinds.mpijob import MPIJobKind
-
-MPIJOBS = MPIJobKind().resource
+from tests.mpijobs import MPIJOBS, mpijob
 
 pytestmark = pytest.mark.integration
 
@@ -98,22 +96,7 @@ async def test_status_subresource_is_written_apart_from_spec(
     client: Client, namespace: str
 ) -> None:
     await install_crd(client, crd_for(MPIJobKind()))
-    container = {"name": "mpi-worker", "image": "mpi:latest"}
-    job = await client.create(
-        MPIJOBS,
-        {
-            "apiVersion": MPIJOBS.api_version,
-            "kind": MPIJOBS.kind,
-            "metadata": {"name": "s", "namespace": namespace},
-            "spec": {
-                "worker": {
-                    "replicas": 1,
-                    "cmd": ["true"],
-                    "template": {"spec": {"containers": [container]}},
-                }
-            },
-        },
-    )
+    job = await client.create(MPIJOBS, mpijob(namespace, "s", replicas=1))
     job["status"] = {"phase": "Running"}
     job["spec"]["worker"]["replicas"] = 5
     written = await client.update_status(MPIJOBS, job)
@@ -152,13 +135,13 @@ async def test_max_connections_bounds_the_requests_in_flight(
             async for _ in client.watch(CONFIGMAPS, namespace, timeout_seconds=2):
                 pass
 
+        watches = api_requests("WATCH")
         watching = asyncio.create_task(watch())
-        await asyncio.sleep(0.5)  # the watch holds the only connection
-        started = time.monotonic()
+        # Counted once its answer has come: from then on the watch holds the only connection.
+        await eventually(lambda: api_requests("WATCH") > watches)
         await client.list(CONFIGMAPS, namespace)
-        waited = time.monotonic() - started
+        assert watching.done(), "the list had to wait for the watch's connection"
         await watching
-    assert waited > 1.0, "the list had to wait for the watch's connection"
 
     with pytest.raises(ValueError, match="max_connections must be at least 1"):
         await Client.from_kubeconfig(kubeconfig_path, max_connections=0)

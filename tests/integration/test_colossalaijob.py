@@ -13,7 +13,6 @@ import yaml
 from jobcore import (
     CONFIGMAPS,
     PODS,
-    REPLICA_TYPE_LABEL,
     SECRETS,
     SERVICES,
     Client,
@@ -22,22 +21,22 @@ from jobcore import (
 )
 from jobcore.testing import (
     SimulatedNode,
-    background,
     condition,
-    eventually,
+    controller_uids,
+    create_until_phase,
     job_controller,
     job_status,
     live_pods,
     wait_for_phase,
 )
 from jobkinds.colossalaijob import ColossalAIJobKind
+from tests import launchers
 
 pytestmark = pytest.mark.integration
 
 KIND = ColossalAIJobKind()
 JOBS = KIND.resource
 SAMPLE = Path(__file__).resolve().parents[2] / "manifests/samples/colossalaijob-example.yaml"
-LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 
 
 def colossalaijob(namespace: str, name: str, **spec: Any) -> Object:
@@ -70,34 +69,14 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[Controller
 async def test_workers_then_the_launcher_and_success(
     client: Client, namespace: str, controller: Controller
 ) -> None:
-    node = SimulatedNode(client, name=f"n-{namespace}"[:63], namespace=namespace, ready_after=1.0)
-    node.when(LAUNCHER, exit_code=0, after=0.3)
-    async with background(node.run()):
-        await client.create(JOBS, colossalaijob(namespace, "ok"))
-
-        async def workers_running() -> bool:
-            current = await live_pods(client, namespace)
-            return all(
-                current.get(f"ok-worker-{i}", {}).get("status", {}).get("phase") == "Running"
-                for i in range(2)
-            )
-
-        await eventually(workers_running)
-        assert "ok-launcher" not in await live_pods(client, namespace), "launcher waits for Ready"
-        status = await wait_for_phase(client, JOBS, namespace, "ok", "Succeeded", timeout=20)
-
+    job = colossalaijob(namespace, "ok")
+    status = await launchers.run_after_ready_workers(client, JOBS, job, workers=2)
     assert condition(status, "Completed")["status"] == "True"
     assert [task["type"] for task in status["tasks"]] == ["launcher", "worker"]
     owner = (await client.get(JOBS, "ok", namespace))["metadata"]["uid"]
-    for resource, name in (
-        (SECRETS, "ok-ssh"),
-        (CONFIGMAPS, "ok-hostfile"),
-        (SERVICES, "ok"),
-        (PODS, "ok-worker-1"),
-        (PODS, "ok-launcher"),
-    ):
-        (ref,) = (await client.get(resource, name, namespace))["metadata"]["ownerReferences"]
-        assert ref["uid"] == owner and ref["controller"] is True, name
+    children = [(SECRETS, "ok-ssh"), (CONFIGMAPS, "ok-hostfile"), (SERVICES, "ok")]
+    children += [(PODS, "ok-worker-1"), (PODS, "ok-launcher")]
+    assert await controller_uids(client, namespace, children) == [owner] * 5
     hostfile = (await client.get(CONFIGMAPS, "ok-hostfile", namespace))["data"]["hostfile"]
     assert hostfile == f"ok-worker-0.ok.{namespace}.svc\nok-worker-1.ok.{namespace}.svc\n"
     launcher = (await client.get(PODS, "ok-launcher", namespace))["spec"]["containers"][0]
@@ -124,9 +103,8 @@ async def test_workers_then_the_launcher_and_success(
 async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=1, after=0.2)
-    await client.create(JOBS, colossalaijob(namespace, "bad"))
-    status = await wait_for_phase(client, JOBS, namespace, "bad", "Failed", timeout=20)
+    job = colossalaijob(namespace, "bad")
+    status = await launchers.fail_by_launcher(client, simulated_node, JOBS, job, exit_code=1)
     assert condition(status, "Failed")["status"] == "True"
     failure = condition(status, "ReplicaFailure")
     assert failure["status"] == "True"
@@ -136,29 +114,21 @@ async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
 async def test_a_failed_worker_fails_the_job_naming_it(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    await client.create(JOBS, colossalaijob(namespace, "killed"))
-    await wait_for_phase(client, JOBS, namespace, "killed", "Running", timeout=20)
-    await simulated_node.fail(namespace, "killed-worker-1", exit_code=137, reason="OOMKilled")
-    status = await wait_for_phase(client, JOBS, namespace, "killed", "Failed", timeout=20)
+    job = colossalaijob(namespace, "killed")
+    worker = "killed-worker-1"
+    status = await launchers.fail_by_worker(client, simulated_node, JOBS, job, worker=worker)
     failure = condition(status, "ReplicaFailure")
     assert failure["status"] == "True"
     assert failure["message"].startswith("Pod[killed-worker-1] exited with error code 137")
-    worker = (await live_pods(client, namespace))["killed-worker-1"]
-    assert worker["spec"]["restartPolicy"] == "Never"
+    pod = (await live_pods(client, namespace))[worker]
+    assert pod["spec"]["restartPolicy"] == "Never"
 
 
 async def test_clean_up_workers_deletes_workers_and_keeps_the_launcher(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
     job = colossalaijob(namespace, "tidy", runPolicy={"cleanUpWorkers": True})
-    await client.create(JOBS, job)
-    await wait_for_phase(client, JOBS, namespace, "tidy", "Succeeded", timeout=20)
-
-    async def workers_gone() -> bool:
-        return set(await live_pods(client, namespace)) == {"tidy-launcher"}
-
-    await eventually(workers_gone)
+    await launchers.succeed_cleaning_up_workers(client, simulated_node, JOBS, job)
     assert (await job_status(client, JOBS, namespace, "tidy"))["phase"] == "Succeeded"
 
 
@@ -168,8 +138,7 @@ async def test_an_invalid_job_fails_with_the_field_named_and_creates_nothing(
     broken = colossalaijob(namespace, "broken")
     broken["spec"]["worker"]["template"]["spec"]["containers"][0]["name"] = "main"
     broken["spec"]["worker"]["torchArgs"] = ["--nnodes=3"]
-    await client.create(JOBS, broken)
-    status = await wait_for_phase(client, JOBS, namespace, "broken", "Failed", timeout=20)
+    status = await create_until_phase(client, JOBS, broken, "Failed", timeout=20)
     failed = condition(status, "Failed")
     assert failed["reason"] == "InvalidSpec"
     assert (
@@ -183,7 +152,7 @@ async def test_an_invalid_job_fails_with_the_field_named_and_creates_nothing(
 async def test_the_seed_example_is_accepted_and_reconciled(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
+    simulated_node.when(launchers.LAUNCHER, exit_code=0, after=0.2)
     job = copy.deepcopy(yaml.safe_load(SAMPLE.read_text()))
     job["metadata"]["namespace"] = namespace
     await client.create(JOBS, job)

@@ -42,6 +42,7 @@ from jobcore.testing import (
     wait_for_phases,
 )
 from jobkinds.mpijob import MPIJobKind
+from tests.commands import run_args
 from tests.mpijobs import mpijob, pods_of
 
 pytestmark = pytest.mark.integration
@@ -67,15 +68,7 @@ class ControllerProcess:
             "controllers.cli",
             "--log-format",
             "json",
-            "run",
-            "--kubeconfig",
-            kubeconfig_path,
-            "--namespace",
-            namespace,
-            "--metrics-bind-address",
-            "127.0.0.1:0",
-            "--health-probe-bind-address",
-            "127.0.0.1:0",
+            *run_args(kubeconfig_path, namespace),
             "--kinds",
             "mpijob",
             *args,

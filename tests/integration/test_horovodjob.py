@@ -11,7 +11,6 @@ import yaml
 
 from jobcore import (
     CONFIGMAPS,
-    REPLICA_TYPE_LABEL,
     Client,
     Controller,
     Object,
@@ -19,20 +18,20 @@ from jobcore import (
 from jobcore.testing import (
     SimulatedNode,
     condition,
+    create_until_phase,
     events_of,
     eventually,
     job_controller,
     job_status,
     live_pods,
-    wait_for_phase,
 )
 from jobkinds.horovodjob import HorovodJobKind
+from tests import launchers
 
 pytestmark = pytest.mark.integration
 
 KIND = HorovodJobKind()
 HOROVODJOBS = KIND.resource
-LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 
 
@@ -86,11 +85,10 @@ async def running_message(client: Client, namespace: str, name: str) -> str:
 
 
 async def test_a_static_job_runs_horovodrun_after_its_workers_and_succeeds(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, controller: Controller
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=0, after=0.3)
-    await client.create(HOROVODJOBS, horovodjob(namespace, "ok"))
-    status = await wait_for_phase(client, HOROVODJOBS, namespace, "ok", "Succeeded", timeout=20)
+    job = horovodjob(namespace, "ok")
+    status = await launchers.run_after_ready_workers(client, HOROVODJOBS, job, workers=2)
     assert condition(status, "Completed")["message"] == "The job has finished successfully."
     assert [task["type"] for task in status["tasks"]] == ["launcher", "worker"]
     hostfile = (await client.get(CONFIGMAPS, "ok-hostfile", namespace))["data"]["hostfile"]
@@ -106,9 +104,8 @@ async def test_a_static_job_runs_horovodrun_after_its_workers_and_succeeds(
 async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=3, after=0.2)
-    await client.create(HOROVODJOBS, horovodjob(namespace, "bad"))
-    status = await wait_for_phase(client, HOROVODJOBS, namespace, "bad", "Failed", timeout=20)
+    job = horovodjob(namespace, "bad")
+    status = await launchers.fail_by_launcher(client, simulated_node, HOROVODJOBS, job, exit_code=3)
     assert condition(status, "Failed")["message"] == "The job exited with an error code."
     failure = condition(status, "ReplicaFailure")
     assert failure["message"] == "Pod[bad-launcher] exited with error code 3 (container launcher)"
@@ -117,10 +114,9 @@ async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
 async def test_a_static_jobs_failed_worker_fails_it(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    await client.create(HOROVODJOBS, horovodjob(namespace, "killed"))
-    await wait_for_phase(client, HOROVODJOBS, namespace, "killed", "Running", timeout=20)
-    await simulated_node.fail(namespace, "killed-worker-1", exit_code=137, reason="OOMKilled")
-    status = await wait_for_phase(client, HOROVODJOBS, namespace, "killed", "Failed", timeout=20)
+    job = horovodjob(namespace, "killed")
+    worker = "killed-worker-1"
+    status = await launchers.fail_by_worker(client, simulated_node, HOROVODJOBS, job, worker=worker)
     failure = condition(status, "ReplicaFailure")
     assert (
         failure["message"]
@@ -131,15 +127,8 @@ async def test_a_static_jobs_failed_worker_fails_it(
 async def test_clean_up_workers_keeps_the_launcher(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
     job = horovodjob(namespace, "tidy", runPolicy={"cleanUpWorkers": True})
-    await client.create(HOROVODJOBS, job)
-    await wait_for_phase(client, HOROVODJOBS, namespace, "tidy", "Succeeded", timeout=20)
-
-    async def workers_gone() -> bool:
-        return set(await live_pods(client, namespace)) == {"tidy-launcher"}
-
-    await eventually(workers_gone)
+    await launchers.succeed_cleaning_up_workers(client, simulated_node, HOROVODJOBS, job)
     assert (await job_status(client, HOROVODJOBS, namespace, "tidy"))["phase"] == "Succeeded"
 
 
@@ -148,8 +137,7 @@ async def test_an_invalid_job_fails_with_the_field_named(
 ) -> None:
     job = elastic(namespace, "broken", replicas=5)
     job["spec"]["horovod"] = {"backend": "mpi"}
-    await client.create(HOROVODJOBS, job)
-    status = await wait_for_phase(client, HOROVODJOBS, namespace, "broken", "Failed", timeout=20)
+    status = await create_until_phase(client, HOROVODJOBS, job, "Failed", timeout=20)
     failed = condition(status, "Failed")
     assert failed["reason"] == "InvalidSpec"
     assert "spec.horovod.backend" in failed["message"]
@@ -163,8 +151,7 @@ async def test_an_invalid_job_fails_with_the_field_named(
 async def test_an_elastic_job_scales_up_and_down_while_running(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    await client.create(HOROVODJOBS, elastic(namespace, "el"))
-    await wait_for_phase(client, HOROVODJOBS, namespace, "el", "Running", timeout=20)
+    await create_until_phase(client, HOROVODJOBS, elastic(namespace, "el"), "Running", timeout=20)
     launcher = (await live_pods(client, namespace))["el-launcher"]
     assert launcher["spec"]["containers"][0]["command"][:8] == [
         "horovodrun",
@@ -218,8 +205,9 @@ async def test_an_elastic_job_scales_up_and_down_while_running(
 async def test_an_elastic_jobs_lost_worker_is_replaced_while_it_runs(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    await client.create(HOROVODJOBS, elastic(namespace, "heal", replicas=3))
-    await wait_for_phase(client, HOROVODJOBS, namespace, "heal", "Running", timeout=20)
+    await create_until_phase(
+        client, HOROVODJOBS, elastic(namespace, "heal", replicas=3), "Running", timeout=20
+    )
 
     async def all_listed() -> bool:
         message = await running_message(client, namespace, "heal")
@@ -247,7 +235,4 @@ async def test_each_sample_is_accepted_and_runs(
     for path in sorted(SAMPLES.glob("horovodjob-*.yaml")):
         job = yaml.safe_load(path.read_text())
         job["metadata"]["namespace"] = namespace
-        await client.create(HOROVODJOBS, job)
-        await wait_for_phase(
-            client, HOROVODJOBS, namespace, job["metadata"]["name"], "Running", timeout=20
-        )
+        await create_until_phase(client, HOROVODJOBS, job, "Running", timeout=20)

@@ -22,6 +22,7 @@ from jobcore._errors import LeaderElectionLost
 from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
 from jobcore._metrics import REGISTRY
 from jobcore._resources import LEASES
+from jobcore.testing import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -101,6 +102,17 @@ async def finished_within(task: asyncio.Task[None], timeout: float) -> float:
     return time.monotonic() - started
 
 
+async def renewed(client: Client, namespace: str, lease_name: str) -> None:
+    """Wait until the lease's holder renews it: its renewTime (microseconds) changes."""
+    first = (await client.get(LEASES, lease_name, namespace))["spec"]["renewTime"]
+
+    async def changed() -> bool:
+        lease = await client.get(LEASES, lease_name, namespace)
+        return bool(lease["spec"]["renewTime"] != first)
+
+    await eventually(changed, timeout=10)
+
+
 async def test_only_one_candidate_leads(
     client: Client, namespace: str, lease_name: str, elector: MakeElector
 ) -> None:
@@ -114,14 +126,18 @@ async def test_only_one_candidate_leads(
         leader, standby, identity, standby_task = (
             (a, b, "a", acquire_b) if winner_task is acquire_a else (b, a, "b", acquire_a)
         )
+        acquired = (await client.get(LEASES, lease_name, namespace))["spec"]["renewTime"]
         async with running(leader.hold()) as hold:
-            await asyncio.sleep(LEASE_DURATION + 0.5)  # longer than a lease: renewals work
+            # A bound, not a wait: for longer than a lease nothing changes hands, as renewals
+            # keep the lease; a slow machine only makes more of the standby's looks fall in it.
+            await asyncio.sleep(LEASE_DURATION + 0.5)
             assert not standby_task.done()
             assert not hold.done()
             assert leader.is_leader and not standby.is_leader
             assert gauge(lease_name) == 1
             lease = await client.get(LEASES, lease_name, namespace)
             assert lease["spec"]["holderIdentity"] == identity
+            assert lease["spec"]["renewTime"] != acquired, "renewed"
 
 
 async def test_acquire_creates_the_lease_and_sets_the_gauge(
@@ -153,7 +169,7 @@ async def test_standby_takes_over_at_once_when_the_leader_releases(
     a, b = elector("a"), elector("b")
     await asyncio.wait_for(a.acquire(), 5)
     async with running(a.hold()) as hold, running(b.acquire()) as acquire_b:
-        await asyncio.sleep(0.5)
+        await renewed(client, namespace, lease_name)  # b has looked meanwhile, every 0.1 s
         assert not acquire_b.done()
         if how == "release":
             await a.release()
@@ -202,14 +218,15 @@ async def test_releasing_a_deleted_lease_is_harmless(
 
 
 async def test_standby_waits_out_the_lease_when_the_leader_stops_renewing(
-    namespace: str, lease_name: str, elector: MakeElector
+    client: Client, namespace: str, lease_name: str, elector: MakeElector
 ) -> None:
     a, b = elector("a", release_on_cancel=False), elector("b")
     await asyncio.wait_for(a.acquire(), 5)
     async with running(a.hold()) as hold, running(b.acquire()) as acquire_b:
-        await asyncio.sleep(1.0)
+        await renewed(client, namespace, lease_name)
         hold.cancel()  # a crashes: nobody renews, nobody releases
-        await asyncio.sleep(0.05)
+        with contextlib.suppress(asyncio.CancelledError):
+            await hold
         assert not a.is_leader
         took = await finished_within(acquire_b, 2 * LEASE_DURATION)
     assert LEASE_DURATION - 2 * RETRY_PERIOD <= took <= LEASE_DURATION + 1.5
@@ -236,10 +253,10 @@ async def test_standby_takes_over_at_most_half_a_retry_period_after_the_lease_ru
     a, b = candidate("a"), candidate("b")
     await asyncio.wait_for(a.acquire(), 5)
     async with running(a.hold()) as hold, running(b.acquire()) as acquire_b:
-        await asyncio.sleep(2.5)  # a renews, b notices
-        hold.cancel()  # a dies within a retry period of its last renewal
+        await renewed(client, namespace, lease_name)
+        hold.cancel()  # a dies just after a renewal
         took = await finished_within(acquire_b, 10)
-    # The last renewal came 0 to 1 s before; the lease then lasts 3 s, b is 0.5 s late at most.
+    # b notices the renewal within half a retry period (0.5 s), then waits out the 3 s lease.
     assert 3.0 - 1.0 - 0.1 <= took <= 3.0 + 0.5 + 0.3
     assert b.is_leader
 
@@ -250,10 +267,9 @@ async def test_hold_raises_when_another_identity_takes_the_lease(
     a = elector("a")
     await asyncio.wait_for(a.acquire(), 5)
     async with running(a.hold()) as hold:
-        await asyncio.sleep(0.3)
-        lease = await client.get(LEASES, lease_name, namespace)
-        lease["spec"]["holderIdentity"] = "intruder"
-        await client.update(LEASES, lease)
+        await renewed(client, namespace, lease_name)
+        # A patch, not an update: a's renewals cannot make it conflict.
+        await client.patch(LEASES, lease_name, {"spec": {"holderIdentity": "intruder"}}, namespace)
         with pytest.raises(LeaderElectionLost, match="intruder"):
             await asyncio.wait_for(asyncio.shield(hold), 1.0)
     assert not a.is_leader
@@ -337,13 +353,17 @@ async def partitioned_client(
 
 
 async def test_a_partitioned_leader_steps_down_before_the_standby_takes_over(
-    partitioned_client: tuple[Client, Partition], lease_name: str, elector: MakeElector
+    client: Client,
+    namespace: str,
+    partitioned_client: tuple[Client, Partition],
+    lease_name: str,
+    elector: MakeElector,
 ) -> None:
     partitioned, partition = partitioned_client
     a, b = elector("a", on=partitioned), elector("b")
     await asyncio.wait_for(a.acquire(), 5)
     async with running(a.hold()) as hold, running(b.acquire()) as acquire_b:
-        await asyncio.sleep(0.5)
+        await renewed(client, namespace, lease_name)  # through the partition, before the cut
         partition.cut()
         cut_at = time.monotonic()
         with pytest.raises(LeaderElectionLost, match="not renewed"):

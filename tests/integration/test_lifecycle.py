@@ -21,8 +21,8 @@ from jobcore import (
     RUN_MODE_LABEL,
     Client,
     Controller,
-    NotFoundError,
     Object,
+    Request,
     Resource,
     SchedulerPlugins,
     T9kScheduler,
@@ -32,15 +32,19 @@ from jobcore.testing import (
     SimulatedNode,
     background,
     condition,
+    create_until_phase,
     event_reasons,
     eventually,
     install_crd,
     job_controller,
     job_status,
     live_pods,
+    resync,
     schemaless_crd,
+    wait_for_deletion,
     wait_for_events,
     wait_for_phase,
+    wait_until_settled,
 )
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.mpijob import MPIJobKind
@@ -325,7 +329,7 @@ async def test_pausing_a_finished_job_does_nothing(
 
     pause = {"spec": {"runMode": {"pause": {"enabled": True}}}}
     await client.patch(MPIJOBS, "done", pause, namespace)
-    await asyncio.sleep(1.0)
+    await wait_until_settled(client, controller, MPIJOBS, Request(namespace, "done"))
     status = await status_of(client, namespace, "done")
     assert (status["phase"], status["conditions"]) == ("Succeeded", finished["conditions"])
     assert "Paused" not in {c["type"] for c in status["conditions"]}
@@ -354,7 +358,7 @@ async def test_debug_mode_runs_debug_commands_until_it_is_turned_off(
         command = main_container(pods[name], "mpi-worker")["command"]
         assert command[0] == "/usr/sbin/sshd" and "-D" in command, "workers keep sshd to ssh in"
     assert {p["metadata"]["labels"].get(RUN_MODE_LABEL) for p in pods.values()} == {"debug"}
-    await asyncio.sleep(0.5)
+    await resync(controller, Request(namespace, "dbg"))
     assert (await status_of(client, namespace, "dbg"))["phase"] == "Running", "stays Running"
 
     debug_off = {"spec": {"runMode": {"debug": {"enabled": False}}}}
@@ -424,8 +428,7 @@ async def test_colossalai_debug_mode_sleeps_in_every_pod(
         },
     }
     async with job_controller(client, COLOSSAL, namespace=namespace):
-        await client.create(jobs, job)
-        status = await wait_for_phase(client, jobs, namespace, "cai", "Running")
+        status = await create_until_phase(client, jobs, job, "Running")
         assert condition(status, "Running")["reason"] == "Debugging"
         pods = await live_pods(client, namespace)
     assert main_container(pods["cai-launcher"], "launcher")["command"] == ["sleep", "inf"]
@@ -545,7 +548,8 @@ async def test_a_missing_pod_group_crd_holds_the_job_with_a_clear_condition(
     client: Client, namespace: str, simulated_node: SimulatedNode
 ) -> None:
     await install_crd(client, schemaless_crd(T9kScheduler.resource))
-    async with job_controller(client, KIND, namespace=namespace, gang_scheduler=UninstalledGang()):
+    gang = UninstalledGang()
+    async with job_controller(client, KIND, namespace=namespace, gang_scheduler=gang) as controller:
         await client.create(MPIJOBS, mpijob(namespace, "stranded"))
         t9k = {"t9kScheduler": {"queue": "default"}}
         await client.create(MPIJOBS, mpijob(namespace, "served", scheduler=t9k))
@@ -553,7 +557,7 @@ async def test_a_missing_pod_group_crd_holds_the_job_with_a_clear_condition(
             status_where(client, namespace, "stranded", lambda s: has(s, "Initialized", "False")),
             phase_reached(client, namespace, "served", "Running"),
         )
-        await asyncio.sleep(0.5)
+        await resync(controller, Request(namespace, "stranded"))
         assert await job_pods(client, namespace, "stranded") == {}
         assert await status_of(client, namespace, "stranded") == stranded, "no crash loop"
 
@@ -729,14 +733,7 @@ async def test_ttl_deletes_the_job_after_it_ends(
     await client.create(MPIJOBS, job)
     await phase_reached(client, namespace, "brief", "Succeeded")
 
-    async def deleted() -> bool:
-        try:
-            await client.get(MPIJOBS, "brief", namespace)
-        except NotFoundError:
-            return True
-        return False
-
-    await eventually(deleted, timeout=10)
+    await wait_for_deletion(client, MPIJOBS, namespace, "brief", timeout=10)
     await wait_for_events(client, namespace, "brief", "TTLExpired")
 
 

@@ -195,6 +195,9 @@ async def test_each_informer_is_started_once(client: Client, namespace: str) -> 
     before = api_requests("WATCH")
     async with background(manager.run()):
         await eventually(lambda: reconciler.finished)
+        await eventually(lambda: api_requests("WATCH") - before >= 1)  # opened after the sync
+        # A bound, not a wait: an informer started twice opens its second watch along with
+        # the first; 0.5 s more of none is ample, and a slow machine cannot make one appear.
         await asyncio.sleep(0.5)
         assert api_requests("WATCH") - before == 1
 
@@ -228,7 +231,9 @@ async def test_leader_election_hands_over_between_two_managers(
     async with background(leader.run()) as leader_task:
         await eventually(lambda: first.finished)
         async with background(standby.run()):
-            await asyncio.sleep(5.0)  # longer than the lease: the leader keeps renewing
+            # A bound, not a wait: for longer than the 4 s lease, the leader keeps renewing and
+            # the standby stays out.
+            await asyncio.sleep(5.0)
             assert not standby.elected.is_set()
             assert second.started == []
             leader.stop()
@@ -299,6 +304,8 @@ async def test_events_stop_the_moment_the_lease_is_lost(client: Client, namespac
             await asyncio.wait_for(task, 10)
     written = (await client.list(EVENTS, namespace))["items"]
     assert 0 < len(written) < burst / 2, f"{len(written)} of {burst} events written"
+    # A bound, not a wait: nothing emitted before the loss is written after it, though 1 s
+    # is far longer than the recorder takes to write a queued Event.
     await asyncio.sleep(1)
     assert len((await client.list(EVENTS, namespace))["items"]) == len(written)
 

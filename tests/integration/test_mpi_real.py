@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,38 +48,36 @@ def program(mpi: str, folder: Path, *, failing_rank: int | None = None) -> list[
     return realjobs.mpi_program(mpi, folder, failing_rank=failing_rank)
 
 
-async def run_mpi(
+RunMPI = Callable[..., Awaitable[tuple[dict[str, Any], str]]]
+"""`run_mpi(mpi, *, name, failing_rank=None)`: the `mpi` sample program as MPIJob `name`, run
+to its end by the test's controller on its node: its status and launcher log."""
+
+
+@pytest.fixture
+def run_mpi(
     client: Client,
-    node: ProcessNode,
-    folder: Path,
-    mpi: str,
-    *,
-    name: str,
     namespace: str,
-    failing_rank: int | None = None,
-) -> tuple[dict[str, Any], str]:
-    """The `mpi` sample program as MPIJob `name`, run to its end: its status and launcher log."""
-    command = program(mpi, folder, failing_rank=failing_rank)
-    job = realjobs.mpi_job(mpi, folder, command, name=name, namespace=namespace)
-    return await run_to_end(client, node, MPIJOBS, job, container="mpi-launcher")
+    controller: Controller,
+    process_node: ProcessNode,
+    tmp_path: Path,
+) -> RunMPI:
+    async def run(
+        mpi: str, *, name: str, failing_rank: int | None = None
+    ) -> tuple[dict[str, Any], str]:
+        command = program(mpi, tmp_path, failing_rank=failing_rank)
+        job = realjobs.mpi_job(mpi, tmp_path, command, name=name, namespace=namespace)
+        return await run_to_end(client, process_node, MPIJOBS, job, container="mpi-launcher")
+
+    return run
 
 
 def ranks(log: str) -> list[str]:
     return sorted(line for line in log.splitlines() if line.startswith("rank "))
 
 
-@pytest.mark.usefixtures("controller")
 @pytest.mark.parametrize("mpi", COMPILED)
-async def test_two_workers_by_two_slots_allreduce_for_real(
-    client: Client,
-    namespace: str,
-    process_node: ProcessNode,
-    tmp_path: Path,
-    mpi: str,
-) -> None:
-    status, log = await run_mpi(
-        client, process_node, tmp_path, mpi, name="allreduce", namespace=namespace
-    )
+async def test_two_workers_by_two_slots_allreduce_for_real(run_mpi: RunMPI, mpi: str) -> None:
+    status, log = await run_mpi(mpi, name="allreduce")
     assert status["phase"] == "Succeeded", log
     lines = ranks(log)
     assert len(lines) == 4, log
@@ -88,16 +86,8 @@ async def test_two_workers_by_two_slots_allreduce_for_real(
     assert hosts == {"allreduce-worker-0", "allreduce-worker-1"}, log
 
 
-async def test_intel_mpi_pingpong_between_the_two_workers_for_real(
-    client: Client,
-    namespace: str,
-    controller: Controller,
-    process_node: ProcessNode,
-    tmp_path: Path,
-) -> None:
-    status, log = await run_mpi(
-        client, process_node, tmp_path, "intel", name="pingpong", namespace=namespace
-    )
+async def test_intel_mpi_pingpong_between_the_two_workers_for_real(run_mpi: RunMPI) -> None:
+    status, log = await run_mpi("intel", name="pingpong")
     assert status["phase"] == "Succeeded", log
     assert "# Benchmarking PingPong" in log, log
     assert re.search(r"# #processes = 2; rank order \(rowwise\): *\n# +0 +2 *\n", log), log
@@ -114,18 +104,11 @@ async def test_intel_mpi_pingpong_between_the_two_workers_for_real(
     assert rows and float(rows[0][3]) > 0, log
 
 
-@pytest.mark.usefixtures("controller")
 @pytest.mark.parametrize("mpi", [*COMPILED, "intel"])
 async def test_a_rank_exiting_3_fails_the_job_with_the_launchers_exit_code(
-    client: Client,
-    namespace: str,
-    process_node: ProcessNode,
-    tmp_path: Path,
-    mpi: str,
+    run_mpi: RunMPI, mpi: str
 ) -> None:
-    status, log = await run_mpi(
-        client, process_node, tmp_path, mpi, name="rank3", namespace=namespace, failing_rank=2
-    )
+    status, log = await run_mpi(mpi, name="rank3", failing_rank=2)
     assert status["phase"] == "Failed", log
     failure = condition(status, "ReplicaFailure")
     assert "rank3-launcher" in failure["message"], failure

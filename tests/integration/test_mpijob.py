@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,15 +12,13 @@ import yaml
 
 from jobcore import (
     CONFIGMAPS,
+    EVENTS,
     PODS,
-    REGISTRY,
-    REPLICA_TYPE_LABEL,
     SECRETS,
     SERVICES,
     Client,
     Controller,
     Manager,
-    NotFoundError,
     Object,
     Request,
     T9kScheduler,
@@ -33,24 +30,28 @@ from jobcore.testing import (
     api_requests,
     background,
     condition,
+    controller_uids,
+    create_until_phase,
     eventually,
     install_crd,
     job_controller,
     job_status,
     live_pods,
+    resync,
     schemaless_crd,
+    wait_for_deletion,
     wait_for_events,
     wait_for_phase,
+    wait_until_settled,
 )
 from jobkinds.mpijob import MPIJobKind
-from tests import mpijobs
+from tests import launchers, mpijobs
 
 pytestmark = pytest.mark.integration
 
 KIND = MPIJobKind()
 MPIJOBS = KIND.resource
 SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
-LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 
 
 def mpijob(namespace: str, name: str, *, replicas: int = 2, **spec: Any) -> Object:
@@ -68,47 +69,31 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[Controller
         yield controller
 
 
-def sample(name: str) -> float:
-    value = REGISTRY.get_sample_value(name, {"kind": "MPIJob", "namespace": "_"})
-    return value or 0.0
+def writes() -> float:
+    """The API writes this process has sent, the test's own included."""
+    return sum(api_requests(method) for method in ("POST", "PUT", "PATCH", "DELETE"))
+
+
+async def event_counts(client: Client, namespace: str, name: str) -> dict[str, int]:
+    """How often each reason was recorded about `name`: repeats patch one Event's count."""
+    items = (await client.list(EVENTS, namespace))["items"]
+    return {e["reason"]: e.get("count", 1) for e in items if e["involvedObject"]["name"] == name}
 
 
 async def test_a_job_runs_workers_then_the_launcher_and_succeeds(
     client: Client, namespace: str, controller: Controller
 ) -> None:
-    node = SimulatedNode(client, name=f"n-{namespace}"[:63], namespace=namespace, ready_after=1.0)
-    node.when(LAUNCHER, exit_code=0, after=0.3)
-    async with background(node.run()):
-        await client.create(MPIJOBS, mpijob(namespace, "ok"))
-
-        async def workers_running() -> bool:
-            current = await live_pods(client, namespace)
-            return all(
-                current.get(f"ok-worker-{i}", {}).get("status", {}).get("phase") == "Running"
-                for i in range(2)
-            )
-
-        await eventually(workers_running)
-        assert "ok-launcher" not in await live_pods(client, namespace), "launcher waits for Ready"
-        status = await wait_for_phase(client, MPIJOBS, namespace, "ok", "Succeeded")
-
+    job = mpijob(namespace, "ok")
+    status = await launchers.run_after_ready_workers(client, MPIJOBS, job, workers=2)
     assert condition(status, "Completed")["status"] == "True"
     assert condition(status, "Completed")["message"] == "The job has finished successfully."
     assert condition(status, "Initialized")["status"] == "True"
     assert [task["type"] for task in status["tasks"]] == ["launcher", "worker"]
     assert status["tasks"][0]["status"][0]["phase"] == "Succeeded"
-    job = await client.get(MPIJOBS, "ok", namespace)
-    owner = job["metadata"]["uid"]
-    for resource, name in (
-        (SECRETS, "ok-ssh"),
-        (CONFIGMAPS, "ok-hostfile"),
-        (SERVICES, "ok"),
-        (PODS, "ok-worker-0"),
-        (PODS, "ok-launcher"),
-    ):
-        child = await client.get(resource, name, namespace)
-        (ref,) = child["metadata"]["ownerReferences"]
-        assert ref["uid"] == owner and ref["controller"] is True, name
+    owner = (await client.get(MPIJOBS, "ok", namespace))["metadata"]["uid"]
+    children = [(SECRETS, "ok-ssh"), (CONFIGMAPS, "ok-hostfile"), (SERVICES, "ok")]
+    children += [(PODS, "ok-worker-0"), (PODS, "ok-launcher")]
+    assert await controller_uids(client, namespace, children) == [owner] * 5
     worker = await client.get(PODS, "ok-worker-0", namespace)
     assert worker["spec"]["hostname"] == "ok-worker-0"
     assert worker["spec"]["subdomain"] == "ok"
@@ -120,9 +105,8 @@ async def test_a_job_runs_workers_then_the_launcher_and_succeeds(
 async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=3, after=0.2)
-    await client.create(MPIJOBS, mpijob(namespace, "bad"))
-    status = await wait_for_phase(client, MPIJOBS, namespace, "bad", "Failed")
+    job = mpijob(namespace, "bad")
+    status = await launchers.fail_by_launcher(client, simulated_node, MPIJOBS, job, exit_code=3)
     assert condition(status, "Failed")["status"] == "True"
     failure = condition(status, "ReplicaFailure")
     assert failure["status"] == "True"
@@ -143,7 +127,7 @@ async def test_a_worker_that_never_becomes_ready_holds_the_launcher_back(
             return status.get("phase") == "Pending" and "ready" in messages.lower()
 
         await eventually(explained)
-        await asyncio.sleep(1.0)
+        await resync(controller, Request(namespace, "stuck"))
         assert "stuck-launcher" not in await live_pods(client, namespace)
         assert (await job_status(client, MPIJOBS, namespace, "stuck"))["phase"] == "Pending"
 
@@ -151,10 +135,9 @@ async def test_a_worker_that_never_becomes_ready_holds_the_launcher_back(
 async def test_a_worker_killed_while_running_fails_the_job(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    await client.create(MPIJOBS, mpijob(namespace, "killed"))
-    await wait_for_phase(client, MPIJOBS, namespace, "killed", "Running")
-    await simulated_node.fail(namespace, "killed-worker-1", exit_code=137, reason="OOMKilled")
-    status = await wait_for_phase(client, MPIJOBS, namespace, "killed", "Failed")
+    job = mpijob(namespace, "killed")
+    worker = "killed-worker-1"
+    status = await launchers.fail_by_worker(client, simulated_node, MPIJOBS, job, worker=worker)
     failure = condition(status, "ReplicaFailure")
     assert failure["status"] == "True" and "killed-worker-1" in failure["message"]
 
@@ -162,14 +145,8 @@ async def test_a_worker_killed_while_running_fails_the_job(
 async def test_clean_up_workers_deletes_workers_and_keeps_the_launcher(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
-    await client.create(MPIJOBS, mpijob(namespace, "tidy", runPolicy={"cleanUpWorkers": True}))
-    await wait_for_phase(client, MPIJOBS, namespace, "tidy", "Succeeded")
-
-    async def workers_gone() -> bool:
-        return set(await live_pods(client, namespace)) == {"tidy-launcher"}
-
-    await eventually(workers_gone)
+    job = mpijob(namespace, "tidy", runPolicy={"cleanUpWorkers": True})
+    await launchers.succeed_cleaning_up_workers(client, simulated_node, MPIJOBS, job)
 
     async def reported() -> bool:
         status = await job_status(client, MPIJOBS, namespace, "tidy")
@@ -187,8 +164,7 @@ async def test_deleting_the_job_removes_every_child(
     control_plane: Any,
 ) -> None:
     await control_plane.start_controller_manager()
-    await client.create(MPIJOBS, mpijob(namespace, "gone"))
-    await wait_for_phase(client, MPIJOBS, namespace, "gone", "Running")
+    await create_until_phase(client, MPIJOBS, mpijob(namespace, "gone"), "Running")
     await client.delete(MPIJOBS, "gone", namespace)
 
     async def all_gone() -> bool:
@@ -199,45 +175,48 @@ async def test_deleting_the_job_removes_every_child(
         return True
 
     await eventually(all_gone, timeout=60)
-    with pytest.raises(NotFoundError):
-        await client.get(MPIJOBS, "gone", namespace)
+    await wait_for_deletion(client, MPIJOBS, namespace, "gone")
 
 
 async def test_an_invalid_job_fails_once_and_the_controller_keeps_serving(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
+    simulated_node.when(launchers.LAUNCHER, exit_code=0, after=0.2)
     broken = mpijob(namespace, "broken")
     broken["spec"]["worker"]["template"]["spec"]["containers"][0]["name"] = "worker"
-    await client.create(MPIJOBS, broken)
-    status = await wait_for_phase(client, MPIJOBS, namespace, "broken", "Failed")
+    status = await create_until_phase(client, MPIJOBS, broken, "Failed")
     failed = condition(status, "Failed")
     assert failed["reason"] == "InvalidSpec"
     assert "spec.worker.template.spec.containers" in failed["message"]
     assert "mpi-worker" in failed["message"]
     await wait_for_events(client, namespace, "broken", "InvalidSpec")
     assert await live_pods(client, namespace) == {}
-    writes = api_requests("PATCH") + api_requests("POST")
-    controller.queue.add(Request(namespace, "broken"))
-    await client.create(MPIJOBS, mpijob(namespace, "fine"))
-    await wait_for_phase(client, MPIJOBS, namespace, "fine", "Succeeded")
+    before = writes()
+    await resync(controller, Request(namespace, "broken"))
+    assert writes() == before, "a resync of a job already failed as invalid writes nothing"
+    await create_until_phase(client, MPIJOBS, mpijob(namespace, "fine"), "Succeeded")
     status = await job_status(client, MPIJOBS, namespace, "broken")
     assert condition(status, "Failed")["lastTransitionTime"] == failed["lastTransitionTime"]
-    assert api_requests("PATCH") + api_requests("POST") > writes  # the valid job wrote
+    # By now any Event the resync emitted in the background has landed: there is none.
+    assert await event_counts(client, namespace, "broken") == {"InvalidSpec": 1}
 
 
 async def test_steady_state_reconciles_write_nothing(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    await client.create(MPIJOBS, mpijob(namespace, "steady"))
-    await wait_for_phase(client, MPIJOBS, namespace, "steady", "Running")
-    await asyncio.sleep(0.5)
-    writes = sum(api_requests(method) for method in ("POST", "PUT", "PATCH", "DELETE"))
+    await create_until_phase(client, MPIJOBS, mpijob(namespace, "steady"), "Running")
+
+    async def all_ready() -> bool:  # the last progress to report: launcher and workers
+        return bool((await job_status(client, MPIJOBS, namespace, "steady")).get("ready") == "3/3")
+
+    await eventually(all_ready)
+    await wait_for_events(client, namespace, "steady", "Running")
+    steady = Request(namespace, "steady")
+    await wait_until_settled(client, controller, MPIJOBS, steady)
+    before = writes()
     for _ in range(10):
-        controller.queue.add(Request(namespace, "steady"))
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)
-    assert sum(api_requests(m) for m in ("POST", "PUT", "PATCH", "DELETE")) == writes
+        await resync(controller, steady)
+    assert writes() == before
 
 
 async def test_a_controller_restart_while_creating_workers_converges_without_duplicates(
@@ -304,8 +283,7 @@ async def test_each_sample_is_accepted_and_reconciled(
 async def test_scaling_workers_updates_the_hostfile_and_the_pods(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    await client.create(MPIJOBS, mpijob(namespace, "scale"))
-    await wait_for_phase(client, MPIJOBS, namespace, "scale", "Running")
+    await create_until_phase(client, MPIJOBS, mpijob(namespace, "scale"), "Running")
     await client.patch(MPIJOBS, "scale", {"spec": {"worker": {"replicas": 3}}}, namespace)
 
     async def scaled() -> bool:

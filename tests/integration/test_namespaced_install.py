@@ -9,7 +9,6 @@ it (the token is refused everywhere else).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -25,40 +24,21 @@ from jobcore import (
     SERVICES,
     Client,
     ForbiddenError,
-    NotFoundError,
 )
 from jobcore.testing import (
     SimulatedNode,
     background,
     eventually,
+    wait_for_deletion,
     wait_for_end,
     wait_for_events,
     wait_for_phase,
 )
-from jobkinds.mpijob import MPIJobKind
 from tests import installs
 from tests.commands import start_jobcore
+from tests.mpijobs import MPIJOBS, mpijob
 
 pytestmark = pytest.mark.integration
-
-MPIJOBS = MPIJobKind().resource
-
-
-def mpijob(namespace: str, name: str, run_policy: Mapping[str, object]) -> dict[str, object]:
-    container = {"name": "mpi-worker", "image": "mpi:latest"}
-    return {
-        "apiVersion": MPIJOBS.api_version,
-        "kind": MPIJOBS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": 2,
-                "cmd": ["./hello"],
-                "template": {"spec": {"containers": [container]}},
-            },
-            "runPolicy": run_policy,
-        },
-    }
 
 
 async def test_a_namespaced_install_runs_jobs_in_its_namespace_and_reaches_nothing_else(
@@ -99,9 +79,9 @@ async def test_a_namespaced_install_runs_jobs_in_its_namespace_and_reaches_nothi
         installs.controller_process(scoped, installs.deployment_args(install)) as log,
         background(node.run()),
     ):
-        await client.create(MPIJOBS, mpijob(namespace, "scaled", {}))
+        await client.create(MPIJOBS, mpijob(namespace, "scaled"))
         ending = {"cleanUpWorkers": True, "ttlSecondsAfterFinished": 3}
-        job = await client.create(MPIJOBS, mpijob(namespace, "scoped", ending))
+        job = await client.create(MPIJOBS, mpijob(namespace, "scoped", runPolicy=ending))
         status = await wait_for_end(
             client, MPIJOBS, namespace, "scoped", timeout=60, explain=lambda: "".join(log[-5:])
         )
@@ -118,14 +98,8 @@ async def test_a_namespaced_install_runs_jobs_in_its_namespace_and_reaches_nothi
         lease = await client.get(LEASES, NAME, namespace)
         assert lease["spec"]["holderIdentity"], lease
 
-        async def deleted() -> bool:
-            try:
-                await client.get(MPIJOBS, "scoped", namespace)
-            except NotFoundError:
-                return True
-            return False
-
-        await eventually(deleted, timeout=30)  # ttlSecondsAfterFinished
+        # ttlSecondsAfterFinished
+        await wait_for_deletion(client, MPIJOBS, namespace, "scoped", timeout=30)
 
         await wait_for_phase(client, MPIJOBS, namespace, "scaled", "Running")
         await client.patch(MPIJOBS, "scaled", {"spec": {"worker": {"replicas": 3}}}, namespace)

@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-from jobcore import CONFIGMAPS, PODS, SECRETS, Client, NotFoundError, Object
+from jobcore import CONFIGMAPS, PODS, SECRETS, Client, Object
 from jobcore.testing import (
     ProcessNode,
     background,
     eventually,
     process_node_available,
     require,
+    wait_for_deletion,
 )
 
 pytestmark = pytest.mark.integration
@@ -249,14 +250,7 @@ async def test_deleting_a_running_pod_kills_it_and_removes_its_netns(
 
     await client.delete(PODS, "sleeper", namespace)
 
-    async def gone() -> bool:
-        try:
-            await client.get(PODS, "sleeper", namespace)
-        except NotFoundError:
-            return True
-        return False
-
-    await eventually(gone, timeout=10)
+    await wait_for_deletion(client, PODS, namespace, "sleeper", timeout=10)
     assert not alive(pid)
     assert netns not in await netns_list()
     assert "sleep" not in node.logs(namespace, "sleeper", "main")  # logs outlive the pod

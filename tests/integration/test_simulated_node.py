@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from jobcore import NODES, PODS, Client, NotFoundError, Object
-from jobcore.testing import SimulatedNode, background, eventually
+from jobcore import NODES, PODS, Client, Object
+from jobcore.testing import SimulatedNode, background, eventually, wait_for_deletion
 
 pytestmark = pytest.mark.integration
 
@@ -121,14 +121,7 @@ async def test_deleted_pods_are_finalised_like_a_kubelet_would(
     await eventually(lambda: ended_running(client, namespace, "gone"))
     await client.delete(PODS, "gone", namespace)  # default grace period: 30 s
 
-    async def deleted() -> bool:
-        try:
-            await client.get(PODS, "gone", namespace)
-        except NotFoundError:
-            return True
-        return False
-
-    await eventually(deleted, timeout=10)
+    await wait_for_deletion(client, PODS, namespace, "gone", timeout=10)
 
 
 async def test_ready_after_delays_readiness(client: Client, namespace: str) -> None:

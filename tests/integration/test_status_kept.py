@@ -19,7 +19,6 @@ from jobcore import (
     EventRecorder,
     Informer,
     JobReconciler,
-    NotFoundError,
     Object,
     Request,
     crd_for,
@@ -35,6 +34,7 @@ from jobcore.testing import (
     install_crd,
     job_controller,
     job_status,
+    wait_for_deletion,
     wait_for_end,
 )
 from jobkinds.mpijob import MPIJobKind
@@ -131,14 +131,7 @@ async def test_a_malformed_last_transition_time_is_replaced_and_the_ttl_still_ru
         ttl = {"spec": {"runPolicy": {"ttlSecondsAfterFinished": 1}}}
         await client.patch(MPIJOBS, "stamped", ttl, namespace)
 
-        async def deleted() -> bool:
-            try:
-                await client.get(MPIJOBS, "stamped", namespace)
-            except NotFoundError:
-                return True
-            return False
-
-        await eventually(deleted, timeout=15)
+        await wait_for_deletion(client, MPIJOBS, namespace, "stamped", timeout=15)
 
 
 async def test_a_config_map_whose_data_was_removed_is_repaired(

@@ -18,13 +18,16 @@ from jobcore import (
     Client,
     ConflictError,
     Controller,
+    Request,
 )
 from jobcore.testing import (
     SimulatedNode,
+    create_until_phase,
     eventually,
     job_controller,
     job_status,
     wait_for_phase,
+    wait_until_settled,
 )
 from jobkinds.mpijob import MPIJobKind
 from tests.mpijobs import mpijob
@@ -86,14 +89,14 @@ async def test_metadata_writers_with_conflicts_and_the_controller_both_land(
 async def test_a_status_overwritten_by_another_writer_is_restored(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    await client.create(MPIJOBS, mpijob(namespace, "clobbered"))
-    await wait_for_phase(client, MPIJOBS, namespace, "clobbered", "Running")
+    await create_until_phase(client, MPIJOBS, mpijob(namespace, "clobbered"), "Running")
     await eventually(
         lambda: _status_is(
             client, namespace, "clobbered", lambda s: complete(s, "Running") and s["ready"] == "3/3"
         )
     )
-    await asyncio.sleep(1.5)  # no write held back, and the cache shows the controller's last
+    # Else the controller's own late write, not its noticing, could undo the one below.
+    await wait_until_settled(client, controller, MPIJOBS, Request(namespace, "clobbered"))
     wrong = {"status": {"phase": "Pending", "conditions": [], "tasks": []}}
     await client.patch(MPIJOBS, "clobbered", wrong, namespace, subresource="status")
     touches = 0

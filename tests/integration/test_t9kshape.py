@@ -98,6 +98,20 @@ async def children(client: Client, namespace: str, job: str) -> dict[str, Any]:
     return found
 
 
+async def twins_children(
+    client: Client, namespace: str, count: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The children of jobs "alpha-job" and "bravo-job", once each has `count` of them."""
+    found: list[dict[str, Any]] = []
+
+    async def both_created() -> bool:
+        found[:] = [await children(client, namespace, job) for job in ("alpha-job", "bravo-job")]
+        return [len(each) for each in found] == [count, count]
+
+    await eventually(both_created)
+    return found[0], found[1]
+
+
 async def test_a_current_shape_job_gets_the_same_children_as_its_seed_twin(
     client: Client, namespace: str, controller: None
 ) -> None:
@@ -108,12 +122,10 @@ async def test_a_current_shape_job_gets_the_same_children_as_its_seed_twin(
     await client.create(KIND.resource, seed)
     await client.create(KIND.resource, current)
 
-    async def both_created() -> bool:
-        counts = [len(await children(client, namespace, job)) for job in ("alpha-job", "bravo-job")]
-        return counts == [8, 8]  # secret, hostfile, service and 5 workers each
-
-    await eventually(both_created)
-    assert await children(client, namespace, "seed") == await children(client, namespace, "current")
+    alpha, bravo = await twins_children(
+        client, namespace, 8
+    )  # secret, hostfile, service, 5 workers
+    assert alpha == bravo
 
 
 async def test_a_job_mixing_the_shapes_fails_naming_the_fields(
@@ -150,11 +162,7 @@ async def test_a_current_shape_colossalai_job_gets_the_same_children_as_its_seed
         await client.create(CAI.resource, job)
     assert "replicaSpecs" in jobs["bravo-job"]["spec"]
 
-    async def both_created() -> bool:
-        counts = [len(await children(client, namespace, job)) for job in jobs]
-        return counts == [5, 5]  # secret, hostfile, service and 2 workers each
-
-    await eventually(both_created)
-    assert await children(client, namespace, "alpha-job") == await children(
-        client, namespace, "bravo-job"
-    )
+    alpha, bravo = await twins_children(
+        client, namespace, 5
+    )  # secret, hostfile, service, 2 workers
+    assert alpha == bravo

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,18 +16,13 @@ from controllers.apidocs import (
 )
 from controllers.kinds import installed_kinds
 from jobcore import (
-    PODS,
     ApiModel,
-    FieldError,
-    Job,
     JobKind,
     JobSpec,
-    Object,
-    Observed,
-    Outcome,
     PodTemplateSpec,
     Resource,
 )
+from jobcore.testing import ModelKind
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference"
 
@@ -76,33 +70,12 @@ class TinySpec(JobSpec):
     port: int | str | None = None
 
 
-class TinyKind:
-    resource: Resource = Resource("tiny.example.com", "v1alpha1", "TinyJob", "tinyjobs")
-    short_names: Sequence[str] = ("tj",)
-    spec_model: type[TinySpec] = TinySpec
-    replica_types: Sequence[str] = ("worker",)
-    child_resources: Sequence[Resource] = (PODS,)
-    containers: Mapping[str, str] = {}
-    debug_commands: Mapping[str, Sequence[str] | None] = {}
-    kept_after_cleanup: Sequence[str] = ()
-    printer_columns: Sequence[Mapping[str, Any]] = (
-        {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
-    )
-
-    def validate(self, job: Job[TinySpec]) -> list[FieldError]:
-        return []
-
-    def replicas(self, job: Job[TinySpec]) -> Mapping[str, int]:
-        return {"worker": job.spec.worker.replicas}
-
-    def render(self, job: Job[TinySpec], observed: Observed) -> list[Object]:
-        return []
-
-    def interpret(self, job: Job[TinySpec], observed: Observed) -> Outcome:
-        return Outcome("pending")
-
-
-KIND: JobKind[Any] = TinyKind()
+KIND: JobKind[Any] = ModelKind(
+    Resource("tiny.example.com", "v1alpha1", "TinyJob", "tinyjobs"),
+    TinySpec,
+    short_names=("tj",),
+    printer_columns=({"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},),
+)
 
 
 def section(page: str, name: str) -> str:

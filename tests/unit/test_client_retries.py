@@ -154,11 +154,16 @@ async def test_permanent_failures_are_not_retried(
     assert server.requests == 1
 
 
-async def test_unreachable_server_is_a_retryable_api_error() -> None:
+def unreachable_client(*, retry_attempts: int) -> Client:
+    """A client of a port nothing listens on (9, discard), retrying at once."""
     configuration = k8s_client.Configuration(host="http://127.0.0.1:9")
-    async with Client(
-        k8s_client.ApiClient(configuration), retry_attempts=2, retry_max_wait=0.01
-    ) as client:
+    return Client(
+        k8s_client.ApiClient(configuration), retry_attempts=retry_attempts, retry_max_wait=0.01
+    )
+
+
+async def test_unreachable_server_is_a_retryable_api_error() -> None:
+    async with unreachable_client(retry_attempts=2) as client:
         with pytest.raises(ApiError) as failure:
             await client.get(CONFIGMAPS, "x", "ns")
     assert failure.value.status == 0
@@ -277,10 +282,7 @@ async def test_a_throttled_create_with_generate_name_is_sent_again(serve: Serve)
 
 
 async def test_an_unreachable_server_is_tried_again_even_for_a_generated_create() -> None:
-    configuration = k8s_client.Configuration(host="http://127.0.0.1:9")
-    async with Client(
-        k8s_client.ApiClient(configuration), retry_attempts=3, retry_max_wait=0.01
-    ) as client:
+    async with unreachable_client(retry_attempts=3) as client:
         before = api_requests("POST")
         with pytest.raises(ApiError) as failure:
             await client.create(CONFIGMAPS, generated_configmap(), "ns")

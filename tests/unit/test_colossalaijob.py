@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import os
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,20 +13,28 @@ import yaml
 from pydantic import ValidationError
 
 from jobcore import (
-    CONFIGMAPS,
-    PODS,
     RUN_MODE_LABEL,
-    SECRETS,
-    SERVICES,
     Job,
     JobKind,
-    JobStatus,
     Object,
     Observed,
     Outcome,
-    Resource,
     plan,
     run_mode_errors,
+)
+from jobcore.testing import (
+    by_name,
+    container_named,
+    error_messages,
+    is_subset,
+    job_manifest,
+    job_of,
+    observed_of,
+    pod_of,
+    run_command,
+    secret_text,
+    spec_with,
+    terminated,
 )
 from jobkinds import _colossalai, _ssh
 from jobkinds.colossalaijob import ColossalAIJobKind, ColossalAIJobSpec
@@ -100,62 +106,16 @@ def seed_spec() -> dict[str, Any]:
 
 
 def make_job(spec: Mapping[str, Any] | None = None, name: str = JOB) -> Job[ColossalAIJobSpec]:
-    raw = dict(spec if spec is not None else seed_spec())
-    obj = {
-        "apiVersion": "batch.tensorstack.dev/v1beta1",
-        "kind": "ColossalAIJob",
-        "metadata": {"name": name, "namespace": NS, "uid": "uid-1"},
-        "spec": raw,
-    }
-    return Job(
-        kind="ColossalAIJob",
-        name=name,
-        namespace=NS,
-        uid="uid-1",
-        spec=ColossalAIJobSpec.model_validate(raw),
-        status=JobStatus(),
-        obj=obj,
-    )
+    raw = spec if spec is not None else seed_spec()
+    return job_of(KIND, job_manifest(KIND, raw, name=name, namespace=NS))
 
 
 def with_worker(**changes: Any) -> dict[str, Any]:
-    spec = seed_spec()
-    spec["worker"].update(changes)
-    return spec
+    return spec_with(seed_spec(), worker=changes)
 
 
-def pod(
-    name: str,
-    replica_type: str,
-    index: int = 0,
-    *,
-    phase: str = "Running",
-    ready: bool = False,
-    containers: list[dict[str, Any]] | None = None,
-    **status: Any,
-) -> Object:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "labels": make_job().labels(replica_type, index),
-            "uid": f"uid-{name}",
-        },
-        "spec": {"nodeName": "node-1"},
-        "status": {
-            "phase": phase,
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-            "containerStatuses": containers or [],
-            **status,
-        },
-    }
-
-
-def terminated(name: str, code: int, reason: str = "Error", message: str = "") -> dict[str, Any]:
-    state = {"exitCode": code, "reason": reason, **({"message": message} if message else {})}
-    return {"name": name, "state": {"terminated": state}, "restartCount": 0}
+def pod(name: str, replica_type: str, index: int = 0, **state: Any) -> Object:
+    return pod_of(make_job(), name, replica_type, index, **state)
 
 
 def workers(n: int = 2, *, ready: bool = True) -> dict[str, Object]:
@@ -168,29 +128,8 @@ def launcher(**kwargs: Any) -> dict[str, Object]:
     return {f"{JOB}-launcher": pod(f"{JOB}-launcher", "launcher", 0, **kwargs)}
 
 
-def observed(pods: Mapping[str, Object] | None = None, **others: Mapping[str, Object]) -> Observed:
-    children: dict[Resource, Mapping[str, Object]] = {PODS: dict(pods or {})}
-    for resource in (SECRETS, CONFIGMAPS, SERVICES):
-        if resource.plural in others:
-            children[resource] = others[resource.plural]
-    return Observed(children)
-
-
-def by_name(objects: list[Object]) -> dict[str, Object]:
-    return {o["metadata"]["name"]: o for o in objects}
-
-
-def container(obj: Object, name: str) -> dict[str, Any]:
-    found: dict[str, Any] = next(c for c in obj["spec"]["containers"] if c["name"] == name)
-    return found
-
-
-def is_subset(small: Any, big: Any) -> bool:
-    if isinstance(small, dict):
-        return isinstance(big, dict) and all(
-            k in big and is_subset(v, big[k]) for k, v in small.items()
-        )
-    return bool(small == big)
+def observed(pods: Mapping[str, Object] | None = None, *others: Object) -> Observed:
+    return observed_of(*(pods or {}).values(), *others)
 
 
 # API ------------------------------------------------------------------------------------
@@ -201,13 +140,6 @@ def test_kind_satisfies_the_protocol() -> None:
     assert kind.resource.api_version == "batch.tensorstack.dev/v1beta1"
     assert (kind.resource.kind, kind.resource.plural) == ("ColossalAIJob", "colossalaijobs")
     assert "caj" in kind.short_names
-    assert tuple(kind.replica_types) == ("launcher", "worker")
-    assert tuple(kind.kept_after_cleanup) == ("launcher",)
-    assert set(kind.child_resources) == {SECRETS, CONFIGMAPS, SERVICES, PODS}
-    assert list(kind.printer_columns) == [
-        {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"}
-    ]
-    assert kind.replicas(make_job()) == {"launcher": 1, "worker": 2}
 
 
 def test_seed_example_round_trips_with_its_wire_names() -> None:
@@ -290,19 +222,11 @@ def worker_shell_reads(words: list[str]) -> list[str]:
 
 
 def errors_of(spec: Mapping[str, Any], name: str = JOB) -> dict[str, str]:
-    return {e.path: e.message for e in KIND.validate(make_job(spec, name))}
+    return error_messages(KIND.validate(make_job(spec, name)))
 
 
 def test_seed_example_is_valid() -> None:
     assert KIND.validate(make_job()) == []
-
-
-def test_missing_worker_container_is_named() -> None:
-    spec = seed_spec()
-    spec["worker"]["template"]["spec"]["containers"][0]["name"] = "main"
-    assert errors_of(spec) == {
-        "spec.worker.template.spec.containers": 'needs a container named "worker"'
-    }
 
 
 def test_validation_catches_what_would_fail_later() -> None:
@@ -434,10 +358,10 @@ def test_every_object_is_labelled_and_namespaced() -> None:
 
 def test_secret_is_new_then_reused() -> None:
     secret = KIND.render(make_job(), observed())[0]
-    files = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    files = secret_text(secret)
     assert files["authorized_keys"] == files["id_ed25519.pub"]
     assert files["id_ed25519"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
-    again = KIND.render(make_job(), observed(secrets={f"{JOB}-ssh": secret}))[0]
+    again = KIND.render(make_job(), observed({}, secret))[0]
     assert again is secret
 
 
@@ -473,7 +397,7 @@ def test_workers_run_sshd_in_place_of_the_template_command() -> None:
     pod_spec = worker["spec"]
     assert (pod_spec["hostname"], pod_spec["subdomain"]) == (f"{JOB}-worker-1", JOB)
     assert pod_spec["restartPolicy"] == "Never"  # the seed's OnFailure cannot rejoin a run
-    main = container(worker, "worker")
+    main = container_named(worker, "worker")
     assert main["command"][:5] == ["/usr/sbin/sshd", "-D", "-e", "-p", "22"]
     assert "args" not in main
     assert main["readinessProbe"]["tcpSocket"] == {"port": 22}
@@ -487,7 +411,7 @@ def test_workers_run_sshd_in_place_of_the_template_command() -> None:
         {"name": "code", "persistentVolumeClaim": {"claimName": "colossalai"}},
         {"name": "jobcore-ssh", "secret": {"secretName": f"{JOB}-ssh", "defaultMode": 0o600}},
     ]
-    assert container(worker, "sidecar") == {"name": "sidecar", "image": "s"}
+    assert container_named(worker, "sidecar") == {"name": "sidecar", "image": "s"}
 
 
 def launcher_of(spec: Mapping[str, Any] | None = None) -> Object:
@@ -500,7 +424,7 @@ def test_launcher_command_argument_by_argument() -> None:
         torchArgs=["--max_restarts=3", "--rdzv_backend=c10d", "--standalone"],
         command=["train.py", "--lr", "0.1", "--master_port", "two words"],
     )
-    command = container(launcher_of(spec), "launcher")["command"]
+    command = container_named(launcher_of(spec), "launcher")["command"]
     assert command[:4] == [
         "/bin/bash",
         "-c",
@@ -543,7 +467,7 @@ def test_script_arguments_survive_the_shell_colossalai_run_joins_them_into(
 
 
 def test_seed_launcher_has_no_extra_launch_args_and_no_ssh_port() -> None:
-    command = container(launcher_of(), "launcher")["command"]
+    command = container_named(launcher_of(), "launcher")["command"]
     assert command[4:] == [
         "run",
         "--hostfile",
@@ -570,7 +494,7 @@ def test_launcher_is_built_from_spec_launcher() -> None:
     pod_spec = pod_["spec"]
     assert pod_spec["restartPolicy"] == "Never"
     assert [c["name"] for c in pod_spec["containers"]] == ["launcher"]
-    main = container(pod_, "launcher")
+    main = container_named(pod_, "launcher")
     assert main["image"] == "hpcaitech/colossalai:0.3.0"
     assert main["workingDir"] == "/workspace"
     assert main["resources"] == seed_spec()["launcher"]["resources"]
@@ -589,7 +513,7 @@ def test_launcher_is_built_from_spec_launcher() -> None:
     assert "readinessProbe" not in main
     minimal = seed_spec()
     minimal["launcher"] = {"image": "c"}
-    main = container(launcher_of(minimal), "launcher")
+    main = container_named(launcher_of(minimal), "launcher")
     assert "workingDir" not in main and "resources" not in main
     assert main["env"] == [
         {"name": "JOBCORE_COLOSSALAI_HOSTFILE", "value": "/etc/colossalai/hostfile"},
@@ -609,10 +533,10 @@ def test_debug_mode_runs_sleep_and_starts_the_launcher_at_once() -> None:
     }
     spec["worker"]["template"]["spec"]["initContainers"] = [{"name": "init", "image": "i"}]
     objects = by_name(plan(KIND, make_job(spec), observed()))
-    assert container(objects[f"{JOB}-launcher"], "launcher")["command"] == ["sleep", "inf"]
+    assert container_named(objects[f"{JOB}-launcher"], "launcher")["command"] == ["sleep", "inf"]
     worker = objects[f"{JOB}-worker-0"]
-    assert container(worker, "worker")["command"] == ["sleep", "inf"]
-    assert "readinessProbe" not in container(worker, "worker")
+    assert container_named(worker, "worker")["command"] == ["sleep", "inf"]
+    assert "readinessProbe" not in container_named(worker, "worker")
     assert "initContainers" not in worker["spec"]
     assert worker["metadata"]["labels"][RUN_MODE_LABEL] == "debug"
 
@@ -702,23 +626,14 @@ def test_script_gives_up_on_unresolvable_workers_and_never_starts_colossalai(
 ) -> None:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("nowhere-worker-0.cai.ns.svc.invalid\n")
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "colossalai").write_text("#!/bin/bash\necho STARTED\n")
-    (fake / "colossalai").chmod(0o755)
-    env = {
-        **os.environ,
-        "PATH": f"{fake}:{os.environ['PATH']}",
-        "JOBCORE_COLOSSALAI_HOSTFILE": str(hostfile),
-        "JOBCORE_COLOSSALAI_WAIT_SECONDS": "1",
-    }
-    result = subprocess.run(
+    result = run_command(
         _colossalai.launcher_command(["run", "--", "t.py"]),
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        tmp_path,
+        programs={"colossalai": "#!/bin/bash\necho STARTED\n"},
+        env={
+            "JOBCORE_COLOSSALAI_HOSTFILE": str(hostfile),
+            "JOBCORE_COLOSSALAI_WAIT_SECONDS": "1",
+        },
     )
     assert result.returncode == _ssh.WAIT_TIMEOUT_EXIT
     assert "waiting up to 1s for 1 worker(s)" in result.stdout
@@ -728,27 +643,16 @@ def test_script_gives_up_on_unresolvable_workers_and_never_starts_colossalai(
 def test_script_execs_colossalai_with_arguments_intact_and_no_hostname(tmp_path: Path) -> None:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("")  # no workers to wait for: straight to colossalai
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "colossalai").write_text(
-        '#!/bin/bash\necho "HOSTNAME=$(printenv HOSTNAME || echo unset)"\nprintf "%s\\n" "$@"\n'
-    )
-    (fake / "colossalai").chmod(0o755)
     marker = tmp_path / "pwned"
     args = [*_colossalai.colossalai_args(make_job()), "two words", f"$(touch {marker})"]
-    env = {
-        **os.environ,
-        "PATH": f"{fake}:{os.environ['PATH']}",
-        "JOBCORE_COLOSSALAI_HOSTFILE": str(hostfile),
-        "HOSTNAME": "cai-launcher",
-    }
-    result = subprocess.run(
+    result = run_command(
         _colossalai.launcher_command(args),
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        tmp_path,
+        programs={
+            "colossalai": '#!/bin/bash\necho "HOSTNAME=$(printenv HOSTNAME || echo unset)"\n'
+            'printf "%s\\n" "$@"\n'
+        },
+        env={"JOBCORE_COLOSSALAI_HOSTFILE": str(hostfile), "HOSTNAME": "cai-launcher"},
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-len(args) :] == args

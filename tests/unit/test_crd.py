@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -10,10 +10,11 @@ import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobcore import PODS, Object, Resource
+from jobcore import Object, Resource
 from jobcore._crd import crd_for, structural_schema, write_crds
-from jobcore._jobkind import FieldError, Job, JobKind, Observed, Outcome
+from jobcore._jobkind import JobKind
 from jobcore._jobmodels import ApiModel, JobSpec, PodTemplateSpec
+from jobcore.testing import ModelKind
 
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
 NOT_STRUCTURAL = {"$ref", "$defs", "anyOf", "allOf", "oneOf", "not", "title", "default"}
@@ -40,38 +41,19 @@ class TinySpec(JobSpec):
     anything: Any = None
 
 
-class TinyKind:
-    """A job kind that satisfies the `JobKind` protocol and does nothing."""
-
-    resource: Resource
-    short_names: Sequence[str] = ("tj", "tiny")
-    spec_model: type[TinySpec] = TinySpec
-    replica_types: Sequence[str] = ("worker",)
-    child_resources: Sequence[Resource] = (PODS,)
-    containers: Mapping[str, str] = {}
-    debug_commands: Mapping[str, Sequence[str] | None] = {}
-    kept_after_cleanup: Sequence[str] = ()
-    printer_columns: Sequence[Mapping[str, Any]] = (
-        {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
+def tiny_kind(group: str = "tiny.example.com", plural: str = "tinyjobs") -> ModelKind[TinySpec]:
+    """A job kind that is only the tiny model, named `plural`.`group`."""
+    return ModelKind(
+        Resource(group, "v1alpha1", "TinyJob", plural),
+        TinySpec,
+        short_names=("tj", "tiny"),
+        printer_columns=(
+            {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
+        ),
     )
 
-    def __init__(self, group: str = "tiny.example.com", plural: str = "tinyjobs") -> None:
-        self.resource = Resource(group, "v1alpha1", "TinyJob", plural)
 
-    def validate(self, job: Job[TinySpec]) -> list[FieldError]:
-        return []
-
-    def replicas(self, job: Job[TinySpec]) -> Mapping[str, int]:
-        return {"worker": job.spec.worker.replicas}
-
-    def render(self, job: Job[TinySpec], observed: Observed) -> list[Object]:
-        return []
-
-    def interpret(self, job: Job[TinySpec], observed: Observed) -> Outcome:
-        return Outcome("pending")
-
-
-KIND: JobKind[Any] = TinyKind()
+KIND: JobKind[Any] = tiny_kind()
 
 
 def assert_structural(node: Mapping[str, Any], path: str = "$") -> None:
@@ -255,7 +237,7 @@ def test_output_is_deterministic_and_free_of_shared_nodes() -> None:
 
 
 def test_write_crds_writes_one_parseable_file_per_kind(tmp_path: Path) -> None:
-    other = TinyKind(group="other.example.com", plural="others")
+    other = tiny_kind(group="other.example.com", plural="others")
     paths = write_crds([KIND, other], tmp_path / "crds")
     assert [p.name for p in paths] == [
         "tiny.example.com_tinyjobs.yaml",
@@ -270,7 +252,7 @@ def test_write_crds_writes_one_parseable_file_per_kind(tmp_path: Path) -> None:
 
 def test_write_crds_refuses_two_kinds_with_one_name(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"tinyjobs\.tiny\.example\.com"):
-        write_crds([KIND, TinyKind()], tmp_path)
+        write_crds([KIND, tiny_kind()], tmp_path)
 
 
 class Node(ApiModel):
@@ -308,7 +290,7 @@ def test_what_a_structural_schema_cannot_say_is_refused(
 
 
 def test_cluster_scoped_kinds_are_refused() -> None:
-    kind = TinyKind()
-    kind.resource = Resource("x.example.com", "v1", "TinyJob", "tinyjobs", namespaced=False)
+    resource = Resource("x.example.com", "v1", "TinyJob", "tinyjobs", namespaced=False)
+    kind = ModelKind(resource, TinySpec)
     with pytest.raises(ValueError, match="namespaced"):
         crd_for(kind)

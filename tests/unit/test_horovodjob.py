@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import dataclasses
-import os
 import socket
 import subprocess
-import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,19 +13,24 @@ import pytest
 import yaml
 
 from jobcore import (
-    CONFIGMAPS,
-    PODS,
-    SECRETS,
-    SERVICES,
     Job,
     JobKind,
-    JobStatus,
     Object,
-    Observed,
     Outcome,
-    Resource,
     plan,
     run_mode_errors,
+)
+from jobcore.testing import (
+    accepting_connections,
+    by_name,
+    error_messages,
+    job_manifest,
+    job_of,
+    observed_of,
+    pod_of,
+    run_command,
+    spec_with,
+    terminated,
 )
 from jobkinds import _horovod, _ssh
 from jobkinds.horovodjob import HorovodJobKind, HorovodJobSpec
@@ -57,96 +58,30 @@ worker:
 
 def base_spec(**changes: Any) -> dict[str, Any]:
     """The base spec with top-level keys replaced, nested dicts merged one level deep."""
-    spec: dict[str, Any] = yaml.safe_load(BASE_YAML)
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(spec.get(key), dict):
-            spec[key] = {**spec[key], **value}
-        else:
-            spec[key] = value
-    return spec
+    return spec_with(yaml.safe_load(BASE_YAML), **changes)
 
 
 def elastic_spec(**changes: Any) -> dict[str, Any]:
-    spec = base_spec(elastic={"minReplicas": 1, "maxReplicas": 4, "resetLimit": 3})
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(spec.get(key), dict):
-            spec[key] = {**spec[key], **value}
-        else:
-            spec[key] = value
-    return spec
+    elastic = base_spec(elastic={"minReplicas": 1, "maxReplicas": 4, "resetLimit": 3})
+    return spec_with(elastic, **changes)
 
 
 def make_job(spec: Mapping[str, Any] | None = None, name: str = NAME) -> Job[HorovodJobSpec]:
-    raw = copy.deepcopy(dict(spec if spec is not None else base_spec()))
-    obj = {
-        "apiVersion": "batch.tensorstack.dev/v1beta1",
-        "kind": "HorovodJob",
-        "metadata": {"name": name, "namespace": NS, "uid": "uid-1"},
-        "spec": raw,
-    }
-    return Job(
-        kind="HorovodJob",
-        name=name,
-        namespace=NS,
-        uid="uid-1",
-        spec=HorovodJobSpec.model_validate(raw),
-        status=JobStatus(),
-        obj=obj,
-    )
+    raw = spec if spec is not None else base_spec()
+    return job_of(KIND, job_manifest(KIND, raw, name=name, namespace=NS))
 
 
-def pod(
-    replica_type: str,
-    index: int = 0,
-    *,
-    phase: str = "Running",
-    ready: bool = True,
-    containers: list[dict[str, Any]] | None = None,
-    **status: Any,
-) -> Object:
+def pod(replica_type: str, index: int = 0, *, ready: bool = True, **state: Any) -> Object:
     name = f"{NAME}-launcher" if replica_type == "launcher" else f"{NAME}-worker-{index}"
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "labels": make_job().labels(replica_type, index),
-            "uid": f"uid-{name}",
-        },
-        "spec": {},
-        "status": {
-            "phase": phase,
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-            "containerStatuses": containers or [],
-            **status,
-        },
-    }
-
-
-def terminated(name: str, code: int, reason: str = "Error") -> dict[str, Any]:
-    return {"name": name, "state": {"terminated": {"exitCode": code, "reason": reason}}}
-
-
-def observed(*pods: Object, configmaps: Mapping[str, Object] | None = None) -> Observed:
-    children: dict[Resource, Mapping[str, Object]] = {
-        PODS: {p["metadata"]["name"]: p for p in pods}
-    }
-    if configmaps:
-        children[CONFIGMAPS] = configmaps
-    return Observed(children)
-
-
-def by_name(objects: list[Object]) -> dict[str, Object]:
-    return {o["metadata"]["name"]: o for o in objects}
+    return pod_of(make_job(), name, replica_type, index, ready=ready, **state)
 
 
 def launcher_of(job: Job[HorovodJobSpec], *pods: Object) -> Object:
-    return by_name(KIND.render(job, observed(*pods)))[f"{NAME}-launcher"]
+    return by_name(KIND.render(job, observed_of(*pods)))[f"{NAME}-launcher"]
 
 
 def errors_of(spec: Mapping[str, Any], name: str = NAME) -> dict[str, str]:
-    return {e.path: e.message for e in KIND.validate(make_job(spec, name))}
+    return error_messages(KIND.validate(make_job(spec, name)))
 
 
 # API ------------------------------------------------------------------------------------
@@ -157,10 +92,6 @@ def test_kind_satisfies_the_protocol() -> None:
     assert kind.resource.api_version == "batch.tensorstack.dev/v1beta1"
     assert (kind.resource.kind, kind.resource.plural) == ("HorovodJob", "horovodjobs")
     assert "hj" in kind.short_names
-    assert tuple(kind.replica_types) == ("launcher", "worker")
-    assert tuple(kind.kept_after_cleanup) == ("launcher",)
-    assert set(kind.child_resources) == {SECRETS, CONFIGMAPS, SERVICES, PODS}
-    assert kind.replicas(make_job()) == {"launcher": 1, "worker": 2}
 
 
 def test_defaults_and_camel_case_round_trip() -> None:
@@ -214,14 +145,6 @@ def test_schema_rejects_what_the_api_forbids(broken: dict[str, Any]) -> None:
 def test_base_and_elastic_specs_are_valid() -> None:
     assert errors_of(base_spec()) == {}
     assert errors_of(elastic_spec()) == {}
-
-
-def test_missing_worker_container_is_named() -> None:
-    spec = base_spec()
-    spec["worker"]["template"]["spec"]["containers"][0]["name"] = "main"
-    assert errors_of(spec) == {
-        "spec.worker.template.spec.containers": 'needs a container named "worker"'
-    }
 
 
 def test_validation_names_each_field() -> None:
@@ -313,7 +236,7 @@ def test_long_names_count_max_replicas_and_run_modes_are_checked() -> None:
 def test_static_render_waits_for_every_worker_before_the_launcher() -> None:
     job = make_job()
     for pods in ((), (pod("worker", 0),), (pod("worker", 0), pod("worker", 1, ready=False))):
-        objects = KIND.render(job, observed(*pods))
+        objects = KIND.render(job, observed_of(*pods))
         assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
             ("Secret", "hvd-ssh"),
             ("ConfigMap", "hvd-hostfile"),
@@ -321,15 +244,15 @@ def test_static_render_waits_for_every_worker_before_the_launcher() -> None:
             ("Pod", "hvd-worker-0"),
             ("Pod", "hvd-worker-1"),
         ]
-    ready = observed(pod("worker", 0), pod("worker", 1))
+    ready = observed_of(pod("worker", 0), pod("worker", 1))
     assert "hvd-launcher" in by_name(KIND.render(job, ready))
     # An existing launcher is kept though a worker is no longer Ready.
-    kept = observed(pod("worker", 0, ready=False), pod("worker", 1), pod("launcher"))
+    kept = observed_of(pod("worker", 0, ready=False), pod("worker", 1), pod("launcher"))
     assert "hvd-launcher" in by_name(KIND.render(job, kept))
 
 
 def test_hostfile_lists_every_worker_with_its_slots_and_no_blank_line() -> None:
-    hostfile = by_name(KIND.render(make_job(), observed()))["hvd-hostfile"]
+    hostfile = by_name(KIND.render(make_job(), observed_of()))["hvd-hostfile"]
     assert hostfile["data"] == {
         "hostfile": "hvd-worker-0.hvd.team-a.svc slots=2\nhvd-worker-1.hvd.team-a.svc slots=2\n"
     }
@@ -412,7 +335,7 @@ def test_mpi_backend_keeps_fqdn_hostnames() -> None:
 
 
 def test_workers_run_sshd_with_hostname_and_a_tcp_probe() -> None:
-    worker = by_name(KIND.render(make_job(), observed()))["hvd-worker-1"]
+    worker = by_name(KIND.render(make_job(), observed_of()))["hvd-worker-1"]
     spec = worker["spec"]
     assert (spec["hostname"], spec["subdomain"], spec["restartPolicy"]) == (
         "hvd-worker-1",
@@ -426,7 +349,7 @@ def test_workers_run_sshd_with_hostname_and_a_tcp_probe() -> None:
 
 
 def test_service_is_headless_over_the_workers() -> None:
-    service = by_name(KIND.render(make_job(), observed()))["hvd"]
+    service = by_name(KIND.render(make_job(), observed_of()))["hvd"]
     assert service["spec"]["clusterIP"] == "None"
     assert service["spec"]["publishNotReadyAddresses"] is True
     assert service["spec"]["selector"]["jobcore.dev/replica-type"] == "worker"
@@ -434,22 +357,22 @@ def test_service_is_headless_over_the_workers() -> None:
 
 def test_existing_secret_is_reused_and_paused_jobs_have_no_pods() -> None:
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hvd-ssh"}, "data": {}}
-    objects = KIND.render(make_job(), Observed({SECRETS: {"hvd-ssh": secret}}))
+    objects = KIND.render(make_job(), observed_of(secret))
     assert objects[0] is secret
     paused = make_job(base_spec(runMode={"pause": {"enabled": True}}))
-    kinds = [o["kind"] for o in plan(KIND, paused, observed(pod("worker", 0), pod("launcher")))]
+    kinds = [o["kind"] for o in plan(KIND, paused, observed_of(pod("worker", 0), pod("launcher")))]
     assert kinds == ["Secret", "ConfigMap", "Service"]
 
 
 def test_a_gang_gets_its_launcher_at_once() -> None:
     for spec in (base_spec(), elastic_spec()):
         job = dataclasses.replace(make_job(spec), gang=True)
-        assert "hvd-launcher" in by_name(KIND.render(job, observed()))
+        assert "hvd-launcher" in by_name(KIND.render(job, observed_of()))
 
 
 def test_debug_mode_starts_the_launcher_at_once_with_sleep_and_workers_keep_sshd() -> None:
     job = make_job(base_spec(runMode={"debug": {"enabled": True}}))
-    objects = by_name(plan(KIND, job, observed()))
+    objects = by_name(plan(KIND, job, observed_of()))
     assert objects["hvd-launcher"]["spec"]["containers"][0]["command"] == ["sleep", "inf"]
     [worker] = objects["hvd-worker-0"]["spec"]["containers"]
     assert worker["command"][:5] == ["/usr/sbin/sshd", "-D", "-e", "-p", "22"]
@@ -475,15 +398,15 @@ def run_discovery(script: str, tmp_path: Path) -> list[str]:
 
 def test_discovery_script_probes_every_worker_up_to_max_replicas() -> None:
     job = make_job(elastic_spec(worker={"replicas": 2}, elastic={"maxReplicas": 3}))
-    script = discovery(KIND.render(job, observed()))
+    script = discovery(KIND.render(job, observed_of()))
     assert script == _horovod.discovery_text(
         [f"hvd-worker-{i}.hvd.team-a.svc" for i in range(3)], 2
     )
     assert script.startswith("#!/bin/bash\n")
     # Pods coming and going do not change it: it probes them when horovodrun runs it.
     pods = (pod("worker", 0), pod("worker", 1, ready=False), pod("worker", 2))
-    assert discovery(KIND.render(job, observed(*pods))) == script
-    assert "hvd-hostfile" not in by_name(KIND.render(job, observed()))
+    assert discovery(KIND.render(job, observed_of(*pods))) == script
+    assert "hvd-hostfile" not in by_name(KIND.render(job, observed_of()))
 
 
 @pytest.fixture
@@ -507,10 +430,10 @@ def test_discovery_script_prints_the_hosts_that_accept_connections(
 
 def test_elastic_launcher_starts_with_min_replicas_ready() -> None:
     job = make_job(elastic_spec(worker={"replicas": 3}, elastic={"minReplicas": 2}))
-    one = observed(pod("worker", 0), *(pod("worker", i, ready=False) for i in (1, 2)))
+    one = observed_of(pod("worker", 0), *(pod("worker", i, ready=False) for i in (1, 2)))
     assert "hvd-launcher" not in by_name(KIND.render(job, one))
     assert KIND.interpret(job, one).reason == "WorkersNotReady"
-    two = observed(pod("worker", 0), pod("worker", 1), pod("worker", 2, ready=False))
+    two = observed_of(pod("worker", 0), pod("worker", 1), pod("worker", 2, ready=False))
     assert "hvd-launcher" in by_name(KIND.render(job, two))
     assert KIND.interpret(job, two).reason == "LauncherCreating"
 
@@ -568,18 +491,20 @@ def test_elastic_render_scales_and_leaves_ended_workers_out() -> None:
         pod("worker", 3),  # scaled down: not rendered, so deleted
         pod("launcher"),
     )
-    names = [o["metadata"]["name"] for o in KIND.render(job, observed(*pods)) if o["kind"] == "Pod"]
+    names = [
+        o["metadata"]["name"] for o in KIND.render(job, observed_of(*pods)) if o["kind"] == "Pod"
+    ]
     assert names == ["hvd-worker-0", "hvd-worker-2", "hvd-launcher"]
     # Once the failed pod is gone it is rendered again, and so recreated.
     again = [p for p in pods if p["metadata"]["name"] != "hvd-worker-1"]
     names = [
-        o["metadata"]["name"] for o in KIND.render(job, observed(*again)) if o["kind"] == "Pod"
+        o["metadata"]["name"] for o in KIND.render(job, observed_of(*again)) if o["kind"] == "Pod"
     ]
     assert names == ["hvd-worker-0", "hvd-worker-1", "hvd-worker-2", "hvd-launcher"]
     # A static job keeps its failed worker: it fails the job instead.
     static = [
         o["metadata"]["name"]
-        for o in KIND.render(make_job(base_spec(worker={"replicas": 3})), observed(*pods))
+        for o in KIND.render(make_job(base_spec(worker={"replicas": 3})), observed_of(*pods))
     ]
     assert "hvd-worker-1" in static
 
@@ -591,18 +516,18 @@ def test_launcher_exit_decides() -> None:
     job = make_job()
     workers = (pod("worker", 0), pod("worker", 1))
     done = pod("launcher", phase="Succeeded", containers=[terminated("launcher", 0, "Completed")])
-    assert KIND.interpret(job, observed(*workers, done)) == Outcome(
+    assert KIND.interpret(job, observed_of(*workers, done)) == Outcome(
         "succeeded", "Succeeded", "The job has finished successfully."
     )
     failed = pod("launcher", phase="Failed", ready=False, containers=[terminated("launcher", 3)])
     for spec in (base_spec(), elastic_spec()):
-        outcome = KIND.interpret(make_job(spec), observed(*workers, failed))
+        outcome = KIND.interpret(make_job(spec), observed_of(*workers, failed))
         assert (outcome.state, outcome.reason) == ("failed", "Failed")
         assert outcome.replica_failure == (
             "Pod[hvd-launcher] exited with error code 3 (container launcher)"
         )
     oom = pod("launcher", phase="Failed", containers=[terminated("launcher", 137, "OOMKilled")])
-    outcome = KIND.interpret(job, observed(*workers, oom))
+    outcome = KIND.interpret(job, observed_of(*workers, oom))
     assert outcome.replica_failure == (
         "Pod[hvd-launcher] exited with error code 137 (container launcher, OOMKilled)"
     )
@@ -610,7 +535,7 @@ def test_launcher_exit_decides() -> None:
 
 def test_a_static_jobs_failed_worker_fails_it_an_elastic_jobs_does_not() -> None:
     lost = pod("worker", 1, phase="Failed", ready=False, containers=[terminated("worker", 137)])
-    pods = observed(pod("worker", 0), lost, pod("launcher"))
+    pods = observed_of(pod("worker", 0), lost, pod("launcher"))
     outcome = KIND.interpret(make_job(), pods)
     assert outcome.state == "failed"
     assert outcome.message == "A worker stopped before the launcher finished."
@@ -624,12 +549,12 @@ def test_a_static_jobs_failed_worker_fails_it_an_elastic_jobs_does_not() -> None
 
 def test_pending_and_running_say_why() -> None:
     job = make_job()
-    assert KIND.interpret(job, observed()).reason == "WorkersCreating"
-    unready = observed(pod("worker", 0), pod("worker", 1, ready=False))
+    assert KIND.interpret(job, observed_of()).reason == "WorkersCreating"
+    unready = observed_of(pod("worker", 0), pod("worker", 1, ready=False))
     outcome = KIND.interpret(job, unready)
     assert (outcome.state, outcome.reason) == ("pending", "WorkersNotReady")
     assert "hvd-worker-1" in outcome.message
-    starting = observed(pod("worker", 0), pod("worker", 1), pod("launcher", phase="Pending"))
+    starting = observed_of(pod("worker", 0), pod("worker", 1), pod("launcher", phase="Pending"))
     assert KIND.interpret(job, starting).reason == "LauncherPending"
     stuck = pod(
         "worker",
@@ -638,7 +563,7 @@ def test_pending_and_running_say_why() -> None:
         ready=False,
         containers=[{"name": "worker", "state": {"waiting": {"reason": "ImagePullBackOff"}}}],
     )
-    outcome = KIND.interpret(job, observed(pod("worker", 0), stuck, pod("launcher")))
+    outcome = KIND.interpret(job, observed_of(pod("worker", 0), stuck, pod("launcher")))
     assert outcome.state == "running"
     assert outcome.replica_failure == (
         "Pod[hvd-worker-1] container worker is waiting: ImagePullBackOff"
@@ -651,48 +576,20 @@ def test_pending_and_running_say_why() -> None:
 @pytest.fixture
 def ssh_port() -> Iterator[None]:
     """Something accepting TCP on 127.0.0.1:22, as a Ready worker's sshd would."""
-    server = socket.socket()
-    try:
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind(("127.0.0.1", 22))
-    except OSError:
-        server.close()
-        pytest.skip("cannot listen on 127.0.0.1:22 here")
-    server.listen(16)
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            with contextlib.suppress(OSError):
-                server.accept()[0].close()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield
-    stop.set()
-    thread.join()
-    server.close()
+    with accepting_connections(22):
+        yield
 
 
 @pytest.mark.usefixtures("ssh_port")
 def test_static_launcher_script_execs_horovodrun_with_arguments_intact(tmp_path: Path) -> None:
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    horovodrun = fake / "horovodrun"
-    horovodrun.write_text('#!/bin/bash\nprintf "%s\\n" "$@"\n')
-    horovodrun.chmod(0o755)
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("127.0.0.1 slots=2\n")
     command = _horovod.launcher_command(make_job())
-    env = {
-        **os.environ,
-        "PATH": f"{fake}:{os.environ['PATH']}",
-        "JOBCORE_HOROVOD_HOSTFILE": str(hostfile),
-        "JOBCORE_HOROVOD_WAIT_SECONDS": "5",
-    }
-    result = subprocess.run(
-        command, check=False, env=env, capture_output=True, text=True, timeout=60
+    result = run_command(
+        command,
+        tmp_path,
+        programs={"horovodrun": '#!/bin/bash\nprintf "%s\\n" "$@"\n'},
+        env={"JOBCORE_HOROVOD_HOSTFILE": str(hostfile), "JOBCORE_HOROVOD_WAIT_SECONDS": "5"},
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-len(command[4:]) :] == command[4:]
@@ -701,14 +598,10 @@ def test_static_launcher_script_execs_horovodrun_with_arguments_intact(tmp_path:
 def test_static_launcher_script_gives_up_on_unresolvable_workers(tmp_path: Path) -> None:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("nowhere-worker-0.hvd.ns.svc.invalid slots=2\n")
-    env = {
-        **os.environ,
-        "JOBCORE_HOROVOD_HOSTFILE": str(hostfile),
-        "JOBCORE_HOROVOD_WAIT_SECONDS": "1",
-    }
-    command = _horovod.launcher_command(make_job())
-    result = subprocess.run(
-        command, check=False, env=env, capture_output=True, text=True, timeout=60
+    result = run_command(
+        _horovod.launcher_command(make_job()),
+        tmp_path,
+        env={"JOBCORE_HOROVOD_HOSTFILE": str(hostfile), "JOBCORE_HOROVOD_WAIT_SECONDS": "1"},
     )
     assert result.returncode == _ssh.WAIT_TIMEOUT_EXIT
     assert "gave up after 1s" in result.stderr

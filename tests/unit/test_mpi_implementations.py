@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from jobcore import CONFIGMAPS, PODS, Job, Object, Observed, parse_job
+from jobcore import Job, Object, parse_job
+from jobcore.testing import by_name, container_named, env_of, error_messages, observed_of, pod_of
 from jobkinds.mpijob import MPIJobKind, MPIJobSpec
 from tests.mpijobs import mpijob
 
@@ -24,29 +25,22 @@ def job_of(**spec: Any) -> Job[MPIJobSpec]:
 def errors_of(**spec: Any) -> dict[str, str]:
     job, errors = parse_job(KIND, mpijob(NS, "pi", **spec))
     assert job is None
-    return {error.path: error.message for error in errors}
-
-
-def ready_workers(job: Job[MPIJobSpec]) -> Observed:
-    ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-    pods = {
-        f"pi-worker-{i}": {"metadata": {"name": f"pi-worker-{i}"}, "status": ready}
-        for i in range(job.spec.worker.replicas)
-    }
-    return Observed({PODS: pods, CONFIGMAPS: {}})
+    return error_messages(errors)
 
 
 def rendered(job: Job[MPIJobSpec]) -> dict[str, Object]:
-    return {obj["metadata"]["name"]: obj for obj in KIND.render(job, ready_workers(job))}
+    """What the kind renders once every worker is Ready: the launcher too."""
+    names = [f"pi-worker-{i}" for i in range(job.spec.worker.replicas)]
+    workers = [pod_of(job, name, "worker", i, ready=True) for i, name in enumerate(names)]
+    return by_name(KIND.render(job, observed_of(*workers)))
 
 
-def launcher(job: Job[MPIJobSpec]) -> dict[str, Any]:
-    container: dict[str, Any] = rendered(job)["pi-launcher"]["spec"]["containers"][0]
-    return container
+def launcher(job: Job[MPIJobSpec]) -> Any:
+    return container_named(rendered(job)["pi-launcher"], "mpi-launcher")
 
 
 def env(job: Job[MPIJobSpec]) -> dict[str, str]:
-    return {e["name"]: e["value"] for e in launcher(job)["env"] if "value" in e}
+    return env_of(launcher(job))
 
 
 def test_open_mpi_is_the_default_and_keeps_todays_launcher() -> None:

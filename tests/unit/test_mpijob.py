@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import base64
 import copy
 import dataclasses
-import os
 import socket
 import subprocess
-import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,20 +16,30 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from jobcore import (
-    CONFIGMAPS,
-    PODS,
     RUN_MODE_LABEL,
-    SECRETS,
-    SERVICES,
     Job,
     JobKind,
-    JobStatus,
     Object,
     Observed,
     Outcome,
-    Resource,
     plan,
     run_mode_errors,
+)
+from jobcore.testing import (
+    accepting_connections,
+    by_name,
+    container_named,
+    error_messages,
+    is_subset,
+    job_manifest,
+    job_of,
+    observed_of,
+    pod_of,
+    run_command,
+    secret_text,
+    spec_with,
+    terminated,
+    waiting,
 )
 from jobkinds import _mpi, _ssh
 from jobkinds.mpijob import MPIJobKind, MPIJobSpec
@@ -91,67 +98,17 @@ def seed_spec() -> dict[str, Any]:
 
 
 def make_job(spec: Mapping[str, Any] | None = None, name: str = "mpi-example") -> Job[MPIJobSpec]:
-    raw = dict(spec if spec is not None else seed_spec())
-    obj = {
-        "apiVersion": "batch.tensorstack.dev/v1beta1",
-        "kind": "MPIJob",
-        "metadata": {"name": name, "namespace": NS, "uid": "uid-1"},
-        "spec": raw,
-    }
-    return Job(
-        kind="MPIJob",
-        name=name,
-        namespace=NS,
-        uid="uid-1",
-        spec=MPIJobSpec.model_validate(raw),
-        status=JobStatus(),
-        obj=obj,
-    )
+    raw = spec if spec is not None else seed_spec()
+    return job_of(KIND, job_manifest(KIND, raw, name=name, namespace=NS))
 
 
 def with_spec(**changes: Any) -> dict[str, Any]:
     """The seed spec with nested changes, e.g. `worker={"extraMPIArgs": [...]}`."""
-    spec = seed_spec()
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(spec.get(key), dict):
-            spec[key] = {**spec[key], **value}
-        else:
-            spec[key] = value
-    return spec
+    return spec_with(seed_spec(), **changes)
 
 
-def pod(
-    name: str,
-    replica_type: str,
-    index: int = 0,
-    *,
-    phase: str = "Running",
-    ready: bool = False,
-    containers: list[dict[str, Any]] | None = None,
-    **status: Any,
-) -> Object:
-    labels = make_job().labels(replica_type, index)
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": labels, "uid": f"uid-{name}"},
-        "spec": {"nodeName": "node-1"},
-        "status": {
-            "phase": phase,
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-            "containerStatuses": containers or [],
-            **status,
-        },
-    }
-
-
-def terminated(name: str, code: int, reason: str = "Error", message: str = "") -> dict[str, Any]:
-    state = {"exitCode": code, "reason": reason, **({"message": message} if message else {})}
-    return {"name": name, "state": {"terminated": state}, "restartCount": 0}
-
-
-def waiting(name: str, reason: str, message: str = "") -> dict[str, Any]:
-    return {"name": name, "state": {"waiting": {"reason": reason, "message": message}}}
+def pod(name: str, replica_type: str, index: int = 0, **state: Any) -> Object:
+    return pod_of(make_job(), name, replica_type, index, **state)
 
 
 def workers(n: int = 5, *, ready: bool = True, **kwargs: Any) -> dict[str, Object]:
@@ -159,33 +116,12 @@ def workers(n: int = 5, *, ready: bool = True, **kwargs: Any) -> dict[str, Objec
     return {name: pod(name, "worker", i, ready=ready, **kwargs) for i, name in enumerate(names)}
 
 
-def observed(pods: Mapping[str, Object] | None = None, **others: Mapping[str, Object]) -> Observed:
-    children: dict[Resource, Mapping[str, Object]] = {PODS: dict(pods or {})}
-    for resource in (SECRETS, CONFIGMAPS, SERVICES):
-        if resource.plural in others:
-            children[resource] = others[resource.plural]
-    return Observed(children)
+def observed(pods: Mapping[str, Object] | None = None, *others: Object) -> Observed:
+    return observed_of(*(pods or {}).values(), *others)
 
 
 def launcher(**kwargs: Any) -> dict[str, Object]:
     return {"mpi-example-launcher": pod("mpi-example-launcher", "launcher", 0, **kwargs)}
-
-
-def container(obj: Object, name: str) -> dict[str, Any]:
-    found: dict[str, Any] = next(c for c in obj["spec"]["containers"] if c["name"] == name)
-    return found
-
-
-def by_name(objects: list[Object]) -> dict[str, Object]:
-    return {o["metadata"]["name"]: o for o in objects}
-
-
-def is_subset(small: Any, big: Any) -> bool:
-    if isinstance(small, dict):
-        return isinstance(big, dict) and all(
-            k in big and is_subset(v, big[k]) for k, v in small.items()
-        )
-    return bool(small == big)
 
 
 # API ------------------------------------------------------------------------------------
@@ -195,10 +131,6 @@ def test_kind_satisfies_the_protocol() -> None:
     kind: JobKind[MPIJobSpec] = KIND  # mypy checks the protocol here
     assert kind.resource.api_version == "batch.tensorstack.dev/v1beta1"
     assert (kind.resource.kind, kind.resource.plural) == ("MPIJob", "mpijobs")
-    assert tuple(kind.replica_types) == ("launcher", "worker")
-    assert tuple(kind.kept_after_cleanup) == ("launcher",)
-    assert set(kind.child_resources) == {SECRETS, CONFIGMAPS, SERVICES, PODS}
-    assert kind.replicas(make_job()) == {"launcher": 1, "worker": 5}
 
 
 def test_seed_example_round_trips_with_the_seed_field_names() -> None:
@@ -235,19 +167,11 @@ def test_schema_rejects_what_the_api_forbids() -> None:
 
 
 def errors_of(spec: Mapping[str, Any], name: str = "mpi-example") -> dict[str, str]:
-    return {e.path: e.message for e in KIND.validate(make_job(spec, name))}
+    return error_messages(KIND.validate(make_job(spec, name)))
 
 
 def test_seed_example_is_valid() -> None:
     assert KIND.validate(make_job()) == []
-
-
-def test_missing_mpi_worker_container_is_named() -> None:
-    spec = seed_spec()
-    spec["worker"]["template"]["spec"]["containers"][0]["name"] = "main"
-    errors = errors_of(spec)
-    assert list(errors) == ["spec.worker.template.spec.containers"]
-    assert '"mpi-worker"' in errors["spec.worker.template.spec.containers"]
 
 
 def test_validation_catches_what_would_fail_later() -> None:
@@ -452,7 +376,7 @@ def test_workers_run_sshd_in_place_of_the_template_command() -> None:
     pod_spec = worker["spec"]
     assert (pod_spec["hostname"], pod_spec["subdomain"]) == ("mpi-example-worker-1", "mpi-example")
     assert pod_spec["restartPolicy"] == "Never"
-    mpi = container(worker, "mpi-worker")
+    mpi = container_named(worker, "mpi-worker")
     assert mpi["command"][:3] == ["/usr/sbin/sshd", "-D", "-e"]
     assert "args" not in mpi
     assert mpi["readinessProbe"]["tcpSocket"] == {"port": 22}
@@ -463,7 +387,7 @@ def test_workers_run_sshd_in_place_of_the_template_command() -> None:
         "name": "jobcore-ssh",
         "secret": {"secretName": "mpi-example-ssh", "defaultMode": 0o600},
     } in pod_spec["volumes"]
-    assert container(worker, "sidecar") == {"name": "sidecar", "image": "s"}
+    assert container_named(worker, "sidecar") == {"name": "sidecar", "image": "s"}
     spec["worker"]["template"]["spec"]["restartPolicy"] = "OnFailure"
     worker = by_name(KIND.render(make_job(spec), observed()))["mpi-example-worker-0"]
     assert worker["spec"]["restartPolicy"] == "OnFailure"
@@ -474,7 +398,7 @@ def launcher_of(spec: Mapping[str, Any] | None = None) -> Object:
 
 
 def test_launcher_runs_mpirun_with_the_spec_in_order() -> None:
-    command = container(launcher_of(), "mpi-launcher")["command"]
+    command = container_named(launcher_of(), "mpi-launcher")["command"]
     assert command[:2] == ["/bin/bash", "-c"]
     args = command[4:]
     assert args[:3] == ["mpirun", "--hostfile", "/etc/mpi/hostfile"]
@@ -493,13 +417,13 @@ def test_launcher_mca_sorted_env_forwarded_and_no_prefix_without_mpi_home() -> N
         {"name": "OMPI_MCA_plm_rsh_args", "value": "-p 2222"},
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
     ]
-    command = container(launcher_of(spec), "mpi-launcher")["command"]
+    command = container_named(launcher_of(spec), "mpi-launcher")["command"]
     assert "--prefix" not in command
     assert command[7:13] == ["-mca", "btl", "^openib", "-mca", "pml", "ob1"]
     assert command[13:17] == ["-x", "NCCL_DEBUG", "-x", "OMPI_MCA_plm_rsh_args"]
     assert command[17:19] == ["-N", "3"]  # a pod's own fieldRef is not forwarded
     assert "POD_IP" not in command
-    env = container(launcher_of(spec), "mpi-launcher")["env"]
+    env = container_named(launcher_of(spec), "mpi-launcher")["env"]
     values = {e["name"]: e.get("value") for e in env}
     assert values["OMPI_MCA_plm_rsh_args"] == "-p 2222"  # the user's value wins
     assert [e["name"] for e in env].count("OMPI_MCA_plm_rsh_args") == 1
@@ -509,7 +433,7 @@ def test_launcher_copies_the_worker_container_and_mounts_keys_and_hostfile() -> 
     pod_ = launcher_of()
     assert pod_["spec"]["restartPolicy"] == "Never"
     assert [c["name"] for c in pod_["spec"]["containers"]] == ["mpi-launcher"]
-    main = container(pod_, "mpi-launcher")
+    main = container_named(pod_, "mpi-launcher")
     template = seed_spec()["worker"]["template"]["spec"]["containers"][0]
     assert main["image"] == template["image"]
     assert main["resources"] == template["resources"]
@@ -544,9 +468,9 @@ def test_debug_mode_starts_the_launcher_at_once_with_sleep_and_workers_keep_sshd
     job = make_job(with_spec(runMode={"debug": {"enabled": True}}))
     objects = by_name(plan(KIND, job, observed()))
     launcher_pod = objects["mpi-example-launcher"]
-    assert container(launcher_pod, "mpi-launcher")["command"] == ["sleep", "inf"]
+    assert container_named(launcher_pod, "mpi-launcher")["command"] == ["sleep", "inf"]
     assert launcher_pod["metadata"]["labels"][RUN_MODE_LABEL] == "debug"
-    worker = container(objects["mpi-example-worker-0"], "mpi-worker")
+    worker = container_named(objects["mpi-example-worker-0"], "mpi-worker")
     assert worker["command"][:3] == ["/usr/sbin/sshd", "-D", "-e"]
     assert worker["readinessProbe"]["tcpSocket"] == {"port": 22}
 
@@ -566,8 +490,8 @@ def test_debug_commands_replace_sshd_and_can_skip_init_containers() -> None:
     objects = by_name(plan(KIND, make_job(spec), observed()))
     assert "initContainers" in objects["mpi-example-launcher"]["spec"]
     worker = objects["mpi-example-worker-0"]
-    assert container(worker, "mpi-worker")["command"] == ["sleep", "inf"]
-    assert "readinessProbe" not in container(worker, "mpi-worker")
+    assert container_named(worker, "mpi-worker")["command"] == ["sleep", "inf"]
+    assert "readinessProbe" not in container_named(worker, "mpi-worker")
     assert "initContainers" not in worker["spec"]
 
 
@@ -580,13 +504,9 @@ def test_paused_job_has_no_pods() -> None:
 # The ssh Secret -------------------------------------------------------------------------
 
 
-def decoded(secret: Object) -> dict[str, str]:
-    return {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
-
-
 def test_a_new_job_gets_a_fresh_valid_keypair() -> None:
-    first = decoded(KIND.render(make_job(), observed())[0])
-    second = decoded(KIND.render(make_job(), observed())[0])
+    first = secret_text(KIND.render(make_job(), observed())[0])
+    second = secret_text(KIND.render(make_job(), observed())[0])
     assert first["id_ed25519"] != second["id_ed25519"]
     private = serialization.load_ssh_private_key(first["id_ed25519"].encode(), password=None)
     public = serialization.load_ssh_public_key(first["id_ed25519.pub"].encode())
@@ -617,10 +537,9 @@ def test_an_existing_secret_is_reused_unchanged() -> None:
     existing = KIND.render(make_job(), observed())[0]
     existing["metadata"]["resourceVersion"] = "42"
     snapshot = copy.deepcopy(existing)
-    secrets = {"mpi-example-ssh": existing}
-    again = KIND.render(make_job(), observed(workers(), secrets=secrets))[0]
+    again = KIND.render(make_job(), observed(workers(), existing))[0]
     assert again == snapshot
-    assert decoded(again)["id_ed25519"] == decoded(snapshot)["id_ed25519"]
+    assert secret_text(again)["id_ed25519"] == secret_text(snapshot)["id_ed25519"]
 
 
 def test_generate_keypair_matches() -> None:
@@ -756,25 +675,15 @@ def run_script(
 ) -> subprocess.CompletedProcess[str]:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text(_mpi.hostfile_text(hosts, 2, mpi))
-    fake = tmp_path / "bin"
-    fake.mkdir(exist_ok=True)
-    mpirun = fake / "mpirun"
-    mpirun.write_text('#!/bin/bash\nprintf "%s\\n" "$@"\n')
-    mpirun.chmod(0o755)
-    env = {
-        **os.environ,
-        "PATH": f"{fake}:{os.environ['PATH']}",
-        "JOBCORE_MPI_HOSTFILE": str(hostfile),
-        "JOBCORE_MPI_WAIT_SECONDS": str(wait),
-        "JOBCORE_MPI_HOME": mpi_home,
-    }
-    return subprocess.run(
+    return run_command(
         _mpi.launcher_command(args),
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        tmp_path,
+        programs={"mpirun": '#!/bin/bash\nprintf "%s\\n" "$@"\n'},
+        env={
+            "JOBCORE_MPI_HOSTFILE": str(hostfile),
+            "JOBCORE_MPI_WAIT_SECONDS": str(wait),
+            "JOBCORE_MPI_HOME": mpi_home,
+        },
     )
 
 
@@ -790,30 +699,8 @@ def test_script_gives_up_on_unresolvable_workers(tmp_path: Path, mpi: _mpi.Flavo
 
 @pytest.fixture
 def ssh_port_listener() -> Iterator[None]:
-    server = socket.socket()
-    try:
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind(("127.0.0.1", 22))
-    except OSError:
-        server.close()
-        pytest.skip("cannot listen on 127.0.0.1:22 here")
-    server.listen(16)
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                server.accept()[0].close()
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield
-    stop.set()
-    thread.join()
-    server.close()
+    with accepting_connections(22):
+        yield
 
 
 @pytest.mark.parametrize("wait", ["a[$(touch CANARY)]", "1+$(touch CANARY)", "0x10", "-1", "1 "])

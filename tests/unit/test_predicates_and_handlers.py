@@ -11,6 +11,7 @@ from jobcore._handler import EnqueueRequests, Request, request_for_object, reque
 from jobcore._predicate import FuncPredicate, GenerationChanged, LabelSelectorPredicate
 from jobcore._queue import WorkQueue
 from jobcore._resources import NODES, PODS, Object, ObjectKey, Resource
+from tests.unit.test_queue import drain
 
 JOBS = Resource("batch", "v1", "Job", "jobs")
 TRAINING_JOBS = Resource("training.example.com", "v1alpha1", "TrainingJob", "trainingjobs")
@@ -46,16 +47,6 @@ def ref(
     if controller is not None:
         reference["controller"] = controller
     return reference
-
-
-def drain(queue: WorkQueue[Request]) -> list[Request]:
-    """Hand out and finish everything queued, in order."""
-    items = []
-    while len(queue):
-        item = queue.get_nowait()
-        queue.done(item)
-        items.append(item)
-    return items
 
 
 # --- predicates ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import random
 import uuid
 from collections import Counter, deque
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import uvloop
@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from jobcore._metrics import REGISTRY
 from jobcore._queue import QueueShutDown, WorkQueue
 from jobcore._ratelimit import ItemExponentialFailureRateLimiter
+
+T = TypeVar("T", bound=Hashable)
 
 
 class FixedLimiter:
@@ -37,8 +39,8 @@ class FixedLimiter:
         return self.requeues[item]
 
 
-def drain(queue: WorkQueue[str]) -> list[str]:
-    """Hand out and finish everything that is ready now."""
+def drain(queue: WorkQueue[T]) -> list[T]:
+    """Hand out and finish everything that is ready now, in order."""
     items = []
     while len(queue):
         item = queue.get_nowait()

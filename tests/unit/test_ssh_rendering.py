@@ -1,7 +1,8 @@
 """What every ssh kind renders for host key pinning and the sshd port, and for an older Secret.
 
 Rendered by each kind from a spec, as the controller would create them: the Secret, the
-workers' sshd, readiness probe and Service, and the launcher's ssh options, port and config.
+workers' sshd, readiness probe and Service, and the launcher's ssh options, port and config;
+what the kinds declare alike, and the worker container each needs in its template.
 """
 
 from __future__ import annotations
@@ -16,7 +17,18 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from jobcore import PODS, SECRETS, Job, JobStatus, Object, Observed
+from jobcore import CONFIGMAPS, PODS, SECRETS, SERVICES, Job, JobKind, Object
+from jobcore.testing import (
+    by_name,
+    container_named,
+    env_of,
+    error_messages,
+    job_manifest,
+    job_of,
+    observed_of,
+    pod_of,
+    secret_text,
+)
 from jobkinds import _horovod, _mpi
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
@@ -42,52 +54,33 @@ WORKER_CONTAINER = {"MPIJob": "mpi-worker", "HorovodJob": "worker", "ColossalAIJ
 
 def make_job(kind: str, ssh: dict[str, Any] | None = None) -> Job[Any]:
     raw = copy.deepcopy(SPECS[kind])
-    if kind == "MPIJob":
-        raw["worker"]["template"]["spec"]["containers"][0]["name"] = "mpi-worker"
+    raw["worker"]["template"]["spec"]["containers"][0]["name"] = WORKER_CONTAINER[kind]
     if ssh:
         raw["ssh"] = ssh
-    spec = KINDS[kind].spec_model.model_validate(raw)
-    obj = {"kind": kind, "metadata": {"name": "j", "namespace": NS, "uid": "u"}, "spec": raw}
-    return Job(kind=kind, name="j", namespace=NS, uid="u", spec=spec, status=JobStatus(), obj=obj)
-
-
-def ready_workers() -> dict[str, Object]:
-    ready = {"conditions": [{"type": "Ready", "status": "True"}], "phase": "Running"}
-    return {
-        f"j-worker-{i}": {"metadata": {"name": f"j-worker-{i}"}, "status": ready} for i in (0, 1)
-    }
+    return job_of(KINDS[kind], job_manifest(KINDS[kind], raw, name="j", namespace=NS))
 
 
 def render(kind: str, job: Job[Any], secret: Object | None = None) -> dict[str, Object]:
-    children: dict[Any, Any] = {PODS: ready_workers()}
-    if secret is not None:
-        children[SECRETS] = {"j-ssh": secret}
-    return {o["metadata"]["name"]: o for o in KINDS[kind].render(job, Observed(children))}
-
-
-def container(pod: Object, name: str) -> dict[str, Any]:
-    return next(c for c in pod["spec"]["containers"] if c["name"] == name)
-
-
-def files(secret: Object) -> dict[str, str]:
-    return {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    workers = [pod_of(job, f"j-worker-{i}", "worker", i, ready=True) for i in (0, 1)]
+    others = [secret] if secret is not None else []
+    return by_name(KINDS[kind].render(job, observed_of(*workers, *others)))
 
 
 def env(pod: Object) -> dict[str, str]:
-    return {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"] if "value" in e}
+    return env_of(pod["spec"]["containers"][0])
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_sshd_listens_on_the_port_everything_else_uses(kind: str) -> None:
     job = make_job(kind, {"port": 2222, "sshAuthMountPath": "/home/mpiuser/.ssh"})
     objects = render(kind, job)
-    worker = container(objects["j-worker-0"], WORKER_CONTAINER[kind])
+    worker = container_named(objects["j-worker-0"], WORKER_CONTAINER[kind])
     assert worker["command"][3:9] == ["-p", "2222", "-o", "PidFile=none", "-o", "StrictModes=no"]
     assert "HostKey=/home/mpiuser/.ssh/ssh_host_ed25519_key" in worker["command"]
     assert worker["readinessProbe"]["tcpSocket"] == {"port": 2222}
     assert objects["j"]["spec"]["ports"] == [{"name": "ssh", "port": 2222, "targetPort": 2222}]
     assert env(objects["j-launcher"])["JOBCORE_SSH_PORT"] == "2222"
-    config = files(objects["j-ssh"])["config"]
+    config = secret_text(objects["j-ssh"])["config"]
     assert "    Port 2222\n" in config
     assert "    UserKnownHostsFile /home/mpiuser/.ssh/known_hosts\n" in config
 
@@ -106,7 +99,7 @@ def test_mpirun_and_hydra_get_the_port_and_the_pinned_host_key() -> None:
         == expected
     )
     # MPICH's Hydra takes no ssh options: the Secret's config, read as ~/.ssh/config, pins.
-    config = files(render("MPIJob", job)["j-ssh"])["config"]
+    config = secret_text(render("MPIJob", job)["j-ssh"])["config"]
     assert "    StrictHostKeyChecking yes\n" in config and "ProxyCommand" not in config
 
 
@@ -114,14 +107,16 @@ def test_mpirun_and_hydra_get_the_port_and_the_pinned_host_key() -> None:
 def test_launchers_that_accept_any_host_key_go_through_a_pinned_ssh_hop(kind: str) -> None:
     objects = render(kind, make_job(kind, {"port": 2222}))
     proxy = [
-        line for line in files(objects["j-ssh"])["config"].splitlines() if "ProxyCommand" in line
+        line
+        for line in secret_text(objects["j-ssh"])["config"].splitlines()
+        if "ProxyCommand" in line
     ]
     assert proxy == [
         "    ProxyCommand ssh -F /dev/null -i /root/.ssh/id_ed25519 -p 2222 "
         "-o StrictHostKeyChecking=yes -o UserKnownHostsFile=/root/.ssh/known_hosts "
         "-o LogLevel=ERROR -o BatchMode=yes -W 127.0.0.1:2222 %h"
     ]
-    worker = container(objects["j-worker-0"], "worker")
+    worker = container_named(objects["j-worker-0"], "worker")
     assert worker["command"][-2:] == ["-o", "AllowTcpForwarding=local"]
 
 
@@ -153,11 +148,34 @@ def test_a_secret_made_before_host_keys_keeps_its_job_unpinned(kind: str) -> Non
     old["data"]["config"] = base64.b64encode(b"Host *\n    StrictHostKeyChecking no\n").decode()
     objects = render(kind, make_job(kind), secret=old)
     assert objects["j-ssh"] == old
-    command = container(objects["j-worker-0"], WORKER_CONTAINER[kind])["command"]
+    command = container_named(objects["j-worker-0"], WORKER_CONTAINER[kind])["command"]
     assert not any(arg.startswith(("HostKey=", "AllowTcpForwarding=")) for arg in command)
     if kind == "MPIJob":
         rsh = env(objects["j-launcher"])["OMPI_MCA_plm_rsh_args"]
         assert "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null" in rsh
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_ssh_kind_is_one_launcher_and_its_workers(kind: str) -> None:
+    declared: JobKind[Any] = KINDS[kind]  # mypy checks the protocol here
+    assert tuple(declared.replica_types) == ("launcher", "worker")
+    assert declared.replicas(make_job(kind)) == {"launcher": 1, "worker": 2}
+    assert set(declared.child_resources) == {SECRETS, CONFIGMAPS, SERVICES, PODS}
+    assert tuple(declared.kept_after_cleanup) == ("launcher",)
+    assert list(declared.printer_columns) == [
+        {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"}
+    ]
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_missing_worker_container_is_named(kind: str) -> None:
+    spec = copy.deepcopy(SPECS[kind])
+    spec["worker"]["template"]["spec"]["containers"][0]["name"] = "main"
+    job = job_of(KINDS[kind], job_manifest(KINDS[kind], spec, name="j", namespace=NS))
+    needed = WORKER_CONTAINER[kind]
+    assert error_messages(KINDS[kind].validate(job)) == {
+        "spec.worker.template.spec.containers": f'needs a container named "{needed}"'
+    }
 
 
 # The wait script waits on the port -----------------------------------------------------------
