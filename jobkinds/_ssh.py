@@ -184,8 +184,11 @@ def client_config(ssh: Access) -> str:
         "    LogLevel ERROR",
     ]
     if ssh.tunnel:
-        # -F /dev/null: the hop must not read this file again and loop.
-        hop = f"ssh -F /dev/null {client_args(ssh)} -o BatchMode=yes"
+        # -F /dev/null: the hop must not read this file again and loop. A worker that vanishes
+        # (its pod deleted) ends the hop within seconds instead of leaving it on a dead
+        # connection.
+        alive = "-o ServerAliveInterval=5 -o ServerAliveCountMax=2"
+        hop = f"ssh -F /dev/null {client_args(ssh)} -o BatchMode=yes {alive}"
         lines.append(f"    ProxyCommand {hop} -W 127.0.0.1:{ssh.port} %h")
     return "\n".join(lines) + "\n"
 

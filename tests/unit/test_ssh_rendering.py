@@ -114,7 +114,8 @@ def test_launchers_that_accept_any_host_key_go_through_a_pinned_ssh_hop(kind: st
     assert proxy == [
         "    ProxyCommand ssh -F /dev/null -i /root/.ssh/id_ed25519 -p 2222 "
         "-o StrictHostKeyChecking=yes -o UserKnownHostsFile=/root/.ssh/known_hosts "
-        "-o LogLevel=ERROR -o BatchMode=yes -W 127.0.0.1:2222 %h"
+        "-o LogLevel=ERROR -o BatchMode=yes -o ServerAliveInterval=5 -o ServerAliveCountMax=2 "
+        "-W 127.0.0.1:2222 %h"
     ]
     worker = container_named(objects["j-worker-0"], "worker")
     assert worker["command"][-2:] == ["-o", "AllowTcpForwarding=local"]
