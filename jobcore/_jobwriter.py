@@ -85,9 +85,9 @@ class StatusWriter:
         A change of phase, of the conditions' statuses or reasons, or of any other field is
         written at once. A change only in the pods' progress (the part's `progress` fields:
         T9k's tasks, aggregate and ready) and in conditions' messages (such as "Waiting for
-        3 of 8 worker(s)") waits until `interval`
-        has passed since the job's last write: a gang of pods starting together then costs
-        one write, not one per pod event. Without `coalesce` it is written at once too.
+        3 of 8 worker(s)") waits until `interval` has passed since the job's last write: a
+        gang of pods starting together then costs one write, not one per pod event. Without
+        `coalesce` it is written at once too.
         """
         meta = obj["metadata"]
         new, old = self.part.write(status), self.part.write(previous)

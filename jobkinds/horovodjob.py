@@ -192,7 +192,7 @@ class HorovodJobKind(LauncherWorkersKind):
             port=job.spec.ssh.port,
             tunnel=True,
         )
-        children = [secret, _horovod.config_configmap(job), service(job, job.spec.ssh.port)]
+        children = [secret, _horovod.config_configmap(job), service(job, ssh.port)]
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         elastic = job.spec.elastic
         children += [
