@@ -6,9 +6,11 @@ import argparse
 import contextlib
 import os
 import platform
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
 
-from jobcore import NAMESPACES, Client
+from jobcore import NAMESPACES
+from jobcore import Client
 from jobcore.testing import ControlPlane
 
 

@@ -20,22 +20,29 @@ import time
 from collections.abc import Awaitable
 from contextlib import AsyncExitStack
 
-from benchmarks._common import machine, print_table, server_cpu
-from benchmarks.bench_mpijob import children, mpijob
-from benchmarks.bench_scale import KIND, STARTED, pods_seen
-from jobcore import (
-    CONFIGMAPS,
-    EVENTS,
-    NAMESPACES,
-    PODS,
-    SECRETS,
-    Client,
-    Object,
-    Resource,
-    configure_logging,
-    crd_for,
-)
-from jobcore.testing import ControlPlane, SimulatedNode, background, eventually, install_crd
+from benchmarks._common import machine
+from benchmarks._common import print_table
+from benchmarks._common import server_cpu
+from benchmarks.bench_mpijob import children
+from benchmarks.bench_mpijob import mpijob
+from benchmarks.bench_scale import KIND
+from benchmarks.bench_scale import STARTED
+from benchmarks.bench_scale import pods_seen
+from jobcore import CONFIGMAPS
+from jobcore import EVENTS
+from jobcore import NAMESPACES
+from jobcore import PODS
+from jobcore import SECRETS
+from jobcore import Client
+from jobcore import Object
+from jobcore import Resource
+from jobcore import configure_logging
+from jobcore import crd_for
+from jobcore.testing import ControlPlane
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
 
 IDLE_SECONDS = 5.0
 

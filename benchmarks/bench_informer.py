@@ -14,8 +14,13 @@ import time
 import tracemalloc
 from typing import Any
 
-from benchmarks._common import cluster, machine, print_table
-from jobcore import PODS, Client, Informer, Object
+from benchmarks._common import cluster
+from benchmarks._common import machine
+from benchmarks._common import print_table
+from jobcore import PODS
+from jobcore import Client
+from jobcore import Informer
+from jobcore import Object
 
 NAMESPACE = "bench"
 

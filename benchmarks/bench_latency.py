@@ -12,8 +12,15 @@ import asyncio
 import statistics
 import time
 
-from benchmarks._common import cluster, machine, print_table
-from jobcore import CONFIGMAPS, Client, Controller, Informer, Request, Result
+from benchmarks._common import cluster
+from benchmarks._common import machine
+from benchmarks._common import print_table
+from jobcore import CONFIGMAPS
+from jobcore import Client
+from jobcore import Controller
+from jobcore import Informer
+from jobcore import Request
+from jobcore import Result
 from jobcore.testing import background
 
 NAMESPACE = "bench"

@@ -14,25 +14,30 @@ import asyncio
 import time
 import uuid
 
-from benchmarks._common import cluster, machine, median_index, odd_count, print_table
-from jobcore import (
-    JOB_NAME_LABEL,
-    NAMESPACES,
-    PODS,
-    Client,
-    Controller,
-    Manager,
-    Object,
-    Observed,
-    Request,
-    Resource,
-    add_job_controller,
-    adopt,
-    configure_logging,
-    crd_for,
-    parse_job,
-)
-from jobcore.testing import api_requests, background, eventually, install_crd
+from benchmarks._common import cluster
+from benchmarks._common import machine
+from benchmarks._common import median_index
+from benchmarks._common import odd_count
+from benchmarks._common import print_table
+from jobcore import JOB_NAME_LABEL
+from jobcore import NAMESPACES
+from jobcore import PODS
+from jobcore import Client
+from jobcore import Controller
+from jobcore import Manager
+from jobcore import Object
+from jobcore import Observed
+from jobcore import Request
+from jobcore import Resource
+from jobcore import add_job_controller
+from jobcore import adopt
+from jobcore import configure_logging
+from jobcore import crd_for
+from jobcore import parse_job
+from jobcore.testing import api_requests
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
 from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()

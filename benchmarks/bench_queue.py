@@ -12,7 +12,8 @@ import time
 import uuid
 
 from benchmarks._common import machine
-from jobcore import QueueShutDown, WorkQueue
+from jobcore import QueueShutDown
+from jobcore import WorkQueue
 
 _WORKERS = 10
 

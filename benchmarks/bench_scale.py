@@ -31,27 +31,27 @@ from dataclasses import dataclass
 import aiohttp
 
 from benchmarks import floor_client
-from benchmarks._common import (
-    cpu_seconds,
-    machine,
-    median_index,
-    odd_count,
-    print_table,
-    server_cpu,
-    steal_seconds,
-)
+from benchmarks._common import cpu_seconds
+from benchmarks._common import machine
+from benchmarks._common import median_index
+from benchmarks._common import odd_count
+from benchmarks._common import print_table
+from benchmarks._common import server_cpu
+from benchmarks._common import steal_seconds
 from benchmarks.bench_mpijob import mpijob
-from jobcore import (
-    JOB_NAME_LABEL,
-    NAMESPACES,
-    PODS,
-    REPLICA_TYPE_LABEL,
-    Client,
-    Object,
-    configure_logging,
-    crd_for,
-)
-from jobcore.testing import ControlPlane, SimulatedNode, background, eventually, install_crd
+from jobcore import JOB_NAME_LABEL
+from jobcore import NAMESPACES
+from jobcore import PODS
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import Client
+from jobcore import Object
+from jobcore import configure_logging
+from jobcore import crd_for
+from jobcore.testing import ControlPlane
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
 from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()

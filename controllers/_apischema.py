@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import re
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel

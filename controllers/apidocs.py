@@ -13,17 +13,24 @@ from __future__ import annotations
 
 import argparse
 import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic.json_schema import GenerateJsonSchema, models_json_schema
+from pydantic.json_schema import GenerateJsonSchema
+from pydantic.json_schema import models_json_schema
 from pydantic_core import core_schema
 
 from controllers import _apischema
 from controllers._apischema import NONE
-from controllers.kinds import installed_kinds, kind_names
-from jobcore import JobKind, JobStatus, crd_for
+from controllers.kinds import installed_kinds
+from controllers.kinds import kind_names
+from jobcore import JobKind
+from jobcore import JobStatus
+from jobcore import crd_for
 
 REGENERATE = "python -m controllers.apidocs docs/reference"
 """The command that rewrites the committed pages."""

@@ -12,29 +12,26 @@ import tempfile
 import uuid
 from typing import Any
 
-from controllers import realjobs, render
-from controllers.kinds import (
-    ENTRY_POINT_GROUP,
-    KindLoadError,
-    installed_kinds,
-    kind_names,
-    load_all_kinds,
-)
-from jobcore import (
-    DEFAULT_MAX_CONNECTIONS,
-    Client,
-    GangScheduler,
-    JobKind,
-    LeaderElectionConfig,
-    LeaderElectionLost,
-    Manager,
-    SchedulerPlugins,
-    T9kScheduler,
-    Volcano,
-    add_job_controller,
-    configure_gc,
-    configure_logging,
-)
+from controllers import realjobs
+from controllers import render
+from controllers.kinds import ENTRY_POINT_GROUP
+from controllers.kinds import KindLoadError
+from controllers.kinds import installed_kinds
+from controllers.kinds import kind_names
+from controllers.kinds import load_all_kinds
+from jobcore import DEFAULT_MAX_CONNECTIONS
+from jobcore import Client
+from jobcore import GangScheduler
+from jobcore import JobKind
+from jobcore import LeaderElectionConfig
+from jobcore import LeaderElectionLost
+from jobcore import Manager
+from jobcore import SchedulerPlugins
+from jobcore import T9kScheduler
+from jobcore import Volcano
+from jobcore import add_job_controller
+from jobcore import configure_gc
+from jobcore import configure_logging
 
 if sys.platform == "win32":  # uvloop is not made for Windows
     from asyncio import run as _run_event_loop
@@ -327,7 +324,8 @@ async def _manifests(args: argparse.Namespace) -> int:
 
 
 async def _sandbox(args: argparse.Namespace) -> int:
-    from controllers.sandbox import SandboxError, run_sandbox  # noqa: PLC0415 - testing kit
+    from controllers.sandbox import SandboxError  # noqa: PLC0415 - testing kit
+    from controllers.sandbox import run_sandbox  # noqa: PLC0415 - testing kit
 
     # Ctrl-C, SIGTERM and SIGHUP all unwind, so the control plane is always stopped.
     sandbox = asyncio.current_task()

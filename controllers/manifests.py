@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from jobcore import (
-    CONFIGMAPS,
-    EVENTS,
-    LEASES,
-    PODS,
-    JobKind,
-    Object,
-    Resource,
-    SchedulerPlugins,
-    T9kScheduler,
-    Volcano,
-    write_crds,
-)
+from jobcore import CONFIGMAPS
+from jobcore import EVENTS
+from jobcore import LEASES
+from jobcore import PODS
+from jobcore import JobKind
+from jobcore import Object
+from jobcore import Resource
+from jobcore import SchedulerPlugins
+from jobcore import T9kScheduler
+from jobcore import Volcano
+from jobcore import write_crds
 
 NAMESPACE = "jobcore-system"
 """Where the cluster-wide install runs the controller."""

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from controllers import frameworks
 from controllers.allreduce import compile_allreduce
-from jobcore import Object, Resource
+from jobcore import Object
+from jobcore import Resource
 
 MPIJOBS = Resource("batch.tensorstack.dev", "v1beta1", "MPIJob", "mpijobs")
 ROOT_ENV = [

@@ -14,35 +14,33 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import yaml
 
-from controllers.documents import (
-    Document,
-    Problem,
-    UnreadableInput,
-    read_documents,
-    source_name,
-)
-from jobcore import (
-    PODS,
-    SECRETS,
-    GangScheduler,
-    Job,
-    JobKind,
-    Object,
-    Observed,
-    Resource,
-    adopt,
-    gang_scheduling,
-    parse_job,
-    plan,
-    pod_group,
-    unserved_kinds,
-)
+from controllers.documents import Document
+from controllers.documents import Problem
+from controllers.documents import UnreadableInput
+from controllers.documents import read_documents
+from controllers.documents import source_name
+from jobcore import PODS
+from jobcore import SECRETS
+from jobcore import GangScheduler
+from jobcore import Job
+from jobcore import JobKind
+from jobcore import Object
+from jobcore import Observed
+from jobcore import Resource
+from jobcore import adopt
+from jobcore import gang_scheduling
+from jobcore import parse_job
+from jobcore import plan
+from jobcore import pod_group
+from jobcore import unserved_kinds
 
 DEFAULT_NAMESPACE = "default"
 """The namespace of a job that names none, as `kubectl apply` without `-n` would use."""

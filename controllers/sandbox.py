@@ -10,30 +10,28 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
+from typing import TextIO
 
 import yaml
 
-from controllers import frameworks, realjobs
+from controllers import frameworks
+from controllers import realjobs
 from controllers.kinds import installed_kinds
-from jobcore import (
-    REPLICA_TYPE_LABEL,
-    Client,
-    JobKind,
-    Manager,
-    NotFoundError,
-    Object,
-    add_job_controller,
-    crd_for,
-)
-from jobcore.testing import (
-    ControlPlane,
-    ProcessNode,
-    SimulatedNode,
-    background,
-    install_crd,
-    process_node_available,
-)
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import Client
+from jobcore import JobKind
+from jobcore import Manager
+from jobcore import NotFoundError
+from jobcore import Object
+from jobcore import add_job_controller
+from jobcore import crd_for
+from jobcore.testing import ControlPlane
+from jobcore.testing import ProcessNode
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import install_crd
+from jobcore.testing import process_node_available
 
 SAMPLE_JOB: Object = yaml.safe_load(
     """

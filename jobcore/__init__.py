@@ -23,111 +23,118 @@ Modules, from the bottom up:
 Everything a plugin may use is imported here; the underscored modules are private.
 """
 
-from jobcore._client import DEFAULT_MAX_CONNECTIONS, Client, PatchType, WatchEvent
-from jobcore._controller import Controller, Reconciler, Result, reconciler_from
-from jobcore._crd import crd_for, structural_schema, write_crds
-from jobcore._errors import (
-    AlreadyExistsError,
-    ApiError,
-    ConflictError,
-    ForbiddenError,
-    GoneError,
-    InvalidError,
-    JobcoreError,
-    LeaderElectionLost,
-    NotFoundError,
-    TerminalError,
-)
+from jobcore._client import DEFAULT_MAX_CONNECTIONS
+from jobcore._client import Client
+from jobcore._client import PatchType
+from jobcore._client import WatchEvent
+from jobcore._controller import Controller
+from jobcore._controller import Reconciler
+from jobcore._controller import Result
+from jobcore._controller import reconciler_from
+from jobcore._crd import crd_for
+from jobcore._crd import structural_schema
+from jobcore._crd import write_crds
+from jobcore._errors import AlreadyExistsError
+from jobcore._errors import ApiError
+from jobcore._errors import ConflictError
+from jobcore._errors import ForbiddenError
+from jobcore._errors import GoneError
+from jobcore._errors import InvalidError
+from jobcore._errors import JobcoreError
+from jobcore._errors import LeaderElectionLost
+from jobcore._errors import NotFoundError
+from jobcore._errors import TerminalError
 from jobcore._events import EventRecorder
 from jobcore._expectations import Expectations
 from jobcore._gc import configure_gc
-from jobcore._handler import (
-    EnqueueRequests,
-    Mapper,
-    Request,
-    request_for_object,
-    requests_for_owner,
-)
-from jobcore._informer import (
-    CONTROLLER_UID_INDEX,
-    NAMESPACE_INDEX,
-    EventHandler,
-    IndexFunc,
-    Informer,
-    Keep,
-    Transform,
-    strip_bulk,
-)
-from jobcore._jobkind import (
-    JOB_KIND_LABEL,
-    JOB_NAME_LABEL,
-    REPLICA_INDEX_LABEL,
-    REPLICA_TYPE_LABEL,
-    FieldError,
-    Job,
-    JobKind,
-    Observed,
-    Outcome,
-)
-from jobcore._jobmodels import (
-    ApiModel,
-    CleanUpPolicy,
-    Container,
-    JobSpec,
-    JobStatus,
-    OpenModel,
-    PodSpec,
-    PodTemplateSpec,
-    RestartPolicy,
-    ResumeSpec,
-    RunMode,
-    RunPolicy,
-    SchedulerPolicy,
-)
+from jobcore._handler import EnqueueRequests
+from jobcore._handler import Mapper
+from jobcore._handler import Request
+from jobcore._handler import request_for_object
+from jobcore._handler import requests_for_owner
+from jobcore._informer import CONTROLLER_UID_INDEX
+from jobcore._informer import NAMESPACE_INDEX
+from jobcore._informer import EventHandler
+from jobcore._informer import IndexFunc
+from jobcore._informer import Informer
+from jobcore._informer import Keep
+from jobcore._informer import Transform
+from jobcore._informer import strip_bulk
+from jobcore._jobkind import JOB_KIND_LABEL
+from jobcore._jobkind import JOB_NAME_LABEL
+from jobcore._jobkind import REPLICA_INDEX_LABEL
+from jobcore._jobkind import REPLICA_TYPE_LABEL
+from jobcore._jobkind import FieldError
+from jobcore._jobkind import Job
+from jobcore._jobkind import JobKind
+from jobcore._jobkind import Observed
+from jobcore._jobkind import Outcome
+from jobcore._jobmodels import ApiModel
+from jobcore._jobmodels import CleanUpPolicy
+from jobcore._jobmodels import Container
+from jobcore._jobmodels import JobSpec
+from jobcore._jobmodels import JobStatus
+from jobcore._jobmodels import OpenModel
+from jobcore._jobmodels import PodSpec
+from jobcore._jobmodels import PodTemplateSpec
+from jobcore._jobmodels import RestartPolicy
+from jobcore._jobmodels import ResumeSpec
+from jobcore._jobmodels import RunMode
+from jobcore._jobmodels import RunPolicy
+from jobcore._jobmodels import SchedulerPolicy
 from jobcore._jobparse import parse_job
-from jobcore._jobplan import (
-    RUN_MODE_LABEL,
-    adopt,
-    gang_scheduling,
-    plan,
-    pod_group,
-    run_mode_errors,
-    unserved_kinds,
-)
-from jobcore._jobreconciler import JobReconciler, add_job_controller
-from jobcore._labels import parse_selector, selector_to_string
-from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
-from jobcore._logging import configure_logging, reconcile_context
-from jobcore._manager import Manager, Runnable
+from jobcore._jobplan import RUN_MODE_LABEL
+from jobcore._jobplan import adopt
+from jobcore._jobplan import gang_scheduling
+from jobcore._jobplan import plan
+from jobcore._jobplan import pod_group
+from jobcore._jobplan import run_mode_errors
+from jobcore._jobplan import unserved_kinds
+from jobcore._jobreconciler import JobReconciler
+from jobcore._jobreconciler import add_job_controller
+from jobcore._labels import parse_selector
+from jobcore._labels import selector_to_string
+from jobcore._leaderelection import LeaderElectionConfig
+from jobcore._leaderelection import LeaderElector
+from jobcore._logging import configure_logging
+from jobcore._logging import reconcile_context
+from jobcore._manager import Manager
+from jobcore._manager import Runnable
 from jobcore._metrics import REGISTRY
-from jobcore._predicate import FuncPredicate, GenerationChanged, LabelSelectorPredicate, Predicate
-from jobcore._queue import QueueShutDown, WorkQueue
-from jobcore._ratelimit import (
-    BucketRateLimiter,
-    ItemExponentialFailureRateLimiter,
-    MaxOfRateLimiter,
-    RateLimiter,
-    default_controller_rate_limiter,
-)
-from jobcore._resources import (
-    CONFIGMAPS,
-    CUSTOM_RESOURCE_DEFINITIONS,
-    EVENTS,
-    LEASES,
-    NAMESPACES,
-    NODES,
-    PODS,
-    SECRETS,
-    SERVICES,
-    Object,
-    ObjectKey,
-    Resource,
-    controller_of,
-    owner_reference,
-)
-from jobcore._scheduling import GangScheduler, SchedulerPlugins, T9kScheduler, Volcano
-from jobcore._server import HealthChecks, ProbeServer
-from jobcore._statuspart import T9K_STATUS, StatusPart, T9kStatus
+from jobcore._predicate import FuncPredicate
+from jobcore._predicate import GenerationChanged
+from jobcore._predicate import LabelSelectorPredicate
+from jobcore._predicate import Predicate
+from jobcore._queue import QueueShutDown
+from jobcore._queue import WorkQueue
+from jobcore._ratelimit import BucketRateLimiter
+from jobcore._ratelimit import ItemExponentialFailureRateLimiter
+from jobcore._ratelimit import MaxOfRateLimiter
+from jobcore._ratelimit import RateLimiter
+from jobcore._ratelimit import default_controller_rate_limiter
+from jobcore._resources import CONFIGMAPS
+from jobcore._resources import CUSTOM_RESOURCE_DEFINITIONS
+from jobcore._resources import EVENTS
+from jobcore._resources import LEASES
+from jobcore._resources import NAMESPACES
+from jobcore._resources import NODES
+from jobcore._resources import PODS
+from jobcore._resources import SECRETS
+from jobcore._resources import SERVICES
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
+from jobcore._resources import Resource
+from jobcore._resources import controller_of
+from jobcore._resources import owner_reference
+from jobcore._scheduling import GangScheduler
+from jobcore._scheduling import SchedulerPlugins
+from jobcore._scheduling import T9kScheduler
+from jobcore._scheduling import Volcano
+from jobcore._server import HealthChecks
+from jobcore._server import ProbeServer
+from jobcore._statuspart import T9K_STATUS
+from jobcore._statuspart import StatusPart
+from jobcore._statuspart import T9kStatus
 
 __all__ = [
     "CONFIGMAPS",

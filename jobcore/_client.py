@@ -3,27 +3,34 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, Literal
-from urllib.parse import urlencode, urlsplit
+from collections.abc import AsyncIterator
+from collections.abc import Mapping
+from typing import Any
+from typing import Literal
+from urllib.parse import urlencode
+from urllib.parse import urlsplit
 
 import aiohttp
 import structlog
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_random_exponential,
-)
+from tenacity import AsyncRetrying
+from tenacity import RetryCallState
+from tenacity import retry_if_exception
+from tenacity import stop_after_attempt
+from tenacity import wait_random_exponential
 
 from jobcore import _metrics
-from jobcore._errors import ApiError, api_error
-from jobcore._json import decode_error, dumps, loads
-from jobcore._resources import Object, Resource
-from jobcore._retry import is_repeatable, parse_retry_after, should_retry
+from jobcore._errors import ApiError
+from jobcore._errors import api_error
+from jobcore._json import decode_error
+from jobcore._json import dumps
+from jobcore._json import loads
+from jobcore._resources import Object
+from jobcore._resources import Resource
+from jobcore._retry import is_repeatable
+from jobcore._retry import parse_retry_after
+from jobcore._retry import should_retry
 
 PatchType = Literal["merge", "strategic", "json"]
 WatchEvent = tuple[str, Object]

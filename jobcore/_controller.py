@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
 import structlog
 
 from jobcore import _metrics
-from jobcore._errors import ApiError, TerminalError
-from jobcore._handler import EnqueueRequests, Mapper, Request, request_for_object
+from jobcore._errors import ApiError
+from jobcore._errors import TerminalError
+from jobcore._handler import EnqueueRequests
+from jobcore._handler import Mapper
+from jobcore._handler import Request
+from jobcore._handler import request_for_object
 from jobcore._informer import Informer
 from jobcore._logging import reconcile_context
 from jobcore._predicate import Predicate
-from jobcore._queue import QueueShutDown, WorkQueue
-from jobcore._ratelimit import RateLimiter, default_controller_rate_limiter
+from jobcore._queue import QueueShutDown
+from jobcore._queue import WorkQueue
+from jobcore._ratelimit import RateLimiter
+from jobcore._ratelimit import default_controller_rate_limiter
 from jobcore._resources import Object
 
 _log = structlog.get_logger("jobcore.controller")

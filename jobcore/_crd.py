@@ -9,7 +9,8 @@ unknown fields (`OpenModel`, `dict[str, Any]`, `Any`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 

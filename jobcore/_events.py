@@ -7,15 +7,20 @@ import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
 from typing import Literal
 
 import structlog
 
 from jobcore._client import Client
-from jobcore._errors import AlreadyExistsError, ApiError, NotFoundError
-from jobcore._resources import EVENTS, Object
+from jobcore._errors import AlreadyExistsError
+from jobcore._errors import ApiError
+from jobcore._errors import NotFoundError
+from jobcore._resources import EVENTS
+from jobcore._resources import Object
 
 __all__ = ["EventRecorder", "EventType"]
 

@@ -12,8 +12,11 @@ so a lost watch event delays a reconcile but never blocks it for good.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Hashable
+from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field
 
 import structlog
 

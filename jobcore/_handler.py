@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from jobcore._predicate import Predicate
-from jobcore._resources import Object, ObjectKey, Resource, controller_of
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
+from jobcore._resources import Resource
+from jobcore._resources import controller_of
 
 if TYPE_CHECKING:
     from jobcore._queue import WorkQueue

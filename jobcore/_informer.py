@@ -6,15 +6,21 @@ import asyncio
 import builtins
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Protocol
 
 import structlog
 
 from jobcore._client import Client
 from jobcore._compact import compact
-from jobcore._errors import ApiError, GoneError
-from jobcore._resources import Object, ObjectKey, Resource, controller_of
+from jobcore._errors import ApiError
+from jobcore._errors import GoneError
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
+from jobcore._resources import Resource
+from jobcore._resources import controller_of
 
 IndexFunc = Callable[[Object], Iterable[str]]
 """Maps an object to the index values it is filed under."""

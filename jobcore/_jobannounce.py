@@ -11,8 +11,11 @@ from collections.abc import Sequence
 
 from jobcore import _metrics
 from jobcore._events import EventRecorder
-from jobcore._jobdecide import RESTARTING, is_initialized, is_invalid
-from jobcore._jobmodels import ConditionType, JobStatus
+from jobcore._jobdecide import RESTARTING
+from jobcore._jobdecide import is_initialized
+from jobcore._jobdecide import is_invalid
+from jobcore._jobmodels import ConditionType
+from jobcore._jobmodels import JobStatus
 from jobcore._resources import Object
 
 FAILED_CREATE = "FailedCreate"

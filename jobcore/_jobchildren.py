@@ -10,24 +10,35 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Generic
 
 from jobcore._client import Client
-from jobcore._errors import (
-    AlreadyExistsError,
-    ApiError,
-    ForbiddenError,
-    JobcoreError,
-    NotFoundError,
-    TerminalError,
-)
+from jobcore._errors import AlreadyExistsError
+from jobcore._errors import ApiError
+from jobcore._errors import ForbiddenError
+from jobcore._errors import JobcoreError
+from jobcore._errors import NotFoundError
+from jobcore._errors import TerminalError
 from jobcore._expectations import Expectations
 from jobcore._handler import Request
-from jobcore._informer import CONTROLLER_UID_INDEX, Informer
-from jobcore._jobkind import FieldError, Job, JobKind, Observed, SpecT
-from jobcore._jobplan import adopt, pod_group, unserved_kinds
-from jobcore._resources import CONFIGMAPS, PODS, Object, ObjectKey, Resource, controller_of
+from jobcore._informer import CONTROLLER_UID_INDEX
+from jobcore._informer import Informer
+from jobcore._jobkind import FieldError
+from jobcore._jobkind import Job
+from jobcore._jobkind import JobKind
+from jobcore._jobkind import Observed
+from jobcore._jobkind import SpecT
+from jobcore._jobplan import adopt
+from jobcore._jobplan import pod_group
+from jobcore._jobplan import unserved_kinds
+from jobcore._resources import CONFIGMAPS
+from jobcore._resources import PODS
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
+from jobcore._resources import Resource
+from jobcore._resources import controller_of
 from jobcore._scheduling import GangScheduler
 
 RECHECK_SECONDS = 30.0

@@ -9,17 +9,29 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Literal
 
 from pydantic import ValidationError
 
-from jobcore._jobkind import Job, Observed, Outcome
-from jobcore._jobmodels import JobStatus, ResumeSpec, RunPolicy
+from jobcore._jobkind import Job
+from jobcore._jobkind import Observed
+from jobcore._jobkind import Outcome
+from jobcore._jobmodels import JobStatus
+from jobcore._jobmodels import ResumeSpec
+from jobcore._jobmodels import RunPolicy
 from jobcore._jobplan import run_mode_of
-from jobcore._jobpolicy import PodFailure, pending_too_long, pod_failures, should_retry
-from jobcore._jobstatus import Lifecycle, PauseState
-from jobcore._resources import PODS, Object
+from jobcore._jobpolicy import PodFailure
+from jobcore._jobpolicy import pending_too_long
+from jobcore._jobpolicy import pod_failures
+from jobcore._jobpolicy import should_retry
+from jobcore._jobstatus import Lifecycle
+from jobcore._jobstatus import PauseState
+from jobcore._resources import PODS
+from jobcore._resources import Object
 
 RESTARTING = "Restarting"
 """The Running condition's reason while a failed job is recreated under its backoffLimit."""

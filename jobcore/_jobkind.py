@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import Generic
+from typing import Literal
+from typing import Protocol
+from typing import TypeVar
 
-from jobcore._jobmodels import JobSpec, JobStatus
-from jobcore._resources import PODS, Object, Resource
+from jobcore._jobmodels import JobSpec
+from jobcore._jobmodels import JobStatus
+from jobcore._resources import PODS
+from jobcore._resources import Object
+from jobcore._resources import Resource
 
 SpecT = TypeVar("SpecT", bound=JobSpec)
 SpecT_co = TypeVar("SpecT_co", bound=JobSpec, covariant=True)

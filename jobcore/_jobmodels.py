@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated
+from typing import Any
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import StringConstraints
+from pydantic import field_validator
 from pydantic.alias_generators import to_camel
 
 # What the API server accepts as a name or a label, so a job's pods are not refused.

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from jobcore._jobkind import FieldError, Job, JobKind, SpecT
+from jobcore._jobkind import FieldError
+from jobcore._jobkind import Job
+from jobcore._jobkind import JobKind
+from jobcore._jobkind import SpecT
 from jobcore._jobmodels import JobStatus
 from jobcore._jobplan import run_mode_errors
 from jobcore._resources import Object

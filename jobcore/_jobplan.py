@@ -10,13 +10,23 @@ Pure, so that `jobcore render` shows exactly what the controller would create.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from jobcore._jobkind import REPLICA_TYPE_LABEL, FieldError, Job, JobKind, Observed, SpecT
-from jobcore._jobmodels import JobSpec, ResumeSpec
-from jobcore._resources import PODS, Object, owner_reference
-from jobcore._scheduling import GangScheduler, scheduler_for
+from jobcore._jobkind import REPLICA_TYPE_LABEL
+from jobcore._jobkind import FieldError
+from jobcore._jobkind import Job
+from jobcore._jobkind import JobKind
+from jobcore._jobkind import Observed
+from jobcore._jobkind import SpecT
+from jobcore._jobmodels import JobSpec
+from jobcore._jobmodels import ResumeSpec
+from jobcore._resources import PODS
+from jobcore._resources import Object
+from jobcore._resources import owner_reference
+from jobcore._scheduling import GangScheduler
+from jobcore._scheduling import scheduler_for
 
 RUN_MODE_LABEL = "jobcore.dev/run-mode"
 """On pods created in debug mode (`debug`); a pod whose mode is not the job's is replaced."""

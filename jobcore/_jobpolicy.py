@@ -7,11 +7,14 @@ clean-up policy deletes once the job has ended.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jobcore._jobkind import REPLICA_TYPE_LABEL
-from jobcore._jobmodels import JobStatus, RunPolicy
+from jobcore._jobmodels import JobStatus
+from jobcore._jobmodels import RunPolicy
 from jobcore._jobstatus import parse_time
 from jobcore._resources import Object
 

@@ -19,42 +19,64 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Generic
 
 from jobcore import _metrics
 from jobcore._client import Client
-from jobcore._controller import Controller, Result
-from jobcore._errors import ForbiddenError, NotFoundError
+from jobcore._controller import Controller
+from jobcore._controller import Result
+from jobcore._errors import ForbiddenError
+from jobcore._errors import NotFoundError
 from jobcore._events import EventRecorder
 from jobcore._expectations import Expectations
-from jobcore._handler import Request, requests_for_owner
+from jobcore._handler import Request
+from jobcore._handler import requests_for_owner
 from jobcore._informer import Informer
-from jobcore._jobannounce import FAILED_CREATE, Announcer
-from jobcore._jobchildren import RECHECK_SECONDS, ChildRefused, JobChildren
-from jobcore._jobdecide import (
-    apply_policy,
-    debugging,
-    ended_pods,
-    frozen_outcome,
-    has_ended,
-    is_invalid,
-    lifecycle_of,
-    other_mode_pods,
-    pod_ended,
-    run_policy_of,
-    soonest,
-)
-from jobcore._jobkind import JOB_NAME_LABEL, FieldError, Job, JobKind, Observed, Outcome, SpecT
+from jobcore._jobannounce import FAILED_CREATE
+from jobcore._jobannounce import Announcer
+from jobcore._jobchildren import RECHECK_SECONDS
+from jobcore._jobchildren import ChildRefused
+from jobcore._jobchildren import JobChildren
+from jobcore._jobdecide import apply_policy
+from jobcore._jobdecide import debugging
+from jobcore._jobdecide import ended_pods
+from jobcore._jobdecide import frozen_outcome
+from jobcore._jobdecide import has_ended
+from jobcore._jobdecide import is_invalid
+from jobcore._jobdecide import lifecycle_of
+from jobcore._jobdecide import other_mode_pods
+from jobcore._jobdecide import pod_ended
+from jobcore._jobdecide import run_policy_of
+from jobcore._jobdecide import soonest
+from jobcore._jobkind import JOB_NAME_LABEL
+from jobcore._jobkind import FieldError
+from jobcore._jobkind import Job
+from jobcore._jobkind import JobKind
+from jobcore._jobkind import Observed
+from jobcore._jobkind import Outcome
+from jobcore._jobkind import SpecT
 from jobcore._jobmodels import JobStatus
 from jobcore._jobparse import parse_job
-from jobcore._jobplan import gang_scheduling, plan
-from jobcore._jobpolicy import deadline_left, doomed_after_end, pending_too_long, ttl_left
-from jobcore._jobstatus import Lifecycle, derive_status, invalid_status
+from jobcore._jobplan import gang_scheduling
+from jobcore._jobplan import plan
+from jobcore._jobpolicy import deadline_left
+from jobcore._jobpolicy import doomed_after_end
+from jobcore._jobpolicy import pending_too_long
+from jobcore._jobpolicy import ttl_left
+from jobcore._jobstatus import Lifecycle
+from jobcore._jobstatus import derive_status
+from jobcore._jobstatus import invalid_status
 from jobcore._jobwriter import StatusWriter
 from jobcore._manager import Manager
 from jobcore._predicate import GenerationChanged
-from jobcore._resources import PODS, Object, ObjectKey, Resource
+from jobcore._resources import PODS
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
+from jobcore._resources import Resource
 from jobcore._scheduling import GangScheduler
 from jobcore._statuspart import status_part
 

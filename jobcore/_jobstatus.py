@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal
+from datetime import UTC
+from datetime import datetime
+from typing import Any
+from typing import Literal
 
-from jobcore._jobkind import REPLICA_TYPE_LABEL, Outcome
-from jobcore._jobmodels import (
-    Aggregate,
-    ConditionType,
-    ContainerState,
-    JobCondition,
-    JobPhase,
-    JobStatus,
-    ReplicaPhase,
-    ReplicaStatus,
-    ResumeSpec,
-    TaskStatus,
-)
+from jobcore._jobkind import REPLICA_TYPE_LABEL
+from jobcore._jobkind import Outcome
+from jobcore._jobmodels import Aggregate
+from jobcore._jobmodels import ConditionType
+from jobcore._jobmodels import ContainerState
+from jobcore._jobmodels import JobCondition
+from jobcore._jobmodels import JobPhase
+from jobcore._jobmodels import JobStatus
+from jobcore._jobmodels import ReplicaPhase
+from jobcore._jobmodels import ReplicaStatus
+from jobcore._jobmodels import ResumeSpec
+from jobcore._jobmodels import TaskStatus
 from jobcore._resources import Object
 
 INITIALIZED_MESSAGE = "The job has been initialized successfully."

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -19,8 +20,11 @@ from jobcore._client import Client
 from jobcore._errors import ConflictError
 from jobcore._informer import Informer
 from jobcore._jobmodels import JobStatus
-from jobcore._resources import Object, ObjectKey, Resource
-from jobcore._statuspart import T9K_STATUS, StatusPart
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
+from jobcore._resources import Resource
+from jobcore._statuspart import T9K_STATUS
+from jobcore._statuspart import StatusPart
 
 _log = structlog.get_logger("jobcore.jobs")
 

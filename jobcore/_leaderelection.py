@@ -23,22 +23,23 @@ import random
 import socket
 import time
 import uuid
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import structlog
 
 from jobcore import _metrics
 from jobcore._client import Client
-from jobcore._errors import (
-    AlreadyExistsError,
-    ApiError,
-    ConflictError,
-    LeaderElectionLost,
-    NotFoundError,
-)
-from jobcore._resources import LEASES, Object
+from jobcore._errors import AlreadyExistsError
+from jobcore._errors import ApiError
+from jobcore._errors import ConflictError
+from jobcore._errors import LeaderElectionLost
+from jobcore._errors import NotFoundError
+from jobcore._resources import LEASES
+from jobcore._resources import Object
 
 __all__ = ["LeaderElectionConfig", "LeaderElector"]
 

@@ -7,7 +7,8 @@ import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal, TextIO
+from typing import Literal
+from typing import TextIO
 
 import structlog
 from structlog.typing import Processor

@@ -5,17 +5,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
 import structlog
 
 from jobcore._client import Client
 from jobcore._controller import Controller
 from jobcore._errors import LeaderElectionLost
-from jobcore._informer import IndexFunc, Informer, Keep
-from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
+from jobcore._informer import IndexFunc
+from jobcore._informer import Informer
+from jobcore._informer import Keep
+from jobcore._leaderelection import LeaderElectionConfig
+from jobcore._leaderelection import LeaderElector
 from jobcore._resources import Resource
-from jobcore._server import HealthChecks, ProbeServer
+from jobcore._server import HealthChecks
+from jobcore._server import ProbeServer
 
 _log = structlog.get_logger("jobcore.manager")
 

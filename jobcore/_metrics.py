@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
+from prometheus_client import Counter
+from prometheus_client import Gauge
+from prometheus_client import Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """The registry `/metrics` serves; job kinds register their own metrics here too."""

@@ -12,14 +12,20 @@ import heapq
 import itertools
 import weakref
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
+from collections.abc import Hashable
 from time import monotonic
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic
+from typing import NamedTuple
+from typing import TypeVar
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter
+from prometheus_client import Gauge
+from prometheus_client import Histogram
 
 from jobcore import _metrics
-from jobcore._ratelimit import RateLimiter, default_controller_rate_limiter
+from jobcore._ratelimit import RateLimiter
+from jobcore._ratelimit import default_controller_rate_limiter
 
 __all__ = ["QueueShutDown", "WorkQueue"]
 

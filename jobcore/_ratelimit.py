@@ -7,7 +7,8 @@ overall token bucket, and their combination (the controller default).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
+from collections.abc import Hashable
 from typing import Protocol
 
 __all__ = [

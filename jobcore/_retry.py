@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 

@@ -9,10 +9,13 @@ every other job. Each scheduler names its own PodGroup resource, scheduler and p
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
-from jobcore._jobkind import REPLICA_TYPE_LABEL, Job
-from jobcore._resources import Object, Resource
+from jobcore._jobkind import REPLICA_TYPE_LABEL
+from jobcore._jobkind import Job
+from jobcore._resources import Object
+from jobcore._resources import Resource
 
 
 class GangScheduler(Protocol):

@@ -10,8 +10,10 @@ part that translates both ways, and its CRD's status schema and printer columns 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Protocol
 
 from pydantic import BaseModel
 

@@ -10,10 +10,13 @@ that differs between the kinds is passed in by keyword.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Any
 
-from jobcore import FieldError, Job
+from jobcore import FieldError
+from jobcore import Job
 
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 CONTAINERS = "spec.worker.template.spec.containers"

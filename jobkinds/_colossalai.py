@@ -13,21 +13,23 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from jobcore import Job, Object
-from jobkinds import _launch, _ssh, _t9kshape
-from jobkinds._launch import (
-    LAUNCHER,
-    SSH_VOLUME,
-    WORKER,
-    hostfile_name,
-    launcher_name,
-    meta,
-    ssh_mount,
-    ssh_secret_name,
-    worker_host,
-)
+from jobcore import Job
+from jobcore import Object
+from jobkinds import _launch
+from jobkinds import _ssh
+from jobkinds import _t9kshape
+from jobkinds._launch import LAUNCHER
+from jobkinds._launch import SSH_VOLUME
+from jobkinds._launch import WORKER
+from jobkinds._launch import hostfile_name
+from jobkinds._launch import launcher_name
+from jobkinds._launch import meta
+from jobkinds._launch import ssh_mount
+from jobkinds._launch import ssh_secret_name
+from jobkinds._launch import worker_host
 
 if TYPE_CHECKING:
     from jobkinds.colossalaijob import ColossalAIJobSpec

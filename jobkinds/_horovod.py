@@ -8,11 +8,16 @@ a positional argument, never as script text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from jobcore import Job, Object
-from jobkinds import _launch, _ssh
-from jobkinds._launch import hostfile_name, meta, worker_host
+from jobcore import Job
+from jobcore import Object
+from jobkinds import _launch
+from jobkinds import _ssh
+from jobkinds._launch import hostfile_name
+from jobkinds._launch import meta
+from jobkinds._launch import worker_host
 
 if TYPE_CHECKING:
     from jobkinds.horovodjob import HorovodJobSpec

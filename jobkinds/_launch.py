@@ -9,13 +9,25 @@ commands, environment) is passed in by keyword. Run modes are jobcore's, applied
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Annotated
+from typing import Any
 
 from pydantic import Field
 
-from jobcore import CONFIGMAPS, PODS, SECRETS, SERVICES, Job, Object, Observed, Outcome, Resource
-from jobkinds import _pods, _ssh
+from jobcore import CONFIGMAPS
+from jobcore import PODS
+from jobcore import SECRETS
+from jobcore import SERVICES
+from jobcore import Job
+from jobcore import Object
+from jobcore import Observed
+from jobcore import Outcome
+from jobcore import Resource
+from jobkinds import _pods
+from jobkinds import _ssh
 
 LAUNCHER = "launcher"
 WORKER = "worker"

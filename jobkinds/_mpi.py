@@ -12,13 +12,22 @@ validation refuse what would act there.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Literal
 
-from jobcore import Job, Object
-from jobkinds import _checks, _launch, _ssh
-from jobkinds._launch import hostfile_name, launcher_name, meta, worker_host
+from jobcore import Job
+from jobcore import Object
+from jobkinds import _checks
+from jobkinds import _launch
+from jobkinds import _ssh
+from jobkinds._launch import hostfile_name
+from jobkinds._launch import launcher_name
+from jobkinds._launch import meta
+from jobkinds._launch import worker_host
 
 if TYPE_CHECKING:
     from jobkinds.mpijob import MPIJobSpec

@@ -7,10 +7,12 @@ scheduling, and the short lists that fit a condition message.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from jobcore import Object, Outcome
+from jobcore import Object
+from jobcore import Outcome
 
 WAITING_ERRORS = frozenset(
     {

@@ -10,8 +10,12 @@ the kind sees one model and renders the same children for both.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, get_args
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Literal
+from typing import get_args
 
 from pydantic import Field
 

@@ -11,37 +11,39 @@ the job; the launcher's exit code decides otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import model_validator
 
-from jobcore import (
-    ApiModel,
-    FieldError,
-    Job,
-    JobSpec,
-    Object,
-    Observed,
-    PodTemplateSpec,
-    Resource,
-)
-from jobkinds import _checks, _ssh, _t9kshape
+from jobcore import ApiModel
+from jobcore import FieldError
+from jobcore import Job
+from jobcore import JobSpec
+from jobcore import Object
+from jobcore import Observed
+from jobcore import PodTemplateSpec
+from jobcore import Resource
+from jobkinds import _checks
 from jobkinds import _colossalai as _cai
-from jobkinds._colossalai import LAUNCHER_CONTAINER, WORKER_CONTAINER
-from jobkinds._launch import (
-    LAUNCHER,
-    SSH_VOLUME,
-    WORKER,
-    LauncherWorkersKind,
-    SSHDPath,
-    SSHPort,
-    WorkerCount,
-    job_ssh,
-    launcher_due,
-    service,
-    worker_name,
-)
+from jobkinds import _ssh
+from jobkinds import _t9kshape
+from jobkinds._colossalai import LAUNCHER_CONTAINER
+from jobkinds._colossalai import WORKER_CONTAINER
+from jobkinds._launch import LAUNCHER
+from jobkinds._launch import SSH_VOLUME
+from jobkinds._launch import WORKER
+from jobkinds._launch import LauncherWorkersKind
+from jobkinds._launch import SSHDPath
+from jobkinds._launch import SSHPort
+from jobkinds._launch import WorkerCount
+from jobkinds._launch import job_ssh
+from jobkinds._launch import launcher_due
+from jobkinds._launch import service
+from jobkinds._launch import worker_name
 
 
 class ColossalAISSHSpec(ApiModel):

@@ -12,45 +12,45 @@ Either way the launcher's exit code decides the outcome.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
 
-from jobcore import (
-    PODS,
-    ApiModel,
-    FieldError,
-    Job,
-    JobSpec,
-    Object,
-    Observed,
-    Outcome,
-    PodTemplateSpec,
-    Resource,
-)
-from jobkinds import _checks, _horovod, _pods, _ssh
-from jobkinds._horovod import (
-    CONFIG_DIR,
-    CONFIG_VOLUME,
-    LAUNCHER_CONTAINER,
-    WORKER_CONTAINER,
-)
-from jobkinds._launch import (
-    LAUNCHER,
-    SSH_VOLUME,
-    WORKER,
-    LauncherWorkersKind,
-    SSHDPath,
-    SSHPort,
-    WorkerCount,
-    job_ssh,
-    launcher_due,
-    launcher_name,
-    service,
-    worker_name,
-)
-from jobkinds._pods import ended, is_ready, phase
+from jobcore import PODS
+from jobcore import ApiModel
+from jobcore import FieldError
+from jobcore import Job
+from jobcore import JobSpec
+from jobcore import Object
+from jobcore import Observed
+from jobcore import Outcome
+from jobcore import PodTemplateSpec
+from jobcore import Resource
+from jobkinds import _checks
+from jobkinds import _horovod
+from jobkinds import _pods
+from jobkinds import _ssh
+from jobkinds._horovod import CONFIG_DIR
+from jobkinds._horovod import CONFIG_VOLUME
+from jobkinds._horovod import LAUNCHER_CONTAINER
+from jobkinds._horovod import WORKER_CONTAINER
+from jobkinds._launch import LAUNCHER
+from jobkinds._launch import SSH_VOLUME
+from jobkinds._launch import WORKER
+from jobkinds._launch import LauncherWorkersKind
+from jobkinds._launch import SSHDPath
+from jobkinds._launch import SSHPort
+from jobkinds._launch import WorkerCount
+from jobkinds._launch import job_ssh
+from jobkinds._launch import launcher_due
+from jobkinds._launch import launcher_name
+from jobkinds._launch import service
+from jobkinds._launch import worker_name
+from jobkinds._pods import ended
+from jobkinds._pods import is_ready
+from jobkinds._pods import phase
 
 _INTERFACE = re.compile(r"[A-Za-z0-9_.:@-]+")
 COOLDOWN_MAX = 3600

@@ -10,35 +10,39 @@ the Kubeflow MPI Operator. The controller sees only the launcher's exit, so Succ
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import model_validator
 
-from jobcore import (
-    ApiModel,
-    FieldError,
-    Job,
-    JobSpec,
-    Object,
-    Observed,
-    PodTemplateSpec,
-    Resource,
-)
-from jobkinds import _checks, _mpi, _ssh, _t9kshape
-from jobkinds._launch import (
-    LAUNCHER,
-    SSH_VOLUME,
-    WORKER,
-    LauncherWorkersKind,
-    SSHDPath,
-    SSHPort,
-    WorkerCount,
-    job_ssh,
-    launcher_due,
-    worker_name,
-)
-from jobkinds._mpi import HOSTFILE_VOLUME, LAUNCHER_CONTAINER, WORKER_CONTAINER
+from jobcore import ApiModel
+from jobcore import FieldError
+from jobcore import Job
+from jobcore import JobSpec
+from jobcore import Object
+from jobcore import Observed
+from jobcore import PodTemplateSpec
+from jobcore import Resource
+from jobkinds import _checks
+from jobkinds import _mpi
+from jobkinds import _ssh
+from jobkinds import _t9kshape
+from jobkinds._launch import LAUNCHER
+from jobkinds._launch import SSH_VOLUME
+from jobkinds._launch import WORKER
+from jobkinds._launch import LauncherWorkersKind
+from jobkinds._launch import SSHDPath
+from jobkinds._launch import SSHPort
+from jobkinds._launch import WorkerCount
+from jobkinds._launch import job_ssh
+from jobkinds._launch import launcher_due
+from jobkinds._launch import worker_name
+from jobkinds._mpi import HOSTFILE_VOLUME
+from jobkinds._mpi import LAUNCHER_CONTAINER
+from jobkinds._mpi import WORKER_CONTAINER
 
 
 class MPIWorkerSpec(ApiModel):

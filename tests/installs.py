@@ -7,14 +7,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
 from controllers.manifests import NAME
 from jobcore import Client
-from tests.commands import LOOPBACK_SERVERS, start_jobcore
+from tests.commands import LOOPBACK_SERVERS
+from tests.commands import start_jobcore
 
 BUNDLED_KINDS = "mpijob,colossalaijob,horovodjob"
 """The kinds of the checked-in manifests: a plugin installed next to them (examples/torchjob)

@@ -3,13 +3,15 @@ bad-input tests (unit and integration) generate their malformed jobs from."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from jobcore import JobKind, Object
+from jobcore import JobKind
+from jobcore import Object
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.mpijob import MPIJobKind

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobcore import JOB_NAME_LABEL, REPLICA_TYPE_LABEL, Client, Object, Resource
-from jobcore.testing import (
-    SimulatedNode,
-    background,
-    create_until_phase,
-    created_after_ready,
-    wait_for_phase,
-    wait_for_pods,
-)
+from jobcore import JOB_NAME_LABEL
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import Client
+from jobcore import Object
+from jobcore import Resource
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import create_until_phase
+from jobcore.testing import created_after_ready
+from jobcore.testing import wait_for_phase
+from jobcore.testing import wait_for_pods
 
 LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 TIMEOUT = 20.0

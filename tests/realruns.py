@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobcore import Client, Object, Resource
-from jobcore.testing import ProcessNode, wait_for_end
+from jobcore import Client
+from jobcore import Object
+from jobcore import Resource
+from jobcore.testing import ProcessNode
+from jobcore.testing import wait_for_end
 
 
 async def run_to_end(

@@ -27,12 +27,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from jobcore import PODS, JobKind, Object, Observed, parse_job, plan
+from jobcore import PODS
+from jobcore import JobKind
+from jobcore import Object
+from jobcore import Observed
+from jobcore import parse_job
+from jobcore import plan
 from jobkinds import _mpi
-from tests.shell_canary_jobs import KINDS, OPEN_MPI_MPIJOB, CanaryKind
+from tests.shell_canary_jobs import KINDS
+from tests.shell_canary_jobs import OPEN_MPI_MPIJOB
+from tests.shell_canary_jobs import CanaryKind
 
 STUBS = Path(__file__).resolve().parent / "shell_canary_stubs"
 REAL_MPIRUN = Path("/usr/bin/mpirun")

@@ -15,11 +15,13 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from jobcore import JobKind, Object
+from jobcore import JobKind
+from jobcore import Object
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.mpijob import MPIJobKind
-from tests.jobdocs import FieldPath, at
+from tests.jobdocs import FieldPath
+from tests.jobdocs import at
 
 Setter = Callable[[dict[str, Any], str], None]
 """Puts a value into a spec (a dict, changed in place)."""

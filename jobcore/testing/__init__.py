@@ -20,51 +20,54 @@ under CI (`under_ci`), where a skip would hide a missing install.
 """
 
 from jobcore.testing._background import background
-from jobcore.testing._controlplane import ControlPlane, ControlPlaneError
+from jobcore.testing._controlplane import ControlPlane
+from jobcore.testing._controlplane import ControlPlaneError
 from jobcore.testing._eventually import eventually
-from jobcore.testing._faultproxy import FaultProxy, Faults
-from jobcore.testing._jobs import (
-    condition,
-    controller_uids,
-    create_until_phase,
-    created_after_ready,
-    event_reasons,
-    events_of,
-    install_crd,
-    job_controller,
-    job_status,
-    live_pods,
-    schemaless_crd,
-    wait_for_deletion,
-    wait_for_end,
-    wait_for_events,
-    wait_for_phase,
-    wait_for_phases,
-    wait_for_pods,
-)
-from jobcore.testing._kinds import (
-    ModelKind,
-    accepting_connections,
-    by_name,
-    container_named,
-    env_of,
-    error_messages,
-    is_subset,
-    job_manifest,
-    job_of,
-    observed_of,
-    pod_of,
-    run_command,
-    secret_text,
-    spec_with,
-    terminated,
-    waiting,
-)
-from jobcore.testing._node import PodMatcher, PodOutcome, SimulatedNode
-from jobcore.testing._processnode import ProcessNode, process_node_available
-from jobcore.testing._reconciles import resync, wait_until_settled
+from jobcore.testing._faultproxy import FaultProxy
+from jobcore.testing._faultproxy import Faults
+from jobcore.testing._jobs import condition
+from jobcore.testing._jobs import controller_uids
+from jobcore.testing._jobs import create_until_phase
+from jobcore.testing._jobs import created_after_ready
+from jobcore.testing._jobs import event_reasons
+from jobcore.testing._jobs import events_of
+from jobcore.testing._jobs import install_crd
+from jobcore.testing._jobs import job_controller
+from jobcore.testing._jobs import job_status
+from jobcore.testing._jobs import live_pods
+from jobcore.testing._jobs import schemaless_crd
+from jobcore.testing._jobs import wait_for_deletion
+from jobcore.testing._jobs import wait_for_end
+from jobcore.testing._jobs import wait_for_events
+from jobcore.testing._jobs import wait_for_phase
+from jobcore.testing._jobs import wait_for_phases
+from jobcore.testing._jobs import wait_for_pods
+from jobcore.testing._kinds import ModelKind
+from jobcore.testing._kinds import accepting_connections
+from jobcore.testing._kinds import by_name
+from jobcore.testing._kinds import container_named
+from jobcore.testing._kinds import env_of
+from jobcore.testing._kinds import error_messages
+from jobcore.testing._kinds import is_subset
+from jobcore.testing._kinds import job_manifest
+from jobcore.testing._kinds import job_of
+from jobcore.testing._kinds import observed_of
+from jobcore.testing._kinds import pod_of
+from jobcore.testing._kinds import run_command
+from jobcore.testing._kinds import secret_text
+from jobcore.testing._kinds import spec_with
+from jobcore.testing._kinds import terminated
+from jobcore.testing._kinds import waiting
+from jobcore.testing._node import PodMatcher
+from jobcore.testing._node import PodOutcome
+from jobcore.testing._node import SimulatedNode
+from jobcore.testing._processnode import ProcessNode
+from jobcore.testing._processnode import process_node_available
+from jobcore.testing._reconciles import resync
+from jobcore.testing._reconciles import wait_until_settled
 from jobcore.testing._requests import api_requests
-from jobcore.testing._required import require, under_ci
+from jobcore.testing._required import require
+from jobcore.testing._required import under_ci
 
 __all__ = [
     "ControlPlane",

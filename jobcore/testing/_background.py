@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from collections.abc import Coroutine
+from typing import Any
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -15,9 +15,12 @@ import subprocess
 import tempfile
 import time
 import weakref
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
+from typing import Self
 
 import aiohttp
 import yaml

@@ -11,7 +11,8 @@ import re
 import socket
 import struct
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
+from typing import Self
 
 import aiohttp
 from aiohttp import web

@@ -13,11 +13,14 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from jobcore import NAMESPACES, ApiError, Client
+from jobcore import NAMESPACES
+from jobcore import ApiError
+from jobcore import Client
 from jobcore.testing._background import background
 from jobcore.testing._eventually import eventually
 from jobcore.testing._node import SimulatedNode
-from jobcore.testing._processnode import ProcessNode, process_node_available
+from jobcore.testing._processnode import ProcessNode
+from jobcore.testing._processnode import process_node_available
 from jobcore.testing._required import require
 
 

@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 from jobcore._client import Client
 from jobcore._controller import Controller
 from jobcore._crd import crd_for
-from jobcore._errors import AlreadyExistsError, NotFoundError
+from jobcore._errors import AlreadyExistsError
+from jobcore._errors import NotFoundError
 from jobcore._jobkind import JobKind
 from jobcore._jobreconciler import add_job_controller
 from jobcore._manager import Manager
-from jobcore._resources import CUSTOM_RESOURCE_DEFINITIONS, EVENTS, PODS, Object, Resource
+from jobcore._resources import CUSTOM_RESOURCE_DEFINITIONS
+from jobcore._resources import EVENTS
+from jobcore._resources import PODS
+from jobcore._resources import Object
+from jobcore._resources import Resource
 from jobcore.testing._background import background
 from jobcore.testing._eventually import eventually
 

@@ -18,16 +18,31 @@ import os
 import socket
 import subprocess
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
-from typing import Any, Generic
+from typing import Any
+from typing import Generic
 
 import pytest
 
-from jobcore._jobkind import FieldError, Job, JobKind, Observed, Outcome, SpecT
+from jobcore._jobkind import FieldError
+from jobcore._jobkind import Job
+from jobcore._jobkind import JobKind
+from jobcore._jobkind import Observed
+from jobcore._jobkind import Outcome
+from jobcore._jobkind import SpecT
 from jobcore._jobmodels import JobStatus
-from jobcore._resources import CONFIGMAPS, PODS, SECRETS, SERVICES, Object, Resource
+from jobcore._resources import CONFIGMAPS
+from jobcore._resources import PODS
+from jobcore._resources import SECRETS
+from jobcore._resources import SERVICES
+from jobcore._resources import Object
+from jobcore._resources import Resource
 
 CHILD_RESOURCES = (PODS, SECRETS, CONFIGMAPS, SERVICES)
 """The children `observed_of` sorts by their kind unless told others."""

@@ -10,17 +10,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import Awaitable, Callable, Coroutine
-from datetime import UTC, datetime
-from typing import Any, ClassVar
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Coroutine
+from datetime import UTC
+from datetime import datetime
+from typing import Any
+from typing import ClassVar
 
 import structlog
 
 from jobcore._client import Client
-from jobcore._errors import ApiError, ConflictError, NotFoundError
+from jobcore._errors import ApiError
+from jobcore._errors import ConflictError
+from jobcore._errors import NotFoundError
 from jobcore._informer import Informer
-from jobcore._queue import QueueShutDown, WorkQueue
-from jobcore._resources import NODES, PODS, Object, ObjectKey
+from jobcore._queue import QueueShutDown
+from jobcore._queue import WorkQueue
+from jobcore._resources import NODES
+from jobcore._resources import PODS
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
 
 _log = structlog.get_logger("jobcore.testing.node")
 _MAX_RETRY_SECONDS = 5.0

@@ -28,8 +28,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Generator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Generator
+from collections.abc import Sequence
+from dataclasses import asdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 

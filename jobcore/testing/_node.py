@@ -6,11 +6,14 @@ import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
 from jobcore._client import Client
 from jobcore._labels import parse_selector
-from jobcore._resources import PODS, Object, ObjectKey
+from jobcore._resources import PODS
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
 from jobcore.testing._kubelet import NodeBase
 from jobcore.testing._kubelet import condition as _condition
 from jobcore.testing._kubelet import now as _now

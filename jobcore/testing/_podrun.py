@@ -11,14 +11,17 @@ import asyncio
 import contextlib
 import os
 import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from jobcore._resources import Object, ObjectKey
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
 from jobcore.testing import _kubelet
 from jobcore.testing._kubelet import now
-from jobcore.testing._netns import GATEWAY, Sandbox
+from jobcore.testing._netns import GATEWAY
+from jobcore.testing._netns import Sandbox
 
 FINAL_PHASES = ("Succeeded", "Failed")
 _TAIL_LINES, _TAIL_BYTES = 80, 2048

@@ -17,14 +17,19 @@ import base64
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jobcore._client import Client
 from jobcore._errors import NotFoundError
-from jobcore._resources import CONFIGMAPS, SECRETS, Object, Resource
+from jobcore._resources import CONFIGMAPS
+from jobcore._resources import SECRETS
+from jobcore._resources import Object
+from jobcore._resources import Resource
 from jobcore.testing import _podidentity
 from jobcore.testing._netns import tool
 

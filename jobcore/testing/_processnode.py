@@ -23,17 +23,27 @@ import signal
 import uuid
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
 import structlog
 
 from jobcore._client import Client
-from jobcore._errors import ApiError, NotFoundError
-from jobcore._resources import Object, ObjectKey
-from jobcore.testing import _netns, _podidentity, _podrun, _podsetup, _probes
-from jobcore.testing._kubelet import NodeBase, now
-from jobcore.testing._netns import prepare_host, process_node_available
-from jobcore.testing._podrun import ContainerRun, PodRun
+from jobcore._errors import ApiError
+from jobcore._errors import NotFoundError
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
+from jobcore.testing import _netns
+from jobcore.testing import _podidentity
+from jobcore.testing import _podrun
+from jobcore.testing import _podsetup
+from jobcore.testing import _probes
+from jobcore.testing._kubelet import NodeBase
+from jobcore.testing._kubelet import now
+from jobcore.testing._netns import prepare_host
+from jobcore.testing._netns import process_node_available
+from jobcore.testing._podrun import ContainerRun
+from jobcore.testing._podrun import PodRun
 
 __all__ = ["ProcessNode", "prepare_host", "process_node_available"]
 

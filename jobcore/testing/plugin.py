@@ -11,15 +11,19 @@ import asyncio
 import contextlib
 import os
 import reprlib
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
 import pytest
 
 from jobcore._compact import modified_subtrees
 from jobcore.testing._controlplane import ControlPlane
-from jobcore.testing._k3s import K3sCluster, docker_available, start_k3s
+from jobcore.testing._k3s import K3sCluster
+from jobcore.testing._k3s import docker_available
+from jobcore.testing._k3s import start_k3s
 
 BACKENDS = ("envtest", "k3s")
 _T = TypeVar("_T")

@@ -25,32 +25,42 @@ import os
 import re
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck
+from hypothesis import Phase
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from jobcore import (
-    JOB_NAME_LABEL,
-    PODS,
-    REGISTRY,
-    REPLICA_TYPE_LABEL,
-    ApiError,
-    Client,
-    InvalidError,
-    JobKind,
-    Manager,
-    NotFoundError,
-    Object,
-    add_job_controller,
-    crd_for,
-    parse_job,
-)
-from jobcore.testing import SimulatedNode, background, install_crd, job_controller
-from tests.jobdocs import KINDS, FieldPath, at, nested, paths, sample_jobs
+from jobcore import JOB_NAME_LABEL
+from jobcore import PODS
+from jobcore import REGISTRY
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import ApiError
+from jobcore import Client
+from jobcore import InvalidError
+from jobcore import JobKind
+from jobcore import Manager
+from jobcore import NotFoundError
+from jobcore import Object
+from jobcore import add_job_controller
+from jobcore import crd_for
+from jobcore import parse_job
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import install_crd
+from jobcore.testing import job_controller
+from tests.jobdocs import KINDS
+from tests.jobdocs import FieldPath
+from tests.jobdocs import at
+from tests.jobdocs import nested
+from tests.jobdocs import paths
+from tests.jobdocs import sample_jobs
 
 pytestmark = pytest.mark.integration
 

@@ -13,26 +13,25 @@ import pytest
 
 from controllers.apidocs import BUNDLED_KINDS
 from controllers.kinds import installed_kinds
-from jobcore import (
-    CONFIGMAPS,
-    JOB_NAME_LABEL,
-    REPLICA_TYPE_LABEL,
-    Client,
-    Informer,
-    Object,
-    controller_of,
-    crd_for,
-    owner_reference,
-)
-from jobcore.testing import (
-    SimulatedNode,
-    create_until_phase,
-    eventually,
-    install_crd,
-)
+from jobcore import CONFIGMAPS
+from jobcore import JOB_NAME_LABEL
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import Client
+from jobcore import Informer
+from jobcore import Object
+from jobcore import controller_of
+from jobcore import crd_for
+from jobcore import owner_reference
+from jobcore.testing import SimulatedNode
+from jobcore.testing import create_until_phase
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
 from tests.commands import start_jobcore
-from tests.integration.test_informer import Recorder, configmap, running
-from tests.mpijobs import MPIJOBS, mpijob
+from tests.integration.test_informer import Recorder
+from tests.integration.test_informer import configmap
+from tests.integration.test_informer import running
+from tests.mpijobs import MPIJOBS
+from tests.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

@@ -8,11 +8,20 @@ import time
 
 import pytest
 
-from jobcore import PODS, REPLICA_TYPE_LABEL, Client, crd_for
-from jobcore.testing import SimulatedNode, background, create_until_phase, install_crd
+from jobcore import PODS
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import Client
+from jobcore import crd_for
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import create_until_phase
+from jobcore.testing import install_crd
 from jobkinds.mpijob import MPIJobKind
-from tests.commands import run_args, start_jobcore
-from tests.mpijobs import MPIJOBS, mpijob, pods_of
+from tests.commands import run_args
+from tests.commands import start_jobcore
+from tests.mpijobs import MPIJOBS
+from tests.mpijobs import mpijob
+from tests.mpijobs import pods_of
 
 pytestmark = pytest.mark.integration
 

@@ -6,19 +6,20 @@ import asyncio
 
 import pytest
 
-from jobcore import (
-    CONFIGMAPS,
-    PODS,
-    AlreadyExistsError,
-    Client,
-    ConflictError,
-    InvalidError,
-    NotFoundError,
-    crd_for,
-)
-from jobcore.testing import api_requests, eventually, install_crd
+from jobcore import CONFIGMAPS
+from jobcore import PODS
+from jobcore import AlreadyExistsError
+from jobcore import Client
+from jobcore import ConflictError
+from jobcore import InvalidError
+from jobcore import NotFoundError
+from jobcore import crd_for
+from jobcore.testing import api_requests
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import MPIJOBS, mpijob
+from tests.mpijobs import MPIJOBS
+from tests.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

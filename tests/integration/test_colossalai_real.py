@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from controllers import frameworks, realjobs
-from jobcore import Client, Controller
-from jobcore.testing import (
-    ProcessNode,
-    condition,
-    job_controller,
-    require,
-    wait_for_events,
-)
+from controllers import frameworks
+from controllers import realjobs
+from jobcore import Client
+from jobcore import Controller
+from jobcore.testing import ProcessNode
+from jobcore.testing import condition
+from jobcore.testing import job_controller
+from jobcore.testing import require
+from jobcore.testing import wait_for_events
 from jobkinds.colossalaijob import ColossalAIJobKind
 from tests.realruns import run_to_end
 

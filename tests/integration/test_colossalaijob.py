@@ -10,25 +10,21 @@ from typing import Any
 import pytest
 import yaml
 
-from jobcore import (
-    CONFIGMAPS,
-    PODS,
-    SECRETS,
-    SERVICES,
-    Client,
-    Controller,
-    Object,
-)
-from jobcore.testing import (
-    SimulatedNode,
-    condition,
-    controller_uids,
-    create_until_phase,
-    job_controller,
-    job_status,
-    live_pods,
-    wait_for_phase,
-)
+from jobcore import CONFIGMAPS
+from jobcore import PODS
+from jobcore import SECRETS
+from jobcore import SERVICES
+from jobcore import Client
+from jobcore import Controller
+from jobcore import Object
+from jobcore.testing import SimulatedNode
+from jobcore.testing import condition
+from jobcore.testing import controller_uids
+from jobcore.testing import create_until_phase
+from jobcore.testing import job_controller
+from jobcore.testing import job_status
+from jobcore.testing import live_pods
+from jobcore.testing import wait_for_phase
 from jobkinds.colossalaijob import ColossalAIJobKind
 from tests import launchers
 

@@ -8,20 +8,19 @@ import itertools
 
 import pytest
 
-from jobcore import (
-    CONFIGMAPS,
-    SECRETS,
-    Client,
-    Controller,
-    Informer,
-    LabelSelectorPredicate,
-    Object,
-    Request,
-    Result,
-    owner_reference,
-    requests_for_owner,
-)
-from jobcore.testing import background, eventually
+from jobcore import CONFIGMAPS
+from jobcore import SECRETS
+from jobcore import Client
+from jobcore import Controller
+from jobcore import Informer
+from jobcore import LabelSelectorPredicate
+from jobcore import Object
+from jobcore import Request
+from jobcore import Result
+from jobcore import owner_reference
+from jobcore import requests_for_owner
+from jobcore.testing import background
+from jobcore.testing import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -8,16 +8,20 @@ import os
 import subprocess
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
+from kubernetes_asyncio import config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from jobcore.testing import ControlPlane, ControlPlaneError
-from jobcore.testing._k3s import docker_available, start_k3s
+from jobcore.testing import ControlPlane
+from jobcore.testing import ControlPlaneError
+from jobcore.testing._k3s import docker_available
+from jobcore.testing._k3s import start_k3s
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]

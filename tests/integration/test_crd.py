@@ -6,35 +6,37 @@ import asyncio
 import contextlib
 import copy
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import pytest
 import pytest_asyncio
 from pydantic import Field
 
-from jobcore import (
-    CUSTOM_RESOURCE_DEFINITIONS,
-    PODS,
-    ApiError,
-    Client,
-    InvalidError,
-    Object,
-    Resource,
-)
+from jobcore import CUSTOM_RESOURCE_DEFINITIONS
+from jobcore import PODS
+from jobcore import ApiError
+from jobcore import Client
+from jobcore import InvalidError
+from jobcore import Object
+from jobcore import Resource
 from jobcore._crd import crd_for
-from jobcore._jobkind import FieldError, Job, Observed, Outcome
-from jobcore._jobmodels import (
-    Aggregate,
-    ApiModel,
-    JobCondition,
-    JobSpec,
-    JobStatus,
-    PodTemplateSpec,
-    ReplicaStatus,
-    TaskStatus,
-)
+from jobcore._jobkind import FieldError
+from jobcore._jobkind import Job
+from jobcore._jobkind import Observed
+from jobcore._jobkind import Outcome
+from jobcore._jobmodels import Aggregate
+from jobcore._jobmodels import ApiModel
+from jobcore._jobmodels import JobCondition
+from jobcore._jobmodels import JobSpec
+from jobcore._jobmodels import JobStatus
+from jobcore._jobmodels import PodTemplateSpec
+from jobcore._jobmodels import ReplicaStatus
+from jobcore._jobmodels import TaskStatus
 from jobcore.testing import install_crd
 
 pytestmark = pytest.mark.integration

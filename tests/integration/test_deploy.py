@@ -14,16 +14,19 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.manifests import NAME, NAMESPACE
-from jobcore import REPLICA_TYPE_LABEL, Client, Object, Resource, T9kScheduler
-from jobcore.testing import (
-    SimulatedNode,
-    background,
-    eventually,
-    install_crd,
-    job_status,
-    schemaless_crd,
-)
+from controllers.manifests import NAME
+from controllers.manifests import NAMESPACE
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import Client
+from jobcore import Object
+from jobcore import Resource
+from jobcore import T9kScheduler
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
+from jobcore.testing import job_status
+from jobcore.testing import schemaless_crd
 from tests import installs
 
 pytestmark = pytest.mark.integration

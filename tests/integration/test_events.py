@@ -10,7 +10,10 @@ from structlog.testing import capture_logs
 
 from jobcore._client import Client
 from jobcore._events import EventRecorder
-from jobcore._resources import CONFIGMAPS, EVENTS, NAMESPACES, Object
+from jobcore._resources import CONFIGMAPS
+from jobcore._resources import EVENTS
+from jobcore._resources import NAMESPACES
+from jobcore._resources import Object
 
 pytestmark = pytest.mark.integration
 

@@ -9,33 +9,31 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from collections.abc import Iterator
 
 import pytest
 
-from jobcore import (
-    CONFIGMAPS,
-    NAMESPACES,
-    PODS,
-    REGISTRY,
-    REPLICA_TYPE_LABEL,
-    Client,
-    Object,
-    crd_for,
-)
-from jobcore.testing import (
-    ControlPlane,
-    SimulatedNode,
-    background,
-    eventually,
-    install_crd,
-    job_controller,
-    live_pods,
-    wait_for_events,
-    wait_for_phases,
-)
+from jobcore import CONFIGMAPS
+from jobcore import NAMESPACES
+from jobcore import PODS
+from jobcore import REGISTRY
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import Client
+from jobcore import Object
+from jobcore import crd_for
+from jobcore.testing import ControlPlane
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
+from jobcore.testing import job_controller
+from jobcore.testing import live_pods
+from jobcore.testing import wait_for_events
+from jobcore.testing import wait_for_phases
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import mpijob, pods_of
+from tests.mpijobs import mpijob
+from tests.mpijobs import pods_of
 
 pytestmark = pytest.mark.integration
 

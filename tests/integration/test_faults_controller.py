@@ -14,36 +14,34 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from jobcore import (
-    CONFIGMAPS,
-    EVENTS,
-    LEASES,
-    PODS,
-    REPLICA_TYPE_LABEL,
-    SECRETS,
-    SERVICES,
-    Client,
-    Object,
-    crd_for,
-)
-from jobcore.testing import (
-    SimulatedNode,
-    background,
-    eventually,
-    install_crd,
-    live_pods,
-    wait_for_phases,
-)
+from jobcore import CONFIGMAPS
+from jobcore import EVENTS
+from jobcore import LEASES
+from jobcore import PODS
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import SECRETS
+from jobcore import SERVICES
+from jobcore import Client
+from jobcore import Object
+from jobcore import crd_for
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
+from jobcore.testing import live_pods
+from jobcore.testing import wait_for_phases
 from jobkinds.mpijob import MPIJobKind
 from tests.commands import run_args
-from tests.mpijobs import mpijob, pods_of
+from tests.mpijobs import mpijob
+from tests.mpijobs import pods_of
 
 pytestmark = pytest.mark.integration
 

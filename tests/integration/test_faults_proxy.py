@@ -5,35 +5,32 @@ from __future__ import annotations
 import collections
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from jobcore import (
-    NAMESPACES,
-    PODS,
-    REGISTRY,
-    REPLICA_TYPE_LABEL,
-    ApiError,
-    Client,
-    Informer,
-    Manager,
-    Object,
-    add_job_controller,
-    crd_for,
-)
-from jobcore.testing import (
-    ControlPlane,
-    FaultProxy,
-    Faults,
-    SimulatedNode,
-    background,
-    eventually,
-    install_crd,
-    live_pods,
-)
+from jobcore import NAMESPACES
+from jobcore import PODS
+from jobcore import REGISTRY
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import ApiError
+from jobcore import Client
+from jobcore import Informer
+from jobcore import Manager
+from jobcore import Object
+from jobcore import add_job_controller
+from jobcore import crd_for
+from jobcore.testing import ControlPlane
+from jobcore.testing import FaultProxy
+from jobcore.testing import Faults
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
+from jobcore.testing import live_pods
 from jobkinds.mpijob import MPIJobKind
 from tests.mpijobs import mpijob
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +18,19 @@ import pytest
 
 from controllers import realjobs
 from controllers.frameworks import missing
-from jobcore import PODS, Client, Controller, Object
-from jobcore.testing import (
-    ProcessNode,
-    condition,
-    events_of,
-    eventually,
-    job_controller,
-    live_pods,
-    require,
-    wait_for_events,
-    wait_for_phase,
-)
+from jobcore import PODS
+from jobcore import Client
+from jobcore import Controller
+from jobcore import Object
+from jobcore.testing import ProcessNode
+from jobcore.testing import condition
+from jobcore.testing import events_of
+from jobcore.testing import eventually
+from jobcore.testing import job_controller
+from jobcore.testing import live_pods
+from jobcore.testing import require
+from jobcore.testing import wait_for_events
+from jobcore.testing import wait_for_phase
 from jobkinds.horovodjob import HorovodJobKind
 
 pytestmark = pytest.mark.integration

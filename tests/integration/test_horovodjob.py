@@ -9,22 +9,18 @@ from typing import Any
 import pytest
 import yaml
 
-from jobcore import (
-    CONFIGMAPS,
-    Client,
-    Controller,
-    Object,
-)
-from jobcore.testing import (
-    SimulatedNode,
-    condition,
-    create_until_phase,
-    events_of,
-    eventually,
-    job_controller,
-    job_status,
-    live_pods,
-)
+from jobcore import CONFIGMAPS
+from jobcore import Client
+from jobcore import Controller
+from jobcore import Object
+from jobcore.testing import SimulatedNode
+from jobcore.testing import condition
+from jobcore.testing import create_until_phase
+from jobcore.testing import events_of
+from jobcore.testing import eventually
+from jobcore.testing import job_controller
+from jobcore.testing import job_status
+from jobcore.testing import live_pods
 from jobkinds.horovodjob import HorovodJobKind
 from tests import launchers
 

@@ -15,16 +15,18 @@ from typing import Any
 
 import pytest
 
-from controllers import frameworks, realjobs
-from jobcore import SECRETS, Client, JobKind, NotFoundError
-from jobcore.testing import (
-    ProcessNode,
-    eventually,
-    job_controller,
-    live_pods,
-    require,
-    wait_for_end,
-)
+from controllers import frameworks
+from controllers import realjobs
+from jobcore import SECRETS
+from jobcore import Client
+from jobcore import JobKind
+from jobcore import NotFoundError
+from jobcore.testing import ProcessNode
+from jobcore.testing import eventually
+from jobcore.testing import job_controller
+from jobcore.testing import live_pods
+from jobcore.testing import require
+from jobcore.testing import wait_for_end
 from jobkinds import _ssh
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from jobcore import CONFIGMAPS, Client, Informer, Object, owner_reference
-from jobcore.testing import ControlPlane, api_requests, background, eventually
+from jobcore import CONFIGMAPS
+from jobcore import Client
+from jobcore import Informer
+from jobcore import Object
+from jobcore import owner_reference
+from jobcore.testing import ControlPlane
+from jobcore.testing import api_requests
+from jobcore.testing import background
+from jobcore.testing import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -7,8 +7,11 @@ import contextlib
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Coroutine
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +22,8 @@ from structlog.testing import capture_logs
 
 from jobcore._client import Client
 from jobcore._errors import LeaderElectionLost
-from jobcore._leaderelection import LeaderElectionConfig, LeaderElector
+from jobcore._leaderelection import LeaderElectionConfig
+from jobcore._leaderelection import LeaderElector
 from jobcore._metrics import REGISTRY
 from jobcore._resources import LEASES
 from jobcore.testing import eventually

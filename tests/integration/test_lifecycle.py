@@ -8,44 +8,41 @@ MPIJob stands for every kind, ColossalAIJob where its defaults differ.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from jobcore import (
-    EVENTS,
-    JOB_NAME_LABEL,
-    PODS,
-    REPLICA_TYPE_LABEL,
-    RUN_MODE_LABEL,
-    Client,
-    Controller,
-    Object,
-    Request,
-    Resource,
-    SchedulerPlugins,
-    T9kScheduler,
-    Volcano,
-)
-from jobcore.testing import (
-    SimulatedNode,
-    background,
-    condition,
-    create_until_phase,
-    event_reasons,
-    eventually,
-    install_crd,
-    job_controller,
-    job_status,
-    live_pods,
-    resync,
-    schemaless_crd,
-    wait_for_deletion,
-    wait_for_events,
-    wait_for_phase,
-    wait_until_settled,
-)
+from jobcore import EVENTS
+from jobcore import JOB_NAME_LABEL
+from jobcore import PODS
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import RUN_MODE_LABEL
+from jobcore import Client
+from jobcore import Controller
+from jobcore import Object
+from jobcore import Request
+from jobcore import Resource
+from jobcore import SchedulerPlugins
+from jobcore import T9kScheduler
+from jobcore import Volcano
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import condition
+from jobcore.testing import create_until_phase
+from jobcore.testing import event_reasons
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
+from jobcore.testing import job_controller
+from jobcore.testing import job_status
+from jobcore.testing import live_pods
+from jobcore.testing import resync
+from jobcore.testing import schemaless_crd
+from jobcore.testing import wait_for_deletion
+from jobcore.testing import wait_for_events
+from jobcore.testing import wait_for_phase
+from jobcore.testing import wait_until_settled
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.mpijob import MPIJobKind
 from tests.mpijobs import mpijob

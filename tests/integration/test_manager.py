@@ -9,24 +9,26 @@ import time
 import aiohttp
 import pytest
 
-from jobcore import (
-    CONFIGMAPS,
-    CUSTOM_RESOURCE_DEFINITIONS,
-    EVENTS,
-    LEASES,
-    Client,
-    Controller,
-    EventRecorder,
-    LeaderElectionConfig,
-    LeaderElectionLost,
-    Manager,
-    Object,
-    ProbeServer,
-    Request,
-    Resource,
-    Result,
-)
-from jobcore.testing import api_requests, background, eventually, install_crd, schemaless_crd
+from jobcore import CONFIGMAPS
+from jobcore import CUSTOM_RESOURCE_DEFINITIONS
+from jobcore import EVENTS
+from jobcore import LEASES
+from jobcore import Client
+from jobcore import Controller
+from jobcore import EventRecorder
+from jobcore import LeaderElectionConfig
+from jobcore import LeaderElectionLost
+from jobcore import Manager
+from jobcore import Object
+from jobcore import ProbeServer
+from jobcore import Request
+from jobcore import Resource
+from jobcore import Result
+from jobcore.testing import api_requests
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
+from jobcore.testing import schemaless_crd
 
 pytestmark = pytest.mark.integration
 

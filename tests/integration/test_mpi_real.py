@@ -7,23 +7,26 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from controllers import frameworks, realjobs
-from jobcore import PODS, Client, Controller
-from jobcore.testing import (
-    ProcessNode,
-    condition,
-    eventually,
-    job_controller,
-    require,
-    wait_for_end,
-)
+from controllers import frameworks
+from controllers import realjobs
+from jobcore import PODS
+from jobcore import Client
+from jobcore import Controller
+from jobcore.testing import ProcessNode
+from jobcore.testing import condition
+from jobcore.testing import eventually
+from jobcore.testing import job_controller
+from jobcore.testing import require
+from jobcore.testing import wait_for_end
 from jobkinds.mpijob import MPIJobKind
 from tests.realruns import run_to_end
 

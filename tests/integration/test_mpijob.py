@@ -10,42 +10,39 @@ from typing import Any
 import pytest
 import yaml
 
-from jobcore import (
-    CONFIGMAPS,
-    EVENTS,
-    PODS,
-    SECRETS,
-    SERVICES,
-    Client,
-    Controller,
-    Manager,
-    Object,
-    Request,
-    T9kScheduler,
-    add_job_controller,
-    crd_for,
-)
-from jobcore.testing import (
-    SimulatedNode,
-    api_requests,
-    background,
-    condition,
-    controller_uids,
-    create_until_phase,
-    eventually,
-    install_crd,
-    job_controller,
-    job_status,
-    live_pods,
-    resync,
-    schemaless_crd,
-    wait_for_deletion,
-    wait_for_events,
-    wait_for_phase,
-    wait_until_settled,
-)
+from jobcore import CONFIGMAPS
+from jobcore import EVENTS
+from jobcore import PODS
+from jobcore import SECRETS
+from jobcore import SERVICES
+from jobcore import Client
+from jobcore import Controller
+from jobcore import Manager
+from jobcore import Object
+from jobcore import Request
+from jobcore import T9kScheduler
+from jobcore import add_job_controller
+from jobcore import crd_for
+from jobcore.testing import SimulatedNode
+from jobcore.testing import api_requests
+from jobcore.testing import background
+from jobcore.testing import condition
+from jobcore.testing import controller_uids
+from jobcore.testing import create_until_phase
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
+from jobcore.testing import job_controller
+from jobcore.testing import job_status
+from jobcore.testing import live_pods
+from jobcore.testing import resync
+from jobcore.testing import schemaless_crd
+from jobcore.testing import wait_for_deletion
+from jobcore.testing import wait_for_events
+from jobcore.testing import wait_for_phase
+from jobcore.testing import wait_until_settled
 from jobkinds.mpijob import MPIJobKind
-from tests import launchers, mpijobs
+from tests import launchers
+from tests import mpijobs
 
 pytestmark = pytest.mark.integration
 

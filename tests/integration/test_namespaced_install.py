@@ -14,29 +14,26 @@ from pathlib import Path
 import pytest
 
 from controllers.manifests import NAME
-from jobcore import (
-    CONFIGMAPS,
-    JOB_NAME_LABEL,
-    LEASES,
-    PODS,
-    REPLICA_TYPE_LABEL,
-    SECRETS,
-    SERVICES,
-    Client,
-    ForbiddenError,
-)
-from jobcore.testing import (
-    SimulatedNode,
-    background,
-    eventually,
-    wait_for_deletion,
-    wait_for_end,
-    wait_for_events,
-    wait_for_phase,
-)
+from jobcore import CONFIGMAPS
+from jobcore import JOB_NAME_LABEL
+from jobcore import LEASES
+from jobcore import PODS
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import SECRETS
+from jobcore import SERVICES
+from jobcore import Client
+from jobcore import ForbiddenError
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import wait_for_deletion
+from jobcore.testing import wait_for_end
+from jobcore.testing import wait_for_events
+from jobcore.testing import wait_for_phase
 from tests import installs
 from tests.commands import start_jobcore
-from tests.mpijobs import MPIJOBS, mpijob
+from tests.mpijobs import MPIJOBS
+from tests.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

@@ -16,9 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from controllers import frameworks, realjobs
-from jobcore import PODS, Client
-from jobcore.testing import ProcessNode, job_controller, require
+from controllers import frameworks
+from controllers import realjobs
+from jobcore import PODS
+from jobcore import Client
+from jobcore.testing import ProcessNode
+from jobcore.testing import job_controller
+from jobcore.testing import require
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.mpijob import MPIJobKind

@@ -13,15 +13,17 @@ from typing import Any
 
 import pytest
 
-from jobcore import CONFIGMAPS, PODS, SECRETS, Client, Object
-from jobcore.testing import (
-    ProcessNode,
-    background,
-    eventually,
-    process_node_available,
-    require,
-    wait_for_deletion,
-)
+from jobcore import CONFIGMAPS
+from jobcore import PODS
+from jobcore import SECRETS
+from jobcore import Client
+from jobcore import Object
+from jobcore.testing import ProcessNode
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import process_node_available
+from jobcore.testing import require
+from jobcore.testing import wait_for_deletion
 
 pytestmark = pytest.mark.integration
 PYTHON = sys.executable

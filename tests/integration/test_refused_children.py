@@ -15,20 +15,22 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from jobcore import REPLICA_TYPE_LABEL, Client, Object, Resource
-from jobcore.testing import (
-    SimulatedNode,
-    condition,
-    events_of,
-    eventually,
-    job_controller,
-    job_status,
-    live_pods,
-    wait_for_end,
-    wait_for_events,
-)
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import Client
+from jobcore import Object
+from jobcore import Resource
+from jobcore.testing import SimulatedNode
+from jobcore.testing import condition
+from jobcore.testing import events_of
+from jobcore.testing import eventually
+from jobcore.testing import job_controller
+from jobcore.testing import job_status
+from jobcore.testing import live_pods
+from jobcore.testing import wait_for_end
+from jobcore.testing import wait_for_events
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import MPIJOBS, mpijob
+from tests.mpijobs import MPIJOBS
+from tests.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

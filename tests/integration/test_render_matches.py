@@ -12,16 +12,17 @@ import pytest
 import yaml
 
 from controllers.render import PLACEHOLDER_UID
-from jobcore import (
-    CONFIGMAPS,
-    JOB_NAME_LABEL,
-    PODS,
-    SECRETS,
-    SERVICES,
-    Client,
-    Object,
-)
-from jobcore.testing import SimulatedNode, background, eventually, job_controller
+from jobcore import CONFIGMAPS
+from jobcore import JOB_NAME_LABEL
+from jobcore import PODS
+from jobcore import SECRETS
+from jobcore import SERVICES
+from jobcore import Client
+from jobcore import Object
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import job_controller
 from jobkinds.mpijob import MPIJobKind
 
 pytestmark = pytest.mark.integration

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from controllers import frameworks, realjobs
-from jobcore.testing import process_node_available, require
+from controllers import frameworks
+from controllers import realjobs
+from jobcore.testing import process_node_available
+from jobcore.testing import require
 from tests.commands import start_jobcore
 
 pytestmark = pytest.mark.integration

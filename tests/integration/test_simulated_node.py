@@ -7,8 +7,14 @@ from typing import Any
 
 import pytest
 
-from jobcore import NODES, PODS, Client, Object
-from jobcore.testing import SimulatedNode, background, eventually, wait_for_deletion
+from jobcore import NODES
+from jobcore import PODS
+from jobcore import Client
+from jobcore import Object
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import wait_for_deletion
 
 pytestmark = pytest.mark.integration
 

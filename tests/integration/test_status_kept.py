@@ -12,33 +12,30 @@ from typing import Any
 
 import pytest
 
-from jobcore import (
-    CONFIGMAPS,
-    REPLICA_TYPE_LABEL,
-    Client,
-    EventRecorder,
-    Informer,
-    JobReconciler,
-    Object,
-    Request,
-    crd_for,
-)
-from jobcore.testing import (
-    ControlPlane,
-    FaultProxy,
-    Faults,
-    SimulatedNode,
-    background,
-    condition,
-    eventually,
-    install_crd,
-    job_controller,
-    job_status,
-    wait_for_deletion,
-    wait_for_end,
-)
+from jobcore import CONFIGMAPS
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import Client
+from jobcore import EventRecorder
+from jobcore import Informer
+from jobcore import JobReconciler
+from jobcore import Object
+from jobcore import Request
+from jobcore import crd_for
+from jobcore.testing import ControlPlane
+from jobcore.testing import FaultProxy
+from jobcore.testing import Faults
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import condition
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
+from jobcore.testing import job_controller
+from jobcore.testing import job_status
+from jobcore.testing import wait_for_deletion
+from jobcore.testing import wait_for_end
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import MPIJOBS, mpijob
+from tests.mpijobs import MPIJOBS
+from tests.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

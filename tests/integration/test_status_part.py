@@ -8,14 +8,23 @@ node plays the pods.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from jobcore import REPLICA_TYPE_LABEL, Client, JobStatus, Object, Resource, crd_for
-from jobcore.testing import SimulatedNode, eventually, job_controller, job_status
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import Client
+from jobcore import JobStatus
+from jobcore import Object
+from jobcore import Resource
+from jobcore import crd_for
+from jobcore.testing import SimulatedNode
+from jobcore.testing import eventually
+from jobcore.testing import job_controller
+from jobcore.testing import job_status
 from jobkinds.mpijob import MPIJobKind
 from tests.mpijobs import mpijob
 

@@ -12,23 +12,19 @@ from typing import Any
 
 import pytest
 
-from jobcore import (
-    PODS,
-    REPLICA_TYPE_LABEL,
-    Client,
-    ConflictError,
-    Controller,
-    Request,
-)
-from jobcore.testing import (
-    SimulatedNode,
-    create_until_phase,
-    eventually,
-    job_controller,
-    job_status,
-    wait_for_phase,
-    wait_until_settled,
-)
+from jobcore import PODS
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import Client
+from jobcore import ConflictError
+from jobcore import Controller
+from jobcore import Request
+from jobcore.testing import SimulatedNode
+from jobcore.testing import create_until_phase
+from jobcore.testing import eventually
+from jobcore.testing import job_controller
+from jobcore.testing import job_status
+from jobcore.testing import wait_for_phase
+from jobcore.testing import wait_until_settled
 from jobkinds.mpijob import MPIJobKind
 from tests.mpijobs import mpijob
 

@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 import yaml
 
-from jobcore import (
-    CONFIGMAPS,
-    JOB_NAME_LABEL,
-    PODS,
-    SECRETS,
-    SERVICES,
-    Client,
-    Manager,
-    Object,
-    add_job_controller,
-    crd_for,
-)
-from jobcore.testing import background, eventually, install_crd
+from jobcore import CONFIGMAPS
+from jobcore import JOB_NAME_LABEL
+from jobcore import PODS
+from jobcore import SECRETS
+from jobcore import SERVICES
+from jobcore import Client
+from jobcore import Manager
+from jobcore import Object
+from jobcore import add_job_controller
+from jobcore import crd_for
+from jobcore.testing import background
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.mpijob import MPIJobKind
 

@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
+from pydantic import Field
 
-from controllers.apidocs import (
-    BUNDLED_KINDS,
-    REGENERATE,
-    api_reference,
-    main,
-    write_api_reference,
-)
+from controllers.apidocs import BUNDLED_KINDS
+from controllers.apidocs import REGENERATE
+from controllers.apidocs import api_reference
+from controllers.apidocs import main
+from controllers.apidocs import write_api_reference
 from controllers.kinds import installed_kinds
-from jobcore import (
-    ApiModel,
-    JobKind,
-    JobSpec,
-    PodTemplateSpec,
-    Resource,
-)
+from jobcore import ApiModel
+from jobcore import JobKind
+from jobcore import JobSpec
+from jobcore import PodTemplateSpec
+from jobcore import Resource
 from jobcore.testing import ModelKind
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference"

@@ -18,22 +18,28 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck
+from hypothesis import event
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from jobcore import (
-    PODS,
-    Job,
-    JobKind,
-    Object,
-    Observed,
-    T9kScheduler,
-    gang_scheduling,
-    parse_job,
-    plan,
-    pod_group,
-)
-from tests.jobdocs import KINDS, FieldPath, at, nested, paths, sample_jobs
+from jobcore import PODS
+from jobcore import Job
+from jobcore import JobKind
+from jobcore import Object
+from jobcore import Observed
+from jobcore import T9kScheduler
+from jobcore import gang_scheduling
+from jobcore import parse_job
+from jobcore import plan
+from jobcore import pod_group
+from tests.jobdocs import KINDS
+from tests.jobdocs import FieldPath
+from tests.jobdocs import at
+from tests.jobdocs import nested
+from tests.jobdocs import paths
+from tests.jobdocs import sample_jobs
 
 MAX_PODS = 1001
 """A job renders at most this many pods: 1,000 workers and a launcher."""

@@ -8,7 +8,8 @@ import logging
 import subprocess
 import sys
 from collections.abc import Iterator
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ import structlog
 import uvloop
 import yaml
 
-from controllers import cli, kinds
+from controllers import cli
+from controllers import kinds
 from controllers.kinds import ENTRY_POINT_GROUP
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "samples"

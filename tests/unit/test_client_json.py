@@ -10,7 +10,8 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client as k8s_client
 
-from jobcore import CONFIGMAPS, Client
+from jobcore import CONFIGMAPS
+from jobcore import Client
 
 DEPTH = 5_000
 """Deeper than orjson decodes (1,024) and than Python recurses by default (1,000)."""

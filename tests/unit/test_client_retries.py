@@ -7,23 +7,23 @@ import json
 import socket
 import struct
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from email.utils import formatdate
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
 import pytest
 from aiohttp import web
 from kubernetes_asyncio import client as k8s_client
 
-from jobcore import (
-    CONFIGMAPS,
-    AlreadyExistsError,
-    ApiError,
-    Client,
-    ConflictError,
-    EventRecorder,
-    NotFoundError,
-)
+from jobcore import CONFIGMAPS
+from jobcore import AlreadyExistsError
+from jobcore import ApiError
+from jobcore import Client
+from jobcore import ConflictError
+from jobcore import EventRecorder
+from jobcore import NotFoundError
 from jobcore._retry import parse_retry_after
 from jobcore.testing import api_requests
 

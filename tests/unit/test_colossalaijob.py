@@ -12,32 +12,30 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from jobcore import (
-    RUN_MODE_LABEL,
-    Job,
-    JobKind,
-    Object,
-    Observed,
-    Outcome,
-    plan,
-    run_mode_errors,
-)
-from jobcore.testing import (
-    by_name,
-    container_named,
-    error_messages,
-    is_subset,
-    job_manifest,
-    job_of,
-    observed_of,
-    pod_of,
-    run_command,
-    secret_text,
-    spec_with,
-    terminated,
-)
-from jobkinds import _colossalai, _ssh
-from jobkinds.colossalaijob import ColossalAIJobKind, ColossalAIJobSpec
+from jobcore import RUN_MODE_LABEL
+from jobcore import Job
+from jobcore import JobKind
+from jobcore import Object
+from jobcore import Observed
+from jobcore import Outcome
+from jobcore import plan
+from jobcore import run_mode_errors
+from jobcore.testing import by_name
+from jobcore.testing import container_named
+from jobcore.testing import error_messages
+from jobcore.testing import is_subset
+from jobcore.testing import job_manifest
+from jobcore.testing import job_of
+from jobcore.testing import observed_of
+from jobcore.testing import pod_of
+from jobcore.testing import run_command
+from jobcore.testing import secret_text
+from jobcore.testing import spec_with
+from jobcore.testing import terminated
+from jobkinds import _colossalai
+from jobkinds import _ssh
+from jobkinds.colossalaijob import ColossalAIJobKind
+from jobkinds.colossalaijob import ColossalAIJobSpec
 
 NS = "team-a"
 SAMPLE = Path(__file__).resolve().parents[2] / "manifests/samples/colossalaijob-example.yaml"

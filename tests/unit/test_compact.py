@@ -6,13 +6,15 @@ import collections
 import copy
 import datetime
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from jobcore import _compact
-from jobcore._compact import compact, modified_subtrees
+from jobcore._compact import compact
+from jobcore._compact import modified_subtrees
 
 
 @pytest.fixture(autouse=True)

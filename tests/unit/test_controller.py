@@ -9,14 +9,20 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections import Counter
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 
 import pytest
 
-from jobcore._controller import Controller, Reconciler, Result, reconciler_from
-from jobcore._errors import ConflictError, TerminalError
+from jobcore._controller import Controller
+from jobcore._controller import Reconciler
+from jobcore._controller import Result
+from jobcore._controller import reconciler_from
+from jobcore._errors import ConflictError
+from jobcore._errors import TerminalError
 from jobcore._handler import Request
 from jobcore._metrics import REGISTRY
 from jobcore._ratelimit import ItemExponentialFailureRateLimiter
@@ -422,7 +428,8 @@ def test_result_defaults() -> None:
 
 async def test_shutdown_while_waiting_for_caches_returns_at_once() -> None:
     """A controller whose cache never syncs (its CRD is missing) must not hold up shutdown."""
-    from jobcore import CONFIGMAPS, Informer  # noqa: PLC0415
+    from jobcore import CONFIGMAPS  # noqa: PLC0415
+    from jobcore import Informer  # noqa: PLC0415
 
     never_synced = Informer(None, CONFIGMAPS)  # type: ignore[arg-type]
     controller = Controller("never-synced", reconciler_from(_ok))

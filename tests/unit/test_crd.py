@@ -4,16 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import pytest
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
 
-from jobcore import Object, Resource
-from jobcore._crd import crd_for, structural_schema, write_crds
+from jobcore import Object
+from jobcore import Resource
+from jobcore._crd import crd_for
+from jobcore._crd import structural_schema
+from jobcore._crd import write_crds
 from jobcore._jobkind import JobKind
-from jobcore._jobmodels import ApiModel, JobSpec, PodTemplateSpec
+from jobcore._jobmodels import ApiModel
+from jobcore._jobmodels import JobSpec
+from jobcore._jobmodels import PodTemplateSpec
 from jobcore.testing import ModelKind
 
 PRESERVE = "x-kubernetes-preserve-unknown-fields"

@@ -11,8 +11,11 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from jobcore import CONFIGMAPS, ApiError, Client
-from jobcore.testing import FaultProxy, Faults
+from jobcore import CONFIGMAPS
+from jobcore import ApiError
+from jobcore import Client
+from jobcore.testing import FaultProxy
+from jobcore.testing import Faults
 
 TOKEN = "admin-token"
 

@@ -5,35 +5,34 @@ from __future__ import annotations
 import dataclasses
 import socket
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from jobcore import (
-    Job,
-    JobKind,
-    Object,
-    Outcome,
-    plan,
-    run_mode_errors,
-)
-from jobcore.testing import (
-    accepting_connections,
-    by_name,
-    error_messages,
-    job_manifest,
-    job_of,
-    observed_of,
-    pod_of,
-    run_command,
-    spec_with,
-    terminated,
-)
-from jobkinds import _horovod, _ssh
-from jobkinds.horovodjob import HorovodJobKind, HorovodJobSpec
+from jobcore import Job
+from jobcore import JobKind
+from jobcore import Object
+from jobcore import Outcome
+from jobcore import plan
+from jobcore import run_mode_errors
+from jobcore.testing import accepting_connections
+from jobcore.testing import by_name
+from jobcore.testing import error_messages
+from jobcore.testing import job_manifest
+from jobcore.testing import job_of
+from jobcore.testing import observed_of
+from jobcore.testing import pod_of
+from jobcore.testing import run_command
+from jobcore.testing import spec_with
+from jobcore.testing import terminated
+from jobkinds import _horovod
+from jobkinds import _ssh
+from jobkinds.horovodjob import HorovodJobKind
+from jobkinds.horovodjob import HorovodJobSpec
 
 NS = "team-a"
 NAME = "hvd"

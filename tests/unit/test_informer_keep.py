@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from jobcore import (
-    CONFIGMAPS,
-    CONTROLLER_UID_INDEX,
-    PODS,
-    Informer,
-    Manager,
-    Object,
-    controller_of,
-)
-from tests.unit.test_informer_store import assert_indices_consistent, make_informer, pod
+from jobcore import CONFIGMAPS
+from jobcore import CONTROLLER_UID_INDEX
+from jobcore import PODS
+from jobcore import Informer
+from jobcore import Manager
+from jobcore import Object
+from jobcore import controller_of
+from tests.unit.test_informer_store import assert_indices_consistent
+from tests.unit.test_informer_store import make_informer
+from tests.unit.test_informer_store import pod
 
 
 def owned(obj: Object) -> bool:

@@ -13,8 +13,13 @@ from typing import Any
 
 import pytest
 
-from jobcore._informer import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Informer, strip_bulk
-from jobcore._resources import PODS, Object, ObjectKey
+from jobcore._informer import CONTROLLER_UID_INDEX
+from jobcore._informer import NAMESPACE_INDEX
+from jobcore._informer import Informer
+from jobcore._informer import strip_bulk
+from jobcore._resources import PODS
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
 
 Event = tuple[Any, ...]
 

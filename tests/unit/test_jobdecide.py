@@ -8,18 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobcore import JobStatus, Object, Outcome
+from jobcore import JobStatus
+from jobcore import Object
+from jobcore import Outcome
 from jobcore._jobannounce import Announcer
-from jobcore._jobdecide import (
-    RESTARTING,
-    apply_policy,
-    frozen_outcome,
-    has_ended,
-    restart_recorded,
-    run_policy_of,
-)
-from jobcore._jobstatus import Lifecycle, derive_status, invalid_status
-from tests.unit.test_jobpolicy import NOW, failed, pod, policy
+from jobcore._jobdecide import RESTARTING
+from jobcore._jobdecide import apply_policy
+from jobcore._jobdecide import frozen_outcome
+from jobcore._jobdecide import has_ended
+from jobcore._jobdecide import restart_recorded
+from jobcore._jobdecide import run_policy_of
+from jobcore._jobstatus import Lifecycle
+from jobcore._jobstatus import derive_status
+from jobcore._jobstatus import invalid_status
+from tests.unit.test_jobpolicy import NOW
+from tests.unit.test_jobpolicy import failed
+from tests.unit.test_jobpolicy import pod
+from tests.unit.test_jobpolicy import policy
 
 CONTAINERS = {"launcher": "launcher", "worker": "worker"}
 FAILURE = Outcome("failed", "Failed", "The launcher exited 1.", "Pod[w-1] exited with 1")

@@ -5,20 +5,18 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from jobcore import (
-    JOB_KIND_LABEL,
-    JOB_NAME_LABEL,
-    JobStatus,
-    Object,
-    Observed,
-    T9kScheduler,
-    Volcano,
-    adopt,
-    gang_scheduling,
-    parse_job,
-    plan,
-    pod_group,
-)
+from jobcore import JOB_KIND_LABEL
+from jobcore import JOB_NAME_LABEL
+from jobcore import JobStatus
+from jobcore import Object
+from jobcore import Observed
+from jobcore import T9kScheduler
+from jobcore import Volcano
+from jobcore import adopt
+from jobcore import gang_scheduling
+from jobcore import parse_job
+from jobcore import plan
+from jobcore import pod_group
 from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()

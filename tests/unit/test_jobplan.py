@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from jobcore import (
-    CONFIGMAPS,
-    PODS,
-    RUN_MODE_LABEL,
-    FieldError,
-    Job,
-    JobKind,
-    JobSpec,
-    JobStatus,
-    Object,
-    Observed,
-    Outcome,
-    Resource,
-    ResumeSpec,
-    SchedulerPlugins,
-    plan,
-    run_mode_errors,
-)
+from jobcore import CONFIGMAPS
+from jobcore import PODS
+from jobcore import RUN_MODE_LABEL
+from jobcore import FieldError
+from jobcore import Job
+from jobcore import JobKind
+from jobcore import JobSpec
+from jobcore import JobStatus
+from jobcore import Object
+from jobcore import Observed
+from jobcore import Outcome
+from jobcore import Resource
+from jobcore import ResumeSpec
+from jobcore import SchedulerPlugins
+from jobcore import plan
+from jobcore import run_mode_errors
 
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
 

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from jobcore import REPLICA_TYPE_LABEL, JobStatus, Object, RunPolicy
-from jobcore._jobpolicy import (
-    deadline_left,
-    doomed_after_end,
-    pending_too_long,
-    pod_failures,
-    should_retry,
-    ttl_left,
-)
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import JobStatus
+from jobcore import Object
+from jobcore import RunPolicy
+from jobcore._jobpolicy import deadline_left
+from jobcore._jobpolicy import doomed_after_end
+from jobcore._jobpolicy import pending_too_long
+from jobcore._jobpolicy import pod_failures
+from jobcore._jobpolicy import should_retry
+from jobcore._jobpolicy import ttl_left
 
 T0 = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
 NOW = T0.timestamp() + 100

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobcore import REPLICA_TYPE_LABEL, JobStatus, Outcome, ResumeSpec
-from jobcore._jobstatus import Lifecycle, derive_status, invalid_status, replica_phase
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import JobStatus
+from jobcore import Outcome
+from jobcore import ResumeSpec
+from jobcore._jobstatus import Lifecycle
+from jobcore._jobstatus import derive_status
+from jobcore._jobstatus import invalid_status
+from jobcore._jobstatus import replica_phase
 
 TYPES = ("launcher", "worker")
 

@@ -12,17 +12,17 @@ import yaml
 
 from controllers import kinds as kinds_module
 from controllers.cli import main
-from controllers.kinds import ENTRY_POINT_GROUP, KindLoadError, installed_kinds
-from controllers.manifests import (
-    NAME,
-    NAMESPACE,
-    deployment,
-    disruption_budget,
-    metrics_exposure,
-    metrics_patch,
-    rbac,
-    write_manifests,
-)
+from controllers.kinds import ENTRY_POINT_GROUP
+from controllers.kinds import KindLoadError
+from controllers.kinds import installed_kinds
+from controllers.manifests import NAME
+from controllers.manifests import NAMESPACE
+from controllers.manifests import deployment
+from controllers.manifests import disruption_budget
+from controllers.manifests import metrics_exposure
+from controllers.manifests import metrics_patch
+from controllers.manifests import rbac
+from controllers.manifests import write_manifests
 from jobcore import crd_for
 from jobkinds.mpijob import MPIJobKind
 

@@ -6,9 +6,17 @@ from typing import Any
 
 import pytest
 
-from jobcore import Job, Object, parse_job
-from jobcore.testing import by_name, container_named, env_of, error_messages, observed_of, pod_of
-from jobkinds.mpijob import MPIJobKind, MPIJobSpec
+from jobcore import Job
+from jobcore import Object
+from jobcore import parse_job
+from jobcore.testing import by_name
+from jobcore.testing import container_named
+from jobcore.testing import env_of
+from jobcore.testing import error_messages
+from jobcore.testing import observed_of
+from jobcore.testing import pod_of
+from jobkinds.mpijob import MPIJobKind
+from jobkinds.mpijob import MPIJobSpec
 from tests.mpijobs import mpijob
 
 KIND = MPIJobKind()

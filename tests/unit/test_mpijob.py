@@ -6,43 +6,43 @@ import copy
 import dataclasses
 import socket
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from jobcore import (
-    RUN_MODE_LABEL,
-    Job,
-    JobKind,
-    Object,
-    Observed,
-    Outcome,
-    plan,
-    run_mode_errors,
-)
-from jobcore.testing import (
-    accepting_connections,
-    by_name,
-    container_named,
-    error_messages,
-    is_subset,
-    job_manifest,
-    job_of,
-    observed_of,
-    pod_of,
-    run_command,
-    secret_text,
-    spec_with,
-    terminated,
-    waiting,
-)
-from jobkinds import _mpi, _ssh
-from jobkinds.mpijob import MPIJobKind, MPIJobSpec
+from jobcore import RUN_MODE_LABEL
+from jobcore import Job
+from jobcore import JobKind
+from jobcore import Object
+from jobcore import Observed
+from jobcore import Outcome
+from jobcore import plan
+from jobcore import run_mode_errors
+from jobcore.testing import accepting_connections
+from jobcore.testing import by_name
+from jobcore.testing import container_named
+from jobcore.testing import error_messages
+from jobcore.testing import is_subset
+from jobcore.testing import job_manifest
+from jobcore.testing import job_of
+from jobcore.testing import observed_of
+from jobcore.testing import pod_of
+from jobcore.testing import run_command
+from jobcore.testing import secret_text
+from jobcore.testing import spec_with
+from jobcore.testing import terminated
+from jobcore.testing import waiting
+from jobkinds import _mpi
+from jobkinds import _ssh
+from jobkinds.mpijob import MPIJobKind
+from jobkinds.mpijob import MPIJobSpec
 
 NS = "team-a"
 

@@ -7,10 +7,19 @@ from typing import Any
 
 import pytest
 
-from jobcore._handler import EnqueueRequests, Request, request_for_object, requests_for_owner
-from jobcore._predicate import FuncPredicate, GenerationChanged, LabelSelectorPredicate
+from jobcore._handler import EnqueueRequests
+from jobcore._handler import Request
+from jobcore._handler import request_for_object
+from jobcore._handler import requests_for_owner
+from jobcore._predicate import FuncPredicate
+from jobcore._predicate import GenerationChanged
+from jobcore._predicate import LabelSelectorPredicate
 from jobcore._queue import WorkQueue
-from jobcore._resources import NODES, PODS, Object, ObjectKey, Resource
+from jobcore._resources import NODES
+from jobcore._resources import PODS
+from jobcore._resources import Object
+from jobcore._resources import ObjectKey
+from jobcore._resources import Resource
 from tests.unit.test_queue import drain
 
 JOBS = Resource("batch", "v1", "Job", "jobs")

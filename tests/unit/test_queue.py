@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections import Counter, deque
+from collections import Counter
+from collections import deque
 from collections.abc import Hashable
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
 import pytest
 import uvloop
@@ -15,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobcore._metrics import REGISTRY
-from jobcore._queue import QueueShutDown, WorkQueue
+from jobcore._queue import QueueShutDown
+from jobcore._queue import WorkQueue
 from jobcore._ratelimit import ItemExponentialFailureRateLimiter
 
 T = TypeVar("T", bound=Hashable)

@@ -9,17 +9,20 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers.documents import Document, Problem, UnreadableInput, parse_documents
-from controllers.render import (
-    PLACEHOLDER_UID,
-    REDACTED,
-    LoadedJob,
-    dump,
-    load_job,
-    redact_secrets,
-    render_job,
-)
-from jobcore import JOB_NAME_LABEL, JobKind, Volcano
+from controllers.documents import Document
+from controllers.documents import Problem
+from controllers.documents import UnreadableInput
+from controllers.documents import parse_documents
+from controllers.render import PLACEHOLDER_UID
+from controllers.render import REDACTED
+from controllers.render import LoadedJob
+from controllers.render import dump
+from controllers.render import load_job
+from controllers.render import redact_secrets
+from controllers.render import render_job
+from jobcore import JOB_NAME_LABEL
+from jobcore import JobKind
+from jobcore import Volcano
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.mpijob import MPIJobKind
 

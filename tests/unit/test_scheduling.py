@@ -5,17 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jobcore import (
-    REPLICA_TYPE_LABEL,
-    GangScheduler,
-    Job,
-    JobSpec,
-    JobStatus,
-    Object,
-    SchedulerPlugins,
-    T9kScheduler,
-    Volcano,
-)
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import GangScheduler
+from jobcore import Job
+from jobcore import JobSpec
+from jobcore import JobStatus
+from jobcore import Object
+from jobcore import SchedulerPlugins
+from jobcore import T9kScheduler
+from jobcore import Volcano
 from jobcore._scheduling import scheduler_for
 
 T9K = {"scheduler": {"t9kScheduler": {"queue": "team-a", "priority": 50}}}

@@ -8,7 +8,8 @@ import aiohttp
 import pytest
 
 from jobcore import _metrics
-from jobcore._server import HealthChecks, ProbeServer
+from jobcore._server import HealthChecks
+from jobcore._server import ProbeServer
 
 
 @pytest.fixture

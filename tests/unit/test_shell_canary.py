@@ -11,8 +11,10 @@ import pytest
 
 from jobcore.testing import require
 from tests import shell_canary
-from tests.shell_canary import Counts, Sandbox
-from tests.shell_canary_jobs import KINDS, OPEN_MPI_MPIJOB
+from tests.shell_canary import Counts
+from tests.shell_canary import Sandbox
+from tests.shell_canary_jobs import KINDS
+from tests.shell_canary_jobs import OPEN_MPI_MPIJOB
 
 
 @pytest.fixture(scope="module")

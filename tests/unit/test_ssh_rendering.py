@@ -17,19 +17,24 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from jobcore import CONFIGMAPS, PODS, SECRETS, SERVICES, Job, JobKind, Object
-from jobcore.testing import (
-    by_name,
-    container_named,
-    env_of,
-    error_messages,
-    job_manifest,
-    job_of,
-    observed_of,
-    pod_of,
-    secret_text,
-)
-from jobkinds import _horovod, _mpi
+from jobcore import CONFIGMAPS
+from jobcore import PODS
+from jobcore import SECRETS
+from jobcore import SERVICES
+from jobcore import Job
+from jobcore import JobKind
+from jobcore import Object
+from jobcore.testing import by_name
+from jobcore.testing import container_named
+from jobcore.testing import env_of
+from jobcore.testing import error_messages
+from jobcore.testing import job_manifest
+from jobcore.testing import job_of
+from jobcore.testing import observed_of
+from jobcore.testing import pod_of
+from jobcore.testing import secret_text
+from jobkinds import _horovod
+from jobkinds import _mpi
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.mpijob import MPIJobKind

@@ -11,8 +11,10 @@ import yaml
 from pydantic import ValidationError
 
 from jobcore import crd_for
-from jobkinds.colossalaijob import ColossalAIJobKind, ColossalAIJobSpec
-from jobkinds.mpijob import MPIJobKind, MPIJobSpec
+from jobkinds.colossalaijob import ColossalAIJobKind
+from jobkinds.colossalaijob import ColossalAIJobSpec
+from jobkinds.mpijob import MPIJobKind
+from jobkinds.mpijob import MPIJobSpec
 
 SEED = yaml.safe_load(
     (Path(__file__).resolve().parents[2] / "manifests/samples/mpijob-random-walk.yaml").read_text()

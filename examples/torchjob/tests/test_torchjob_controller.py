@@ -10,19 +10,15 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from jobcore import (
-    REPLICA_TYPE_LABEL,
-    SERVICES,
-    Client,
-    Object,
-)
-from jobcore.testing import (
-    SimulatedNode,
-    condition,
-    job_controller,
-    live_pods,
-    wait_for_phase,
-)
+from jobcore import REPLICA_TYPE_LABEL
+from jobcore import SERVICES
+from jobcore import Client
+from jobcore import Object
+from jobcore.testing import SimulatedNode
+from jobcore.testing import condition
+from jobcore.testing import job_controller
+from jobcore.testing import live_pods
+from jobcore.testing import wait_for_phase
 from torchjob import TorchJobKind
 
 pytestmark = pytest.mark.integration

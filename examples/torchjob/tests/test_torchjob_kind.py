@@ -9,19 +9,18 @@ from typing import Any
 import pytest
 import yaml
 
-from jobcore import (
-    PODS,
-    SERVICES,
-    Job,
-    JobKind,
-    JobStatus,
-    Object,
-    Observed,
-    Outcome,
-    crd_for,
-    plan,
-)
-from torchjob import TorchJobKind, TorchJobSpec
+from jobcore import PODS
+from jobcore import SERVICES
+from jobcore import Job
+from jobcore import JobKind
+from jobcore import JobStatus
+from jobcore import Object
+from jobcore import Observed
+from jobcore import Outcome
+from jobcore import crd_for
+from jobcore import plan
+from torchjob import TorchJobKind
+from torchjob import TorchJobSpec
 
 KIND: JobKind[TorchJobSpec] = TorchJobKind()  # mypy checks the protocol here
 SAMPLE = Path(__file__).resolve().parents[1] / "torchjob-sample.yaml"

@@ -10,9 +10,14 @@ render, interpret). It imports only `jobcore`'s public API, and is registered in
 package's pyproject.toml under the entry-point group `jobcore.jobkinds` as `torchjob`.
 """
 
-from torchjob._children import MASTER, MASTER_PORT, WORKER
+from torchjob._children import MASTER
+from torchjob._children import MASTER_PORT
+from torchjob._children import WORKER
 from torchjob._kind import TorchJobKind
-from torchjob._spec import CONTAINER, MasterSpec, TorchJobSpec, WorkerSpec
+from torchjob._spec import CONTAINER
+from torchjob._spec import MasterSpec
+from torchjob._spec import TorchJobSpec
+from torchjob._spec import WorkerSpec
 
 __all__ = [
     "CONTAINER",

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobcore import Job, Object, PodTemplateSpec
-from torchjob._spec import CONTAINER, TorchJobSpec
+from jobcore import Job
+from jobcore import Object
+from jobcore import PodTemplateSpec
+from torchjob._spec import CONTAINER
+from torchjob._spec import TorchJobSpec
 
 MASTER = "master"
 WORKER = "worker"

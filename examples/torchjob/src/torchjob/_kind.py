@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from jobcore import (
-    PODS,
-    SERVICES,
-    FieldError,
-    Job,
-    Object,
-    Observed,
-    Outcome,
-    PodTemplateSpec,
-    Resource,
-)
+from jobcore import PODS
+from jobcore import SERVICES
+from jobcore import FieldError
+from jobcore import Job
+from jobcore import Object
+from jobcore import Observed
+from jobcore import Outcome
+from jobcore import PodTemplateSpec
+from jobcore import Resource
 from torchjob import _children
-from torchjob._children import ENV_NAMES, MASTER, WORKER, master_name, worker_name
-from torchjob._spec import CONTAINER, TorchJobSpec
+from torchjob._children import ENV_NAMES
+from torchjob._children import MASTER
+from torchjob._children import WORKER
+from torchjob._children import master_name
+from torchjob._children import worker_name
+from torchjob._spec import CONTAINER
+from torchjob._spec import TorchJobSpec
 
 _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
