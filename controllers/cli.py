@@ -139,22 +139,20 @@ def _parser() -> argparse.ArgumentParser:
     _add_gang_arguments(run)
 
     raw = argparse.RawDescriptionHelpFormatter
-    commands.add_parser(
-        "kinds", help="list the installed job kinds", description=_KINDS_HELP, formatter_class=raw
-    )
-    validate = commands.add_parser(
-        "validate",
-        help="check job files offline (exit status 0 or 1, for CI)",
-        description=_VALIDATE_HELP,
-        formatter_class=raw,
-    )
-    _add_job_files(validate)
-    rendering = commands.add_parser(
-        "render",
-        help="print what the controller would create for job files, offline",
-        description=_RENDER_HELP,
-        formatter_class=raw,
-    )
+    offline = {
+        name: commands.add_parser(name, help=summary, description=text, formatter_class=raw)
+        for name, summary, text in (
+            ("kinds", "list the installed job kinds", _KINDS_HELP),
+            ("validate", "check job files offline (exit status 0 or 1, for CI)", _VALIDATE_HELP),
+            (
+                "render",
+                "print what the controller would create for job files, offline",
+                _RENDER_HELP,
+            ),
+        )
+    }
+    _add_job_files(offline["validate"])
+    rendering = offline["render"]
     _add_job_files(rendering)
     rendering.add_argument(
         "--workers-ready",

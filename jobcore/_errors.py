@@ -13,6 +13,9 @@ JobcoreError
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 
@@ -20,25 +23,21 @@ class JobcoreError(Exception):
     """Base class of every error jobcore raises."""
 
 
+@dataclass(eq=False)
 class ApiError(JobcoreError):
     """A failure `Status` from the API server, or a transport failure (status 0)."""
 
-    def __init__(
-        self,
-        status: int,
-        reason: str = "",
-        message: str = "",
-        body: Any = None,
-        *,
-        retry_after: float | None = None,
-    ) -> None:
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.body = body
-        # Seconds the server asked for before a retry (`Retry-After`), if it said.
-        self.retry_after = retry_after
-        super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
+    status: int
+    reason: str = ""
+    message: str = ""
+    body: Any = field(default=None, repr=False)
+    _: KW_ONLY
+    retry_after: float | None = None
+    """Seconds the server asked for before a retry (`Retry-After`), if it said."""
+
+    def __post_init__(self) -> None:
+        reason = f" {self.reason}" if self.reason else ""
+        super().__init__(f"{self.status}{reason}: {self.message}")
 
     @property
     def retryable(self) -> bool:

@@ -118,6 +118,8 @@ class PodTemplateSpec(OpenModel):
 
 RestartPolicy = Literal["Never", "OnFailure", "ExitCode"]
 CleanUpPolicy = Literal["None", "Unfinished", "All"]
+Seconds = Annotated[int, Field(ge=1)]
+NonNegative = Annotated[int, Field(ge=0)]
 
 
 class RunPolicy(ApiModel):
@@ -131,30 +133,25 @@ class RunPolicy(ApiModel):
         description="Pods deleted once the job ends: None, Unfinished (those still running "
         "or pending) or All. Applies with cleanUpWorkers.",
     )
-    backoff_limit: int = Field(
-        default=0,
-        ge=0,
-        description="How many times a failed job is torn down and recreated as a whole.",
+    backoff_limit: NonNegative = Field(
+        default=0, description="How many times a failed job is torn down and recreated as a whole."
     )
     restart_policy: RestartPolicy = Field(
         default="OnFailure",
         description="Which failures use up backoffLimit: Never, OnFailure (any), or ExitCode "
         "(signals, 128+, and evictions are retried; exit codes 1-127 are permanent).",
     )
-    pending_timeout_seconds: int | None = Field(
+    pending_timeout_seconds: Seconds | None = Field(
         default=None,
-        ge=1,
         description="Fail the job when one of its pods stays Pending longer than this.",
     )
-    active_deadline_seconds: int | None = Field(
+    active_deadline_seconds: Seconds | None = Field(
         default=None,
-        ge=1,
         description="Fail the job (reason DeadlineExceeded) and stop its pods this many "
         "seconds after it was created.",
     )
-    ttl_seconds_after_finished: int | None = Field(
+    ttl_seconds_after_finished: NonNegative | None = Field(
         default=None,
-        ge=0,
         description="Delete the whole job this many seconds after it succeeded or failed.",
     )
 
@@ -314,13 +311,13 @@ class TaskStatus(StatusModel):
 class Aggregate(StatusModel):
     """How many of the job's pods are in each replica phase."""
 
-    creating: int = 0
-    pending: int = 0
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    unknown: int = 0
-    deleted: int = 0
+    creating: int = Field(default=0, description="Created, not yet scheduled to a node.")
+    pending: int = Field(default=0, description="Scheduled, a container not yet started.")
+    running: int = Field(default=0, description="Its containers started (pod phase Running).")
+    succeeded: int = Field(default=0, description="Its containers exited 0 (pod phase Succeeded).")
+    failed: int = Field(default=0, description="Pod phase Failed: a container failed, or eviction.")
+    unknown: int = Field(default=0, description="Pod phase Unknown: its node stopped reporting.")
+    deleted: int = Field(default=0, description="Being deleted, or gone while the job ran.")
 
 
 class JobStatus(StatusModel):

@@ -34,33 +34,26 @@ Announce = Callable[[Object, JobStatus, JobStatus], None]
 """Called with the job, its previous status and the status just written."""
 
 
+@dataclasses.dataclass(eq=False)
 class StatusWriter:
     """Writes the statuses of one kind's jobs in the shape of its `part`, announcing each
     write through `announce`."""
 
-    def __init__(
-        self,
-        client: Client,
-        resource: Resource,
-        jobs: Informer,
-        announce: Announce,
-        *,
-        part: StatusPart = T9K_STATUS,
-        interval: float = 1.0,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.client = client
-        self.part = part
-        self.resource = resource
-        self.jobs = jobs
-        self.announce = announce
-        self.interval = interval
-        self.clock = clock
-        # The last status written per job, until the cache shows that write.
-        self._written: dict[ObjectKey, _Written] = {}
-        # The resourceVersion of the status `latest` last gave per job: the next write's basis.
-        self._read: dict[ObjectKey, str] = {}
-        jobs.add_handler(_WriteObserver(self._written))
+    client: Client
+    resource: Resource
+    jobs: Informer
+    announce: Announce
+    _: dataclasses.KW_ONLY
+    part: StatusPart = T9K_STATUS
+    interval: float = 1.0
+    clock: Callable[[], float] = time.time
+    _written: dict[ObjectKey, _Written] = dataclasses.field(default_factory=dict, init=False)
+    """The last status written per job, until the cache shows that write."""
+    _read: dict[ObjectKey, str] = dataclasses.field(default_factory=dict, init=False)
+    """The resourceVersion of the status `latest` last gave per job: the next write's basis."""
+
+    def __post_init__(self) -> None:
+        self.jobs.add_handler(_WriteObserver(self._written))
 
     def latest(self, obj: Object) -> JobStatus:
         """The job's status: what we last wrote, until the cache shows that write.

@@ -56,131 +56,127 @@ _LATENCY_BUCKETS = (
 )
 _QUEUE_BUCKETS = tuple(10.0**exponent for exponent in range(-8, 2))
 
-reconcile_total = Counter(
+
+def _counter(name: str, documentation: str, *labels: str) -> Counter:
+    return Counter(name, documentation, labels, registry=REGISTRY)
+
+
+def _gauge(name: str, documentation: str, *labels: str) -> Gauge:
+    return Gauge(name, documentation, labels, registry=REGISTRY)
+
+
+def _histogram(
+    name: str, documentation: str, *labels: str, buckets: tuple[float, ...]
+) -> Histogram:
+    return Histogram(name, documentation, labels, buckets=buckets, registry=REGISTRY)
+
+
+reconcile_total = _counter(
     "controller_runtime_reconcile_total",
     "Total number of reconciliations per controller.",
-    ["controller", "result"],
-    registry=REGISTRY,
+    "controller",
+    "result",
 )
-reconcile_errors_total = Counter(
+reconcile_errors_total = _counter(
     "controller_runtime_reconcile_errors_total",
     "Total number of reconciliation errors per controller.",
-    ["controller"],
-    registry=REGISTRY,
+    "controller",
 )
-terminal_reconcile_errors_total = Counter(
+terminal_reconcile_errors_total = _counter(
     "controller_runtime_terminal_reconcile_errors_total",
     "Total number of terminal reconciliation errors per controller.",
-    ["controller"],
-    registry=REGISTRY,
+    "controller",
 )
-reconcile_time_seconds = Histogram(
+reconcile_time_seconds = _histogram(
     "controller_runtime_reconcile_time_seconds",
     "Length of time per reconciliation per controller.",
-    ["controller"],
+    "controller",
     buckets=_LATENCY_BUCKETS,
-    registry=REGISTRY,
 )
-max_concurrent_reconciles = Gauge(
+max_concurrent_reconciles = _gauge(
     "controller_runtime_max_concurrent_reconciles",
     "Maximum number of concurrent reconciles per controller.",
-    ["controller"],
-    registry=REGISTRY,
+    "controller",
 )
-active_workers = Gauge(
+active_workers = _gauge(
     "controller_runtime_active_workers",
     "Number of currently used workers per controller.",
-    ["controller"],
-    registry=REGISTRY,
+    "controller",
 )
 
-workqueue_depth = Gauge(
-    "workqueue_depth", "Current depth of workqueue.", ["name"], registry=REGISTRY
+workqueue_depth = _gauge("workqueue_depth", "Current depth of workqueue.", "name")
+workqueue_adds_total = _counter(
+    "workqueue_adds_total", "Total number of adds handled by workqueue.", "name"
 )
-workqueue_adds_total = Counter(
-    "workqueue_adds_total",
-    "Total number of adds handled by workqueue.",
-    ["name"],
-    registry=REGISTRY,
-)
-workqueue_queue_duration_seconds = Histogram(
+workqueue_queue_duration_seconds = _histogram(
     "workqueue_queue_duration_seconds",
     "How long in seconds an item stays in workqueue before being requested.",
-    ["name"],
+    "name",
     buckets=_QUEUE_BUCKETS,
-    registry=REGISTRY,
 )
-workqueue_work_duration_seconds = Histogram(
+workqueue_work_duration_seconds = _histogram(
     "workqueue_work_duration_seconds",
     "How long in seconds processing an item from workqueue takes.",
-    ["name"],
+    "name",
     buckets=_QUEUE_BUCKETS,
-    registry=REGISTRY,
 )
-workqueue_retries_total = Counter(
-    "workqueue_retries_total",
-    "Total number of retries handled by workqueue.",
-    ["name"],
-    registry=REGISTRY,
+workqueue_retries_total = _counter(
+    "workqueue_retries_total", "Total number of retries handled by workqueue.", "name"
 )
-workqueue_unfinished_work_seconds = Gauge(
+workqueue_unfinished_work_seconds = _gauge(
     "workqueue_unfinished_work_seconds",
     "How many seconds of work has been done that is in progress and hasn't been observed by "
     "work_duration.",
-    ["name"],
-    registry=REGISTRY,
+    "name",
 )
-workqueue_longest_running_processor_seconds = Gauge(
+workqueue_longest_running_processor_seconds = _gauge(
     "workqueue_longest_running_processor_seconds",
     "How many seconds has the longest running processor for workqueue been running.",
-    ["name"],
-    registry=REGISTRY,
+    "name",
 )
 
-leader_election_master_status = Gauge(
+leader_election_master_status = _gauge(
     "leader_election_master_status",
     "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
     "1 indicates master. 'name' is the string used to identify the lease.",
-    ["name"],
-    registry=REGISTRY,
+    "name",
 )
 
-rest_client_requests_total = Counter(
+rest_client_requests_total = _counter(
     "rest_client_requests_total",
     "Number of HTTP requests, partitioned by status code, method, and host.",
-    ["code", "method", "host"],
-    registry=REGISTRY,
+    "code",
+    "method",
+    "host",
 )
 
-jobs_created_total = Counter(
+jobs_created_total = _counter(
     "jobcore_jobs_created_total",
     "Jobs whose children were first created, by kind and namespace.",
-    ["kind", "namespace"],
-    registry=REGISTRY,
+    "kind",
+    "namespace",
 )
-jobs_succeeded_total = Counter(
-    "jobcore_jobs_succeeded_total",
-    "Jobs that reached the Succeeded phase.",
-    ["kind", "namespace"],
-    registry=REGISTRY,
+jobs_succeeded_total = _counter(
+    "jobcore_jobs_succeeded_total", "Jobs that reached the Succeeded phase.", "kind", "namespace"
 )
-jobs_failed_total = Counter(
+jobs_failed_total = _counter(
     "jobcore_jobs_failed_total",
     "Jobs that reached the Failed phase (invalid specs not counted).",
-    ["kind", "namespace"],
-    registry=REGISTRY,
+    "kind",
+    "namespace",
 )
-jobs_restarted_total = Counter(
+jobs_restarted_total = _counter(
     "jobcore_jobs_restarted_total",
     "Times a failed job was torn down and recreated under runPolicy.backoffLimit.",
-    ["kind", "namespace"],
-    registry=REGISTRY,
+    "kind",
+    "namespace",
 )
-job_info = Gauge(
+job_info = _gauge(
     "jobcore_job_info",
     "1 for every job the controller knows; the series goes away with the job.",
-    ["kind", "namespace", "name"],
-    registry=REGISTRY,
+    "kind",
+    "namespace",
+    "name",
 )
 
 

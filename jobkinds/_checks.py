@@ -41,22 +41,15 @@ def name_errors(job: Job[Any], longest: str, *, exceeds: str = "63 characters") 
 
     `longest` is the longest worker hostname the job can have.
     """
-    errors = []
+    problems = []
     if not DNS1035_LABEL.fullmatch(job.name):
-        errors.append(
-            FieldError(
-                "metadata.name",
-                "must be a DNS-1035 label (lowercase letters, digits and '-', starting with a "
-                "letter): it names the workers' headless Service",
-            )
+        problems.append(
+            "must be a DNS-1035 label (lowercase letters, digits and '-', starting with a "
+            "letter): it names the workers' headless Service"
         )
     if len(longest) > 63:
-        errors.append(
-            FieldError(
-                "metadata.name", f"is too long: worker hostname {longest!r} exceeds {exceeds}"
-            )
-        )
-    return errors
+        problems.append(f"is too long: worker hostname {longest!r} exceeds {exceeds}")
+    return [FieldError("metadata.name", problem) for problem in problems]
 
 
 def worker_container(job_spec: Any, container: str) -> int | None:

@@ -34,9 +34,9 @@ from jobkinds._launch import worker_host
 if TYPE_CHECKING:
     from jobkinds.colossalaijob import ColossalAIJobSpec
 
-WORKER_CONTAINER = "worker"
+WORKER_CONTAINER = WORKER
 """The template's container that runs sshd (T9k: its command is ignored)."""
-LAUNCHER_CONTAINER = "launcher"
+LAUNCHER_CONTAINER = LAUNCHER
 HOSTFILE_VOLUME = "jobcore-hostfile"
 HOSTFILE_DIR = "/etc/colossalai"
 HOSTFILE_KEY = "hostfile"

@@ -15,6 +15,8 @@ from jobcore import Job
 from jobcore import Object
 from jobkinds import _launch
 from jobkinds import _ssh
+from jobkinds._launch import LAUNCHER
+from jobkinds._launch import WORKER
 from jobkinds._launch import hostfile_name
 from jobkinds._launch import meta
 from jobkinds._launch import worker_host
@@ -22,9 +24,9 @@ from jobkinds._launch import worker_host
 if TYPE_CHECKING:
     from jobkinds.horovodjob import HorovodJobSpec
 
-WORKER_CONTAINER = "worker"
+WORKER_CONTAINER = WORKER
 """The template's container that runs sshd on workers and horovodrun on the launcher."""
-LAUNCHER_CONTAINER = "launcher"
+LAUNCHER_CONTAINER = LAUNCHER
 CONFIG_VOLUME = "jobcore-horovod"
 CONFIG_DIR = "/etc/horovod"
 HOSTFILE_KEY = "hostfile"

@@ -250,11 +250,14 @@ class LauncherWorkersKind:
     as children; the launcher kept after clean-up, for its logs; a Workers column; the
     outcome of a static launch. A kind adds its resource, model, container names and debug
     commands, `validate` and `render`; HorovodJob also its own `interpret`, for elastic jobs.
+    Each replica's container is named after its replica type unless the kind says otherwise;
+    `jobcore debug` keeps a worker's command (sshd), so that one can ssh in.
     """
 
     replica_types: Sequence[str] = (LAUNCHER, WORKER)
     child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS)
-    containers: Mapping[str, str]
+    containers: Mapping[str, str] = {LAUNCHER: LAUNCHER, WORKER: WORKER}
+    debug_commands: Mapping[str, Sequence[str] | None] = {WORKER: None}
     kept_after_cleanup: Sequence[str] = (LAUNCHER,)
     printer_columns: Sequence[Mapping[str, Any]] = (
         {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},

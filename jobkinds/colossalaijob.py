@@ -31,11 +31,8 @@ from jobkinds import _checks
 from jobkinds import _colossalai as _cai
 from jobkinds import _ssh
 from jobkinds import _t9kshape
-from jobkinds._colossalai import LAUNCHER_CONTAINER
 from jobkinds._colossalai import WORKER_CONTAINER
-from jobkinds._launch import LAUNCHER
 from jobkinds._launch import SSH_VOLUME
-from jobkinds._launch import WORKER
 from jobkinds._launch import LauncherWorkersKind
 from jobkinds._launch import SSHDPath
 from jobkinds._launch import SSHPort
@@ -160,7 +157,6 @@ class ColossalAIJobKind(LauncherWorkersKind):
     )
     short_names: Sequence[str] = ("caj", "colossalai")
     spec_model: type[ColossalAIJobSpec] = ColossalAIJobSpec
-    containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
     debug_commands: Mapping[str, Sequence[str] | None] = {}  # T9k: sleep inf for both
 
     def validate(self, job: Job[ColossalAIJobSpec]) -> list[FieldError]:

@@ -36,9 +36,7 @@ from jobkinds._horovod import CONFIG_DIR
 from jobkinds._horovod import CONFIG_VOLUME
 from jobkinds._horovod import LAUNCHER_CONTAINER
 from jobkinds._horovod import WORKER_CONTAINER
-from jobkinds._launch import LAUNCHER
 from jobkinds._launch import SSH_VOLUME
-from jobkinds._launch import WORKER
 from jobkinds._launch import LauncherWorkersKind
 from jobkinds._launch import SSHDPath
 from jobkinds._launch import SSHPort
@@ -156,8 +154,6 @@ class HorovodJobKind(LauncherWorkersKind):
     resource: Resource = Resource("batch.tensorstack.dev", "v1beta1", "HorovodJob", "horovodjobs")
     short_names: Sequence[str] = ("hj", "hvdj")
     spec_model: type[HorovodJobSpec] = HorovodJobSpec
-    containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
-    debug_commands: Mapping[str, Sequence[str] | None] = {WORKER: None}  # sshd, to ssh in
 
     def validate(self, job: Job[HorovodJobSpec]) -> list[FieldError]:
         """What the schema cannot say and would otherwise fail at pod creation or horovodrun."""

@@ -172,7 +172,6 @@ class MPIJobKind(LauncherWorkersKind):
     short_names: Sequence[str] = ("mj", "mpij")
     spec_model: type[MPIJobSpec] = MPIJobSpec
     containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
-    debug_commands: Mapping[str, Sequence[str] | None] = {WORKER: None}  # sshd, to ssh in
 
     def validate(self, job: Job[MPIJobSpec]) -> list[FieldError]:
         """What the schema cannot say and would otherwise fail at pod creation or in mpirun."""

@@ -150,7 +150,7 @@ def test_root_requires_spec_and_describes_status(crd: Object) -> None:
     exit_code = replica["properties"]["containers"]["items"]["properties"]["exitCode"]
     assert exit_code["type"] == "integer"
     assert exit_code["description"]
-    assert status["aggregate"]["properties"]["running"] == {"type": "integer"}
+    assert status["aggregate"]["properties"]["running"]["type"] == "integer"
 
 
 def test_spec_properties_are_camel_case_aliases() -> None:
