@@ -10,6 +10,7 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Protocol
+from typing import TypedDict
 
 import structlog
 
@@ -67,6 +68,13 @@ def strip_bulk(obj: Object) -> Object:
     return obj
 
 
+class _Selectors(TypedDict):
+    """What narrows both the list and the watches that follow it."""
+
+    label_selector: str | None
+    field_selector: str | None
+
+
 class Informer:
     """Lists then watches `resource`, keeps the objects in memory and fans changes out.
 
@@ -104,8 +112,7 @@ class Informer:
         self.client = client
         self.resource = resource
         self.namespace = namespace
-        self.label_selector = label_selector
-        self.field_selector = field_selector
+        self.selectors = _Selectors(label_selector=label_selector, field_selector=field_selector)
         self._keeps = None if keep is None else [keep]
         self._running = False
         self._transform = transform
@@ -241,8 +248,7 @@ class Informer:
             page = await self.client.list(
                 self.resource,
                 self.namespace,
-                label_selector=self.label_selector,
-                field_selector=self.field_selector,
+                **self.selectors,
                 limit=self._page_size,
                 continue_token=continue_token,
             )
@@ -275,8 +281,7 @@ class Informer:
             self.resource,
             self.namespace,
             resource_version=self._resource_version,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
+            **self.selectors,
             timeout_seconds=timeout,
             inactivity_timeout=self._inactivity_timeout,
         ):
