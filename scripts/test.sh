@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command: the real frameworks (scripts/frameworks.sh, into a cache outside
 # the repository), then lint, format, types, import layers and pytest ("$@" goes to pytest; its
-# testpaths are tests/ and the example plugin's examples/torchjob/tests/). Stops at the first
-# failing check. A framework that does not install stops nothing: its real tests skip saying
+# testpaths are tests/ and the example plugin's examples/torchjob/tests/), in two processes
+# that each take whole files (JOBCORE_TEST_WORKERS=0 runs them in this one, so -s shows
+# output). Stops at the first failing check. A framework that does not install stops nothing: its real tests skip saying
 # why, and under CI (CI=true) they fail saying why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ ruff format --check .
 mypy
 lint-imports --no-logo
 status=0
-pytest -q "$@" || status=$?
+pytest -q -n "${JOBCORE_TEST_WORKERS:-2}" --dist loadfile "$@" || status=$?
 if [[ $status -eq 5 ]]; then
   echo "test.sh: pytest collected no tests" >&2
 fi
