@@ -8,13 +8,12 @@ for a condition; `job_controller` runs a kind's controller for a block; `install
 `event_reasons`, `wait_for_events`, `events_of`, `create_until_phase`, `wait_for_pods`,
 `wait_for_deletion`, `controller_uids` and `created_after_ready` are what a job kind's tests
 check; `resync` and `wait_until_settled` wait for a running controller's own work;
-`job_of`, `pod_of`, `observed_of`, `by_name`, `container_named`, `env_of`, `secret_text`
-and their kin test a kind on plain objects, without an API server, and `ModelKind` is a
-kind that is only its model;
-`FaultProxy` stands between a controller and the API server and fails a share of its
-requests (`Faults`). The pytest
-plugin (`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides
-the `control_plane`, `kubeconfig_path`, `client`, `namespace`, `simulated_node` and
+`job_of`, `pod_of`, `observed_of`, `by_name`, `container_named`, `env_of`, `env_list`,
+`secret_text` and their kin test a kind on plain objects, without an API server, and
+`ModelKind` is a kind that is only its model; `FaultProxy` stands between a controller and
+the API server and fails a share of its requests (`Faults`). The pytest plugin
+(`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides the
+`control_plane`, `kubeconfig_path`, `client`, `namespace`, `simulated_node` and
 `process_node` fixtures. `require` skips a test whose prerequisite is missing, and fails it
 under CI (`under_ci`), where a skip would hide a missing install.
 """
@@ -46,6 +45,7 @@ from jobcore.testing._kinds import ModelKind
 from jobcore.testing._kinds import accepting_connections
 from jobcore.testing._kinds import by_name
 from jobcore.testing._kinds import container_named
+from jobcore.testing._kinds import env_list
 from jobcore.testing._kinds import env_of
 from jobcore.testing._kinds import error_messages
 from jobcore.testing._kinds import is_subset
@@ -88,6 +88,7 @@ __all__ = [
     "controller_uids",
     "create_until_phase",
     "created_after_ready",
+    "env_list",
     "env_of",
     "error_messages",
     "event_reasons",

@@ -20,10 +20,11 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from typing import Self
 
 import aiohttp
 import yaml
+
+from jobcore.testing._started import Started
 
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
 READY_TIMEOUT = 60.0
@@ -129,7 +130,7 @@ def _write_kubeconfig(path: str, server: str, token: str) -> str:
     return path
 
 
-class ControlPlane:
+class ControlPlane(Started):
     """A real API server on loopback for one test session, as controller-runtime's envtest.
 
     Binaries come from `assets_dir` or `$KUBEBUILDER_ASSETS`; `apiserver_args` go last, so they
@@ -235,13 +236,6 @@ class ControlPlane:
         finally:
             self._procs.kill_all()
             self._dir = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
 
     async def stop_apiserver(self) -> None:
         await self._procs.terminate(_APISERVER)

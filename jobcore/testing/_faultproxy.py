@@ -12,12 +12,12 @@ import socket
 import struct
 from dataclasses import dataclass
 from typing import Any
-from typing import Self
 
 import aiohttp
 from aiohttp import web
 
 from jobcore.testing._controlplane import _write_kubeconfig
+from jobcore.testing._started import Started
 
 # Headers of one hop, not of the message (RFC 9110 7.6.1), and those aiohttp sets itself.
 _HOP_HEADERS = frozenset(
@@ -97,7 +97,7 @@ class Faults:
             raise ValueError(f"the request faults' shares add up to more than 1: {self}")
 
 
-class FaultProxy:
+class FaultProxy(Started):
     """An HTTP proxy on 127.0.0.1 to the API server at `upstream_url`, injecting `faults`.
 
     Plain HTTP on loopback; point a client at it with `kubeconfig(path)`. Requests go on
@@ -162,13 +162,6 @@ class FaultProxy:
             if self._session is not None:
                 await self._session.close()
                 self._session = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
 
     def _draw(self, watch: bool) -> tuple[str | None, float | None]:
         """This request's fault, and for a watch when to cut it (None: never)."""

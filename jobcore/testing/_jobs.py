@@ -17,6 +17,7 @@ from jobcore._crd import crd_for
 from jobcore._errors import AlreadyExistsError
 from jobcore._errors import NotFoundError
 from jobcore._jobkind import JobKind
+from jobcore._jobmodels import JobSpec
 from jobcore._jobreconciler import add_job_controller
 from jobcore._manager import Manager
 from jobcore._resources import CUSTOM_RESOURCE_DEFINITIONS
@@ -26,6 +27,7 @@ from jobcore._resources import Object
 from jobcore._resources import Resource
 from jobcore.testing._background import background
 from jobcore.testing._eventually import eventually
+from jobcore.testing._kinds import ModelKind
 
 
 async def install_crd(client: Client, crd: Object) -> None:
@@ -57,35 +59,20 @@ async def job_controller(
 
 
 def schemaless_crd(resource: Resource) -> Object:
-    """A namespaced CRD that accepts any spec: stands in for a third party's (a PodGroup)."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{resource.plural}.{resource.group}"},
-        "spec": {
-            "group": resource.group,
-            "scope": "Namespaced",
-            "names": {
-                "kind": resource.kind,
-                "plural": resource.plural,
-                "singular": resource.kind.lower(),
-                "listKind": f"{resource.kind}List",
-            },
-            "versions": [
-                {
-                    "name": resource.version,
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
+    """A namespaced CRD that accepts any spec: stands in for a third party's (a PodGroup).
+
+    It is `crd_for`'s CRD of a kind of `resource`, but with a schema that keeps every field,
+    and without what jobcore adds for its jobs: the status subresource, the printer columns
+    and the `jobcore` category.
+    """
+    crd = crd_for(ModelKind(resource, JobSpec))
+    (version,) = crd["spec"]["versions"]
+    version["schema"] = {
+        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     }
+    del version["subresources"], version["additionalPrinterColumns"]
+    del crd["spec"]["names"]["categories"]
+    return crd
 
 
 async def job_status(client: Client, resource: Resource, namespace: str, name: str) -> Any:

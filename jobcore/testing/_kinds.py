@@ -3,8 +3,9 @@
 A kind's `validate`, `render` and `interpret` are pure, so most of its tests build a `Job` and
 an `Observed` by hand and read the result; these are the pieces such tests repeat. Children
 are found by name (`by_name`, `container_named`) and read as a user would see them
-(`env_of`, `secret_text`). `run_command` and `accepting_connections` are for the scripts a
-kind's pods run: a command with stand-in programs first on PATH, and a port that answers.
+(`env_of`, `secret_text`); `env_list` writes a container's environment. `run_command` and
+`accepting_connections` are for the scripts a kind's pods run: a command with stand-in
+programs first on PATH, and a port that answers.
 `ModelKind` is a kind that is only its declarations, for tests of what jobcore derives from
 them (a CRD, an API reference).
 """
@@ -77,13 +78,24 @@ class ModelKind(Generic[SpecT]):
 
 
 def job_manifest(
-    kind: JobKind[Any], spec: Mapping[str, Any], *, name: str, namespace: str, uid: str = "uid-1"
+    kind: JobKind[Any],
+    spec: Mapping[str, Any],
+    *,
+    name: str,
+    namespace: str,
+    uid: str | None = "uid-1",
 ) -> Object:
-    """A job object of `kind` as the API server would hold it: identity and a copy of `spec`."""
+    """A job object of `kind` as the API server would hold it: identity and a copy of `spec`.
+
+    `uid=None` leaves the uid out, as in a job to create through the API server.
+    """
+    metadata = {"name": name, "namespace": namespace}
+    if uid is not None:
+        metadata["uid"] = uid
     return {
         "apiVersion": kind.resource.api_version,
         "kind": kind.resource.kind,
-        "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        "metadata": metadata,
         "spec": copy.deepcopy(dict(spec)),
     }
 
@@ -198,6 +210,11 @@ def container_named(pod: Object, name: str) -> Any:
 def env_of(container: Mapping[str, Any]) -> dict[str, str]:
     """The container's environment variables that have a value (not `valueFrom`), by name."""
     return {e["name"]: e["value"] for e in container.get("env") or () if "value" in e}
+
+
+def env_list(values: Mapping[str, str]) -> list[dict[str, str]]:
+    """A container's `env` setting `values` in their order: the inverse of `env_of`."""
+    return [{"name": name, "value": value} for name, value in values.items()]
 
 
 def secret_text(secret: Object) -> dict[str, str]:

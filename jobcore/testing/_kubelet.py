@@ -17,6 +17,8 @@ from datetime import UTC
 from datetime import datetime
 from typing import Any
 from typing import ClassVar
+from typing import TypedDict
+from typing import Unpack
 
 import structlog
 
@@ -54,6 +56,19 @@ def condition(kind: str, status: bool, reason: str | None = None) -> dict[str, A
     return result
 
 
+class NodeOptions(TypedDict, total=False):
+    """What every node of the testing kit takes besides its client and its own options."""
+
+    name: str
+    """The name of its Node object; each kind of node has its own default."""
+    namespace: str | None
+    """The namespace whose Pods it serves; None (the default): every namespace."""
+    workers: int
+    """How many Pods it handles at once (16)."""
+    register: bool
+    """Whether it registers a Node object for itself (True)."""
+
+
 class NodeBase:
     """Binds unscheduled Pods to itself and passes each bound Pod's changes to the subclass.
 
@@ -66,23 +81,17 @@ class NodeBase:
 
     node_labels: ClassVar[dict[str, str]] = {}
     """Labels of the registered Node object."""
+    default_name: ClassVar[str] = "jobcore-node"
+    """The Node's name unless one is given."""
 
-    def __init__(
-        self,
-        client: Client,
-        *,
-        name: str,
-        namespace: str | None,
-        workers: int,
-        register: bool,
-    ) -> None:
+    def __init__(self, client: Client, **options: Unpack[NodeOptions]) -> None:
         self.client = client
-        self.name = name
-        self.namespace = namespace
-        self.pods = Informer(client, PODS, namespace=namespace)
+        self.name = options.get("name", self.default_name)
+        self.namespace = options.get("namespace")
+        self.pods = Informer(client, PODS, namespace=self.namespace)
         self._queue: WorkQueue[ObjectKey] = WorkQueue()
-        self._workers = workers
-        self._register = register
+        self._workers = options.get("workers", 16)
+        self._register = options.get("register", True)
         self._tasks: set[asyncio.Task[Any]] = set()
         self.pods.add_handler(self)
 
@@ -156,20 +165,22 @@ class NodeBase:
                 raise
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self._queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self._handle(key)
-            except NotFoundError:
-                pass
-            except ApiError as exc:
-                _log.warning("node failed, retrying", node=self.name, pod=str(key), error=str(exc))
-                self._queue.add_rate_limited(key)
-            finally:
-                self._queue.done(key)
+        """Handle the Pods the queue hands out, one after another, until it shuts down."""
+        with contextlib.suppress(QueueShutDown):
+            while True:
+                await self._handle_one(await self._queue.get())
+
+    async def _handle_one(self, key: ObjectKey) -> None:
+        """Handle the Pod `key`, and again later if the API server failed what that did."""
+        try:
+            await self._handle(key)
+        except NotFoundError:
+            pass
+        except ApiError as exc:
+            _log.warning("node failed, retrying", node=self.name, pod=str(key), error=str(exc))
+            self._queue.add_rate_limited(key)
+        finally:
+            self._queue.done(key)
 
     async def _handle(self, key: ObjectKey) -> None:
         pod = self.pods.get(key.name, key.namespace)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from typing import ClassVar
+from typing import Unpack
 
 from jobcore._client import Client
 from jobcore._labels import parse_selector
@@ -15,6 +16,7 @@ from jobcore._resources import PODS
 from jobcore._resources import Object
 from jobcore._resources import ObjectKey
 from jobcore.testing._kubelet import NodeBase
+from jobcore.testing._kubelet import NodeOptions
 from jobcore.testing._kubelet import condition as _condition
 from jobcore.testing._kubelet import now as _now
 
@@ -53,18 +55,12 @@ class SimulatedNode(NodeBase):
     """
 
     node_labels: ClassVar[dict[str, str]] = {"jobcore.dev/simulated": "true"}
+    default_name: ClassVar[str] = "jobcore-simulated-node"
 
     def __init__(
-        self,
-        client: Client,
-        *,
-        name: str = "jobcore-simulated-node",
-        namespace: str | None = None,
-        ready_after: float = 0.0,
-        workers: int = 16,
-        register: bool = True,
+        self, client: Client, *, ready_after: float = 0.0, **options: Unpack[NodeOptions]
     ) -> None:
-        super().__init__(client, name=name, namespace=namespace, workers=workers, register=register)
+        super().__init__(client, **options)
         self.ready_after = ready_after
         self._rules: list[tuple[PodMatcher, PodOutcome]] = []
         self._started: set[ObjectKey] = set()

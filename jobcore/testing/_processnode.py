@@ -25,6 +25,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 from typing import ClassVar
+from typing import Unpack
 
 import structlog
 
@@ -39,6 +40,7 @@ from jobcore.testing import _podrun
 from jobcore.testing import _podsetup
 from jobcore.testing import _probes
 from jobcore.testing._kubelet import NodeBase
+from jobcore.testing._kubelet import NodeOptions
 from jobcore.testing._kubelet import now
 from jobcore.testing._netns import prepare_host
 from jobcore.testing._netns import process_node_available
@@ -65,19 +67,17 @@ class ProcessNode(NodeBase):
     """
 
     node_labels: ClassVar[dict[str, str]] = {"jobcore.dev/process-node": "true"}
+    default_name: ClassVar[str] = "jobcore-process-node"
 
     def __init__(
         self,
         client: Client,
         *,
-        name: str = "jobcore-process-node",
-        namespace: str | None = None,
-        workers: int = 16,
-        register: bool = True,
         max_grace: float = 10.0,
         max_probe_period: float = 1.0,
+        **options: Unpack[NodeOptions],
     ) -> None:
-        super().__init__(client, name=name, namespace=namespace, workers=workers, register=register)
+        super().__init__(client, **options)
         self.max_grace = max_grace
         self.max_probe_period = max_probe_period
         self._runs: dict[ObjectKey, PodRun] = {}
