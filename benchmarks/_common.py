@@ -1,13 +1,18 @@
-"""Shared set-up for benchmarks: the machine description and a running control plane."""
+"""Shared set-up for benchmarks: the command line, the machine description and a running
+control plane."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import os
 import platform
 from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Coroutine
 from collections.abc import Sequence
+from typing import Any
 
 from jobcore import NAMESPACES
 from jobcore import Client
@@ -60,16 +65,16 @@ def median_index(values: Sequence[float]) -> int:
     return sorted(range(len(values)), key=values.__getitem__)[len(values) // 2]
 
 
-Row = tuple[str, str, str]
-"""(figure, value with its unit, target or "")."""
+Row = tuple[str, str] | tuple[str, str, str]
+"""(figure, value with its unit), or (figure, value, target)."""
 
 
 def print_table(rows: Sequence[Row]) -> None:
     """Print figures as an aligned table with their targets."""
-    width = max(len("figure"), *(len(figure) for figure, _, _ in rows))
+    width = max(len("figure"), *(len(row[0]) for row in rows))
     print(f"{'figure':{width}} {'value':>12} {'target':>10}")
-    for figure, value, target in rows:
-        print(f"{figure:{width}} {value:>12} {target:>10}")
+    for figure, value, *target in rows:
+        print(f"{figure:{width}} {value:>12} {''.join(target):>10}")
 
 
 @contextlib.asynccontextmanager
@@ -85,3 +90,22 @@ async def cluster(namespace: str = "bench") -> AsyncIterator[Client]:
             yield client
         finally:
             await client.close()
+
+
+Option = tuple[Callable[[str], Any], Any] | tuple[Callable[[str], Any], Any, str]
+"""A command-line option: its type and default, and perhaps its help text."""
+
+
+def run_benchmark(
+    main: Callable[..., Coroutine[Any, Any, None]], doc: str, **options: Option
+) -> None:
+    """Run `main` with the command line's `--name value` of each of `options`, by name.
+
+    `options` map main's keyword names to their option (`cache_pods`: `--cache-pods`); the
+    first line of `doc`, the benchmark's docstring, describes the command.
+    """
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    for name, (kind, default, *help_text) in options.items():
+        flag = "--" + name.replace("_", "-")
+        parser.add_argument(flag, type=kind, default=default, help=" ".join(help_text) or None)
+    asyncio.run(main(**vars(parser.parse_args())))

@@ -13,7 +13,6 @@ requests the controller does not send share the API server inside its window.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import time
@@ -22,6 +21,7 @@ from contextlib import AsyncExitStack
 
 from benchmarks._common import machine
 from benchmarks._common import print_table
+from benchmarks._common import run_benchmark
 from benchmarks._common import server_cpu
 from benchmarks.bench_mpijob import children
 from benchmarks.bench_mpijob import mpijob
@@ -200,9 +200,4 @@ async def main(jobs: int, workers: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=200)
-    parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    asyncio.run(main(args.jobs, args.workers, args.rounds))
+    run_benchmark(main, __doc__, jobs=(int, 200), workers=(int, 8), rounds=(int, 3))

@@ -7,7 +7,6 @@ Targets (issue 2): <= 10 KB per cached Pod; initial sync of 5,000 Pods in <= 5 s
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import time
@@ -17,6 +16,7 @@ from typing import Any
 from benchmarks._common import cluster
 from benchmarks._common import machine
 from benchmarks._common import print_table
+from benchmarks._common import run_benchmark
 from jobcore import PODS
 from jobcore import Client
 from jobcore import Informer
@@ -133,6 +133,4 @@ async def main(pods: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pods", type=int, default=5000)
-    asyncio.run(main(parser.parse_args().pods))
+    run_benchmark(main, __doc__, pods=(int, 5000))

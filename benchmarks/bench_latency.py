@@ -7,7 +7,6 @@ Target (issue 2): p50 <= 20 ms and p99 <= 100 ms under 100 changes per second.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import time
@@ -15,6 +14,7 @@ import time
 from benchmarks._common import cluster
 from benchmarks._common import machine
 from benchmarks._common import print_table
+from benchmarks._common import run_benchmark
 from jobcore import CONFIGMAPS
 from jobcore import Client
 from jobcore import Controller
@@ -87,9 +87,4 @@ async def main(rate: float, seconds: float, objects: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rate", type=float, default=100.0)
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--objects", type=int, default=200)
-    args = parser.parse_args()
-    asyncio.run(main(args.rate, args.seconds, args.objects))
+    run_benchmark(main, __doc__, rate=(float, 100.0), seconds=(float, 10.0), objects=(int, 200))

@@ -9,7 +9,6 @@ ConfigMap and a Service per job) on the same API server, measured in one run.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 import uuid
@@ -19,6 +18,7 @@ from benchmarks._common import machine
 from benchmarks._common import median_index
 from benchmarks._common import odd_count
 from benchmarks._common import print_table
+from benchmarks._common import run_benchmark
 from jobcore import JOB_NAME_LABEL
 from jobcore import NAMESPACES
 from jobcore import PODS
@@ -38,27 +38,17 @@ from jobcore.testing import api_requests
 from jobcore.testing import background
 from jobcore.testing import eventually
 from jobcore.testing import install_crd
+from jobcore.testing import job_manifest
 from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()
 
 
 def mpijob(namespace: str, name: str, workers: int) -> Object:
-    return {
-        "apiVersion": KIND.resource.api_version,
-        "kind": KIND.resource.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": workers,
-                "extraMPIArgs": ["-N", "1"],
-                "cmd": ["./train"],
-                "template": {
-                    "spec": {"containers": [{"name": "mpi-worker", "image": "mpi:latest"}]}
-                },
-            },
-        },
-    }
+    template = {"spec": {"containers": [{"name": "mpi-worker", "image": "mpi:latest"}]}}
+    worker = {"replicas": workers, "extraMPIArgs": ["-N", "1"], "cmd": ["./train"]}
+    spec = {"worker": {**worker, "template": template}}
+    return job_manifest(KIND, spec, name=name, namespace=namespace, uid=None)
 
 
 def children(
@@ -198,9 +188,4 @@ async def main(jobs: int, workers: int, rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=100)
-    parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--rounds", type=odd_count, default=5)
-    args = parser.parse_args()
-    asyncio.run(main(args.jobs, args.workers, args.rounds))
+    run_benchmark(main, __doc__, jobs=(int, 100), workers=(int, 8), rounds=(odd_count, 5))

@@ -19,23 +19,25 @@ MB at 10,000 cached pods, no reconcile error.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import socket
 import sys
 import time
 from collections.abc import AsyncIterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import aiohttp
 
 from benchmarks import floor_client
+from benchmarks._common import Row
 from benchmarks._common import cpu_seconds
 from benchmarks._common import machine
 from benchmarks._common import median_index
 from benchmarks._common import odd_count
 from benchmarks._common import print_table
+from benchmarks._common import run_benchmark
 from benchmarks._common import server_cpu
 from benchmarks._common import steal_seconds
 from benchmarks.bench_mpijob import mpijob
@@ -416,8 +418,24 @@ async def cached_pods_rss(plane: ControlPlane, client: Client, count: int) -> fl
         return proc.peak_rss_mb()
 
 
-async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: list[str]) -> None:
+def against_the_floor(what: str, floor: float, controller: float, target: str = "") -> list[Row]:
+    """The plain client's and the controller's seconds to `what`, and their ratio."""
+    return [
+        (f"plain client: {what}", f"{floor:.2f} s"),
+        (f"controller: submit -> {what}", f"{controller:.2f} s"),
+        ("ratio to the plain client", f"{controller / floor:.2f}", target),
+    ]
+
+
+async def main(
+    jobs: int, workers: int, rounds: int, cache_pods: int, max_concurrent_reconciles: int | None
+) -> None:
     configure_logging(format="console", level="warning")
+    options = (
+        ["--max-concurrent-reconciles", str(max_concurrent_reconciles)]
+        if max_concurrent_reconciles
+        else []
+    )
     runs, ratios, floors = [], [], []
     async with ControlPlane() as plane:
         client = await Client.from_kubeconfig(plane.kubeconfig_path)
@@ -437,67 +455,55 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
     median = median_index(ratios)
     run, plain = runs[median], floors[median]
     print(f"machine: {machine()}")
-    print(f"{jobs} MPIJobs x {workers} workers, driven to Succeeded by the simulated node;")
+    print(
+        f"{jobs} MPIJobs x {workers} workers, driven to Succeeded by the simulated node; "
+        f"the plain client creates their {jobs * (workers + 4)} objects;"
+    )
     print(
         f"{rounds} rounds, the round of median ratio shown; ratios: "
         + ", ".join(f"{r:.2f}" for r in ratios)
     )
-    print(
-        "all workers created, floor / controller: "
-        + ", ".join(
-            f"{f.created:.2f} / {r['created']:.2f} s" for r, f in zip(runs, floors, strict=True)
-        )
+
+    def per_round(figure: str, value: Callable[[Floor, dict[str, float]], str]) -> None:
+        pairs = zip(floors, runs, strict=True)
+        print(f"{figure}: " + ", ".join(value(floor, run) for floor, run in pairs))
+
+    per_round(
+        "all workers created, floor / controller",
+        lambda f, r: f"{f.created:.2f} / {r['created']:.2f} s",
     )
-    print(
-        "CPU seconds stolen by the hypervisor in those windows, floor / controller: "
-        + ", ".join(
-            f"{f.steal:.1f} / {r['steal_created']:.1f}" for r, f in zip(runs, floors, strict=True)
-        )
+    per_round(
+        "CPU seconds stolen by the hypervisor in those windows, floor / controller",
+        lambda f, r: f"{f.steal:.1f} / {r['steal_created']:.1f}",
     )
-    print(
-        "ratios at all pods started: "
-        + ", ".join(
-            f"{r['pods_started'] / f.started:.2f}" for r, f in zip(runs, floors, strict=True)
-        )
-    )
+    per_round("ratios at all pods started", lambda f, r: f"{r['pods_started'] / f.started:.2f}")
     if options:
         print("jobcore run " + " ".join(options))
-    rows = [
-        (
-            f"plain client, {jobs * (workers + 4)} objects: all workers created",
-            f"{plain.created:.2f} s",
-            "",
-        ),
-        ("controller: submit -> all workers created", f"{run['created']:.2f} s", ""),
-        ("ratio to the plain client", f"{run['created'] / plain.created:.2f}", "<= 1.25"),
-        ("plain client: all pods started", f"{plain.started:.2f} s", ""),
-        ("controller: submit -> all pods started", f"{run['pods_started']:.2f} s", ""),
-        ("ratio to the plain client", f"{run['pods_started'] / plain.started:.2f}", ""),
-        ("controller: submit -> all jobs Running", f"{run['running']:.2f} s", ""),
-        ("controller: submit -> all jobs Succeeded", f"{run['succeeded']:.2f} s", ""),
-        ("API requests by the controller", f"{run['requests']:.0f}", ""),
-        ("  of which POST / PATCH", f"{run['posts']:.0f} / {run['patches']:.0f}", ""),
+    rows: list[Row] = [
+        *against_the_floor("all workers created", plain.created, run["created"], "<= 1.25"),
+        *against_the_floor("all pods started", plain.started, run["pods_started"]),
+        ("controller: submit -> all jobs Running", f"{run['running']:.2f} s"),
+        ("controller: submit -> all jobs Succeeded", f"{run['succeeded']:.2f} s"),
+        ("API requests by the controller", f"{run['requests']:.0f}"),
+        ("  of which POST / PATCH", f"{run['posts']:.0f} / {run['patches']:.0f}"),
         (
             "  until all workers created",
             f"{run['posts_created']:.0f} / {run['patches_created']:.0f}",
-            "",
         ),
         ("requests per job beyond its creations", f"{run['beyond']:.1f}", "<= 12"),
-        ("controller CPU seconds", f"{run['cpu']:.1f} s", ""),
-        ("  of which until all workers created", f"{run['cpu_created']:.1f} s", ""),
+        ("controller CPU seconds", f"{run['cpu']:.1f} s"),
+        ("  of which until all workers created", f"{run['cpu_created']:.1f} s"),
         (
             "API server + etcd CPU to all workers created: floor / controller",
-            (f"{plain.server_cpu:.1f} / {run['server_created']:.1f} s"),
-            "",
+            f"{plain.server_cpu:.1f} / {run['server_created']:.1f} s",
         ),
         (
             "  pods the node had started by then: floor / controller",
             f"{plain.node_started} / {run['node_started']:.0f}",
-            "",
         ),
-        ("controller peak RSS / RSS at the end", f"{run['rss']:.0f} / {run['rss_end']:.0f} MB", ""),
-        ("reconciles per job", f"{run['reconciles']:.1f}", ""),
-        ("reconcile p50 / p99", f"{run['p50']:.1f} / {run['p99']:.0f} ms", ""),
+        ("controller peak RSS / RSS at the end", f"{run['rss']:.0f} / {run['rss_end']:.0f} MB"),
+        ("reconciles per job", f"{run['reconciles']:.1f}"),
+        ("reconcile p50 / p99", f"{run['p50']:.1f} / {run['p99']:.0f} ms"),
         ("reconcile errors", f"{run['errors']:.0f}", "0"),
     ]
     if rss is not None:
@@ -506,18 +512,12 @@ async def main(jobs: int, workers: int, rounds: int, cache_pods: int, options: l
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=200)
-    parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--rounds", type=odd_count, default=5)
-    parser.add_argument("--cache-pods", type=int, default=10_000)
-    parser.add_argument(
-        "--max-concurrent-reconciles", type=int, help="passed to jobcore run (default: its own)"
+    run_benchmark(
+        main,
+        __doc__,
+        jobs=(int, 200),
+        workers=(int, 8),
+        rounds=(odd_count, 5),
+        cache_pods=(int, 10_000),
+        max_concurrent_reconciles=(int, None, "passed to jobcore run (default: its own)"),
     )
-    args = parser.parse_args()
-    options = (
-        ["--max-concurrent-reconciles", str(args.max_concurrent_reconciles)]
-        if args.max_concurrent_reconciles
-        else []
-    )
-    asyncio.run(main(args.jobs, args.workers, args.rounds, args.cache_pods, options))
