@@ -24,6 +24,12 @@ SAMPLES_DIR = Path(__file__).resolve().parents[1] / "manifests" / "samples"
 FieldPath = tuple[str | int, ...]
 
 
+def sample(name: str) -> Object:
+    """The sample job manifests/samples/`name`.yaml, freshly read: the caller may change it."""
+    job: Object = yaml.safe_load((SAMPLES_DIR / f"{name}.yaml").read_text(encoding="utf-8"))
+    return job
+
+
 def sample_jobs() -> list[Object]:
     """Every sample job of the bundled kinds in manifests/samples, in file order."""
     samples = []

@@ -7,15 +7,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from jobcore import CONFIGMAPS
 from jobcore import JOB_NAME_LABEL
+from jobcore import PODS
 from jobcore import REPLICA_TYPE_LABEL
+from jobcore import SECRETS
+from jobcore import SERVICES
 from jobcore import Client
 from jobcore import Object
 from jobcore import Resource
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
+from jobcore.testing import condition
+from jobcore.testing import controller_uids
 from jobcore.testing import create_until_phase
 from jobcore.testing import created_after_ready
+from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_for_pods
 
@@ -32,7 +39,10 @@ async def run_after_ready_workers(
 ) -> Any:
     """`job` run to Succeeded on its own node, whose pods turn Ready 2 s after they run.
 
-    Fails unless the launcher was created once all `workers` were Ready.
+    Fails unless the launcher was created once all `workers` were Ready, and unless the job
+    ended as every launcher kind's does: Completed and Initialized, its launcher Succeeded,
+    its children (ssh Secret, hostfile, Service, pods) controlled by it, its workers named
+    in the Service's DNS, and its Initialized and Succeeded announced as Events.
     """
     namespace, name = _identity(job)
     node = SimulatedNode(client, name=f"n-{namespace}"[:63], namespace=namespace, ready_after=2.0)
@@ -42,6 +52,22 @@ async def run_after_ready_workers(
     names = [f"{name}-worker-{i}" for i in range(workers)]
     launcher = f"{name}-launcher"
     assert await created_after_ready(client, namespace, launcher, names), "launcher before Ready"
+    completed = condition(status, "Completed")
+    assert (completed["status"], completed["message"]) == (
+        "True",
+        "The job has finished successfully.",
+    )
+    assert condition(status, "Initialized")["status"] == "True"
+    assert [task["type"] for task in status["tasks"]] == ["launcher", "worker"]
+    assert status["tasks"][0]["status"][0]["phase"] == "Succeeded"
+    owner = (await client.get(resource, name, namespace))["metadata"]["uid"]
+    children = [(SECRETS, f"{name}-ssh"), (CONFIGMAPS, f"{name}-hostfile"), (SERVICES, name)]
+    children += [(PODS, pod) for pod in (*names, launcher)]
+    assert await controller_uids(client, namespace, children) == [owner] * len(children)
+    for index, worker in enumerate(names):
+        spec = (await client.get(PODS, worker, namespace))["spec"]
+        assert (spec["hostname"], spec["subdomain"]) == (f"{name}-worker-{index}", name)
+    await wait_for_events(client, namespace, name, "Initialized", "Succeeded")
     return status
 
 

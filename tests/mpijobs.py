@@ -5,29 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from jobcore import Object
-from jobkinds.mpijob import MPIJobKind
+from tests.kindjobs import MPIJOB
 
-MPIJOBS = MPIJobKind().resource
+MPIJOBS = MPIJOB.resource
 
 
 def mpijob(namespace: str, name: str, *, replicas: int = 2, **spec: Any) -> Object:
     """An MPIJob of `replicas` workers running ./train; `spec` adds or replaces fields."""
-    job: Object = {
-        "apiVersion": MPIJOBS.api_version,
-        "kind": MPIJOBS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": replicas,
-                "cmd": ["./train"],
-                "template": {
-                    "spec": {"containers": [{"name": "mpi-worker", "image": "mpi:latest"}]}
-                },
-            },
-        },
-    }
-    job["spec"].update(spec)
-    return job
+    return MPIJOB.job(namespace, name, replicas=replicas, **spec)
 
 
 def pods_of(names: list[str], *, replicas: int = 2) -> set[str]:

@@ -63,23 +63,27 @@ class CanaryFired(AssertionError):
     """A field's value ran as a command."""
 
 
+def _count(label: str) -> int:
+    """A count of `Counts`, shown as `label` in its summary."""
+    count: int = dataclasses.field(default=0, metadata={"label": label})
+    return count
+
+
 @dataclasses.dataclass
 class Counts:
-    tried: int = 0
-    rejected: int = 0
-    scripts_run: int = 0
-    real_mpirun_runs: int = 0
-    remote_commands: int = 0
+    """What the canary runs did; `str` summarises it, each count by its label."""
+
+    tried: int = _count("adversarial inputs tried")
+    rejected: int = _count("rejected by validation")
+    scripts_run: int = _count("launcher scripts run")
+    real_mpirun_runs: int = _count("of them by the real Open MPI mpirun")
+    remote_commands: int = _count("remote commands run by sh")
     """Commands the launchers handed to the stub ssh, run by `sh -c`."""
-    executed: int = 0
+    executed: int = _count("payloads executed")
 
     def __str__(self) -> str:
-        return (
-            f"adversarial inputs tried: {self.tried}, rejected by validation: {self.rejected}, "
-            f"launcher scripts run: {self.scripts_run} (real Open MPI mpirun: "
-            f"{self.real_mpirun_runs}), remote commands run by sh: {self.remote_commands}, "
-            f"payloads executed: {self.executed}"
-        )
+        counts = dataclasses.fields(self)
+        return ", ".join(f"{c.metadata['label']}: {getattr(self, c.name)}" for c in counts)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,20 +91,16 @@ class Sandbox:
     """Folders of stubs (`bin`; `real-bin`, without mpirun's), files, and the canary program."""
 
     root: Path
+    fired: Path
+    """What the canary program creates."""
+    remote_log: Path
+    """What the stub ssh ran, each command ended by a NUL."""
+    canary: Path
+    """The canary program, in `bin` and `real-bin`."""
 
-    @property
-    def fired(self) -> Path:
-        """What the canary program creates."""
-        return self.root / "fired"
-
-    @property
-    def remote_log(self) -> Path:
-        """What the stub ssh ran, each command ended by a NUL."""
-        return self.root / "remote-commands"
-
-    @property
-    def canary(self) -> Path:
-        return self.root / "bin" / "canary"
+    @classmethod
+    def at(cls, root: Path) -> Sandbox:
+        return cls(root, root / "fired", root / "remote-commands", root / "bin" / "canary")
 
     def bin(self, *, real_mpirun: bool) -> Path:
         return self.root / ("real-bin" if real_mpirun else "bin")
@@ -111,7 +111,7 @@ def sandbox() -> Iterator[Sandbox]:
     """A fresh Sandbox; `bin` has every stub, `real-bin` all but mpirun's."""
     root = Path(tempfile.mkdtemp(prefix="jobcore-canary-"))
     try:
-        box = Sandbox(root)
+        box = Sandbox.at(root)
         for real in (False, True):
             folder = box.bin(real_mpirun=real)
             folder.mkdir()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import os
 from collections.abc import AsyncIterator
 from collections.abc import Mapping
@@ -38,6 +37,7 @@ from jobcore._jobmodels import PodTemplateSpec
 from jobcore._jobmodels import ReplicaStatus
 from jobcore._jobmodels import TaskStatus
 from jobcore.testing import install_crd
+from jobcore.testing import job_manifest
 
 pytestmark = pytest.mark.integration
 
@@ -110,26 +110,16 @@ CONTAINER: Object = {
 
 
 def tiny_job(kind: TinyKind, namespace: str, name: str = "tiny", **spec: Any) -> Object:
-    return {
-        "apiVersion": kind.resource.api_version,
-        "kind": kind.resource.kind,
-        "metadata": {"name": name, "namespace": namespace},
+    template = {
+        "metadata": {"labels": {"app": "tiny"}, "annotations": {"a": "b"}},
         "spec": {
-            "worker": {
-                "replicas": 2,
-                "template": {
-                    "metadata": {"labels": {"app": "tiny"}, "annotations": {"a": "b"}},
-                    "spec": {
-                        "containers": [copy.deepcopy(CONTAINER)],
-                        "nodeSelector": {"disk": "ssd"},
-                        "tolerations": [{"operator": "Exists"}],
-                    },
-                },
-            },
-            "mca": {"btl": "tcp,self"},
-            **spec,
+            "containers": [CONTAINER],
+            "nodeSelector": {"disk": "ssd"},
+            "tolerations": [{"operator": "Exists"}],
         },
     }
+    tiny = {"worker": {"replicas": 2, "template": template}, "mca": {"btl": "tcp,self"}, **spec}
+    return job_manifest(kind, tiny, name=name, namespace=namespace, uid=None)
 
 
 async def test_unknown_pod_fields_round_trip_and_unknown_spec_fields_are_pruned(

@@ -251,11 +251,9 @@ def leading(samples: Samples | None, lease: str) -> bool:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.usefixtures("node")
 async def test_the_standby_takes_over_a_killed_leader_within_the_lease_and_only_the_leader_writes(
-    client: Client,
-    namespace: str,
-    node: SimulatedNode,
-    processes: Callable[..., ControllerProcess],
+    client: Client, namespace: str, processes: Callable[..., ControllerProcess]
 ) -> None:
     lease = f"jobcore-{uuid.uuid4().hex[:8]}"
     election = (

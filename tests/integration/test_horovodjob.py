@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -21,37 +20,18 @@ from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
-from jobkinds.horovodjob import HorovodJobKind
-from tests import launchers
+from tests.kindjobs import HOROVODJOB
 
 pytestmark = pytest.mark.integration
 
-KIND = HorovodJobKind()
-HOROVODJOBS = KIND.resource
+KIND = HOROVODJOB.kind
+HOROVODJOBS = HOROVODJOB.resource
 SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
-
-
-def horovodjob(namespace: str, name: str, *, replicas: int = 2, **spec: Any) -> Object:
-    job: Object = {
-        "apiVersion": HOROVODJOBS.api_version,
-        "kind": HOROVODJOBS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "worker": {
-                "replicas": replicas,
-                "slotsPerWorker": 2,
-                "cmd": ["python", "train.py"],
-                "template": {"spec": {"containers": [{"name": "worker", "image": "horovod"}]}},
-            },
-        },
-    }
-    job["spec"].update(spec)
-    return job
 
 
 def elastic(namespace: str, name: str, replicas: int = 2) -> Object:
     bounds = {"minReplicas": 1, "maxReplicas": 4}
-    return horovodjob(namespace, name, replicas=replicas, elastic=bounds)
+    return HOROVODJOB.job(namespace, name, replicas=replicas, elastic=bounds)
 
 
 @pytest.fixture
@@ -80,52 +60,14 @@ async def running_message(client: Client, namespace: str, name: str) -> str:
 # Static -----------------------------------------------------------------------------------
 
 
-async def test_a_static_job_runs_horovodrun_after_its_workers_and_succeeds(
-    client: Client, namespace: str, controller: Controller
+async def test_a_static_jobs_launcher_runs_horovodrun_over_the_hostfile(
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
-    job = horovodjob(namespace, "ok")
-    status = await launchers.run_after_ready_workers(client, HOROVODJOBS, job, workers=2)
-    assert condition(status, "Completed")["message"] == "The job has finished successfully."
-    assert [task["type"] for task in status["tasks"]] == ["launcher", "worker"]
-    hostfile = (await client.get(CONFIGMAPS, "ok-hostfile", namespace))["data"]["hostfile"]
-    assert hostfile == (
-        f"ok-worker-0.ok.{namespace}.svc slots=2\nok-worker-1.ok.{namespace}.svc slots=2\n"
-    )
+    await create_until_phase(client, HOROVODJOBS, HOROVODJOB.job(namespace, "ok"), "Running")
     launcher = (await live_pods(client, namespace))["ok-launcher"]
     command = launcher["spec"]["containers"][0]["command"]
     args = ["-np", "4", "--hostfile", "/etc/horovod/hostfile", "--gloo", "python", "train.py"]
     assert command[4:] == args
-
-
-async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
-) -> None:
-    job = horovodjob(namespace, "bad")
-    status = await launchers.fail_by_launcher(client, simulated_node, HOROVODJOBS, job, exit_code=3)
-    assert condition(status, "Failed")["message"] == "The job exited with an error code."
-    failure = condition(status, "ReplicaFailure")
-    assert failure["message"] == "Pod[bad-launcher] exited with error code 3 (container launcher)"
-
-
-async def test_a_static_jobs_failed_worker_fails_it(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
-) -> None:
-    job = horovodjob(namespace, "killed")
-    worker = "killed-worker-1"
-    status = await launchers.fail_by_worker(client, simulated_node, HOROVODJOBS, job, worker=worker)
-    failure = condition(status, "ReplicaFailure")
-    assert (
-        failure["message"]
-        == "Pod[killed-worker-1] exited with error code 137 (container worker, OOMKilled)"
-    )
-
-
-async def test_clean_up_workers_keeps_the_launcher(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
-) -> None:
-    job = horovodjob(namespace, "tidy", runPolicy={"cleanUpWorkers": True})
-    await launchers.succeed_cleaning_up_workers(client, simulated_node, HOROVODJOBS, job)
-    assert (await job_status(client, HOROVODJOBS, namespace, "tidy"))["phase"] == "Succeeded"
 
 
 async def test_an_invalid_job_fails_with_the_field_named(

@@ -32,7 +32,8 @@ pytestmark = pytest.mark.integration
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 2.0, 1.5, 0.2
 MakeElector = Callable[..., LeaderElector]
-"""`make(identity, *, on=client, release_on_cancel=True)`: a candidate for the test's lease."""
+"""`make(identity, *, on=client, release_on_cancel=True, **timings)`: a candidate for the test's
+lease; `timings` (`lease_duration`, `renew_deadline`, `retry_period`) replace the module's."""
 
 
 @pytest.fixture
@@ -43,16 +44,20 @@ def lease_name() -> str:
 @pytest.fixture
 def elector(client: Client, namespace: str, lease_name: str) -> MakeElector:
     def make(
-        identity: str, *, on: Client | None = None, release_on_cancel: bool = True
+        identity: str,
+        *,
+        on: Client | None = None,
+        release_on_cancel: bool = True,
+        **timings: float,
     ) -> LeaderElector:
+        timings = {
+            "lease_duration": LEASE_DURATION,
+            "renew_deadline": RENEW_DEADLINE,
+            "retry_period": RETRY_PERIOD,
+            **timings,
+        }
         config = LeaderElectionConfig(
-            name=lease_name,
-            namespace=namespace,
-            identity=identity,
-            lease_duration=LEASE_DURATION,
-            renew_deadline=RENEW_DEADLINE,
-            retry_period=RETRY_PERIOD,
-            release_on_cancel=release_on_cancel,
+            lease_name, namespace, identity, release_on_cancel=release_on_cancel, **timings
         )
         return LeaderElector(on or client, config)
 
@@ -238,23 +243,14 @@ async def test_standby_waits_out_the_lease_when_the_leader_stops_renewing(
 
 
 async def test_standby_takes_over_at_most_half_a_retry_period_after_the_lease_runs_out(
-    client: Client, namespace: str, lease_name: str
+    client: Client, namespace: str, lease_name: str, elector: MakeElector
 ) -> None:
     # A retry period long next to the lease: looking only every 1 to 2.2 periods, a standby
     # would notice the last renewal, and the expiry, up to 2.2 s late each.
-    def candidate(identity: str) -> LeaderElector:
-        config = LeaderElectionConfig(
-            name=lease_name,
-            namespace=namespace,
-            identity=identity,
-            lease_duration=3.0,
-            renew_deadline=2.5,
-            retry_period=1.0,
-            release_on_cancel=False,
-        )
-        return LeaderElector(client, config)
-
-    a, b = candidate("a"), candidate("b")
+    a, b = (
+        elector(i, release_on_cancel=False, lease_duration=3, renew_deadline=2.5, retry_period=1)
+        for i in ("a", "b")
+    )
     await asyncio.wait_for(a.acquire(), 5)
     async with running(a.hold()) as hold, running(b.acquire()) as acquire_b:
         await renewed(client, namespace, lease_name)

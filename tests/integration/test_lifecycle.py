@@ -149,6 +149,26 @@ async def job_pods(client: Client, namespace: str, name: str) -> dict[str, Objec
     return {pod["metadata"]["name"]: pod for pod in items["items"]}
 
 
+async def gang_of(
+    client: Client, namespace: str, name: str, group: Resource, *, scheduler: str, members: int
+) -> tuple[Object, list[Object]]:
+    """Job `name`'s PodGroup (a `group`), checked to be controlled by the job, and its pods,
+    checked to be `members`, all for the scheduler named `scheduler`."""
+    pod_group = await client.get(group, name, namespace)
+    job = await client.get(MPIJOBS, name, namespace)
+    (owner,) = pod_group["metadata"]["ownerReferences"]
+    assert (owner["name"], owner["uid"], owner["controller"]) == (
+        name,
+        job["metadata"]["uid"],
+        True,
+    )
+    pods = await job_pods(client, namespace, name)
+    assert len(pods) == members
+    for pod_name, pod in pods.items():
+        assert pod["spec"]["schedulerName"] == scheduler, pod_name
+    return pod_group, list(pods.values())
+
+
 async def pods_where(
     client: Client,
     namespace: str,
@@ -450,17 +470,13 @@ async def test_t9k_scheduler_gets_a_pod_group_owned_by_the_job(
     await client.create(MPIJOBS, mpijob(namespace, "gang", scheduler=scheduler))
     await phase_reached(client, namespace, "gang", "Running")
 
-    group = await client.get(T9kScheduler.resource, "gang", namespace)
+    group, pods = await gang_of(
+        client, namespace, "gang", T9kScheduler.resource, scheduler="t9k-scheduler", members=3
+    )
     assert group["apiVersion"] == "scheduler.tensorstack.dev/v1beta1"
     assert group["spec"] == {"minMember": 3, "queue": "team-a", "priority": 10}
-    job = await client.get(MPIJOBS, "gang", namespace)
-    (owner,) = group["metadata"]["ownerReferences"]
-    assert owner["uid"] == job["metadata"]["uid"] and owner["controller"] is True
-    pods = await job_pods(client, namespace, "gang")
-    assert len(pods) == 3
-    for name, pod in pods.items():
+    for pod in pods:
         labels = pod["metadata"]["labels"]
-        assert pod["spec"]["schedulerName"] == "t9k-scheduler", name
         assert labels["scheduler.tensorstack.dev/group-name"] == "gang"
         assert labels["scheduler.tensorstack.dev/queue"] == "team-a"
         assert labels["scheduler.tensorstack.dev/role"] == labels[REPLICA_TYPE_LABEL]
@@ -508,16 +524,14 @@ async def test_volcano_pod_groups_for_every_job(
     finally:
         await client.delete(PRIORITY_CLASSES, priority)
 
-    group = await client.get(Volcano.resource, "vc", namespace)
+    group, pods = await gang_of(
+        client, namespace, "vc", Volcano.resource, scheduler="volcano", members=4
+    )
     assert group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
     assert group["spec"] == {"minMember": 4, "queue": "batch", "priorityClassName": priority}
-    assert group["metadata"]["ownerReferences"][0]["name"] == "vc"
     other = await client.get(Volcano.resource, "vq", namespace)
     assert other["spec"] == {"minMember": 2, "queue": "research"}, "the job's annotation wins"
-    pods = await job_pods(client, namespace, "vc")
-    assert len(pods) == 4
-    for pod in pods.values():
-        assert pod["spec"]["schedulerName"] == "volcano"
+    for pod in pods:
         assert pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "vc"
 
 
@@ -530,14 +544,17 @@ async def test_scheduler_plugins_pod_groups_for_every_job(
         await client.create(MPIJOBS, mpijob(namespace, "sp"))
         await phase_reached(client, namespace, "sp", "Running")
 
-    group = await client.get(SchedulerPlugins.resource, "sp", namespace)
+    group, pods = await gang_of(
+        client,
+        namespace,
+        "sp",
+        SchedulerPlugins.resource,
+        scheduler="scheduler-plugins-scheduler",
+        members=3,
+    )
     assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
     assert group["spec"] == {"minMember": 3, "scheduleTimeoutSeconds": 60}
-    assert group["metadata"]["ownerReferences"][0]["name"] == "sp"
-    pods = await job_pods(client, namespace, "sp")
-    assert len(pods) == 3
-    for pod in pods.values():
-        assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
+    for pod in pods:
         assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "sp"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 import aiohttp
@@ -312,31 +311,39 @@ async def test_events_stop_the_moment_the_lease_is_lost(client: Client, namespac
     assert len((await client.list(EVENTS, namespace))["items"]) == len(written)
 
 
-async def test_graceful_shutdown_lets_in_flight_reconciles_finish(
-    client: Client, namespace: str
-) -> None:
-    reconciler = Reconciler(delay=1.0)
-    manager = build(client, namespace, reconciler, name="graceful", shutdown_timeout=10)
-    await client.create(CONFIGMAPS, configmap(namespace, "slow"))
+async def stop_mid_reconcile(
+    client: Client, namespace: str, reconciler: Reconciler, *, name: str, shutdown_timeout: float
+) -> tuple[asyncio.Task[None], float]:
+    """Run a manager (its controller `name`) until `reconciler` works on ConfigMap `name`, then
+    stop it; return its `run()`, ended unless 10 s were not enough, and the seconds it took."""
+    manager = build(client, namespace, reconciler, name=name, shutdown_timeout=shutdown_timeout)
+    await client.create(CONFIGMAPS, configmap(namespace, name))
     async with background(manager.run()) as task:
         await eventually(lambda: reconciler.started)
         manager.stop()
         started = time.monotonic()
-        await asyncio.wait_for(task, 10)
-        assert time.monotonic() - started < 5
+        await asyncio.wait([task], timeout=10)
+        return task, time.monotonic() - started
+
+
+async def test_graceful_shutdown_lets_in_flight_reconciles_finish(
+    client: Client, namespace: str
+) -> None:
+    reconciler = Reconciler(delay=1.0)
+    run, took = await stop_mid_reconcile(
+        client, namespace, reconciler, name="slow", shutdown_timeout=10
+    )
+    assert run.done() and not run.cancelled() and run.exception() is None
+    assert took < 5
     assert reconciler.finished == [Request(namespace, "slow")]
     assert reconciler.cancelled == []
 
 
 async def test_graceful_shutdown_is_bounded_by_its_timeout(client: Client, namespace: str) -> None:
     reconciler = Reconciler(delay=60)
-    manager = build(client, namespace, reconciler, name="bounded", shutdown_timeout=1.0)
-    await client.create(CONFIGMAPS, configmap(namespace, "stuck"))
-    async with background(manager.run()) as task:
-        await eventually(lambda: reconciler.started)
-        manager.stop()
-        started = time.monotonic()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, 10)
-        assert time.monotonic() - started < 3
+    run, took = await stop_mid_reconcile(
+        client, namespace, reconciler, name="stuck", shutdown_timeout=1.0
+    )
+    assert run.done() and (run.cancelled() or run.exception() is None)
+    assert took < 3
     assert reconciler.cancelled == [Request(namespace, "stuck")]

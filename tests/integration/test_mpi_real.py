@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from controllers import frameworks
 from controllers import realjobs
@@ -26,14 +25,13 @@ from jobcore.testing import condition
 from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import require
+from jobcore.testing import spec_with
 from jobcore.testing import wait_for_end
 from jobkinds.mpijob import MPIJobKind
+from tests.jobdocs import sample
 from tests.realruns import run_to_end
 
 KIND = MPIJobKind()
-SEED_EXAMPLE = (
-    Path(__file__).resolve().parents[2] / "manifests" / "samples" / "mpijob-random-walk.yaml"
-)
 MPIJOBS = KIND.resource
 COMPILED = ["openmpi", "openmpi5", "mpich"]
 
@@ -52,8 +50,9 @@ def program(mpi: str, folder: Path, *, failing_rank: int | None = None) -> list[
 
 
 RunMPI = Callable[..., Awaitable[tuple[dict[str, Any], str]]]
-"""`run_mpi(mpi, *, name, failing_rank=None)`: the `mpi` sample program as MPIJob `name`, run
-to its end by the test's controller on its node: its status and launcher log."""
+"""`run_mpi(mpi, *, name, failing_rank=None, **changes)`: the `mpi` sample program as MPIJob
+`name`, its spec with `changes` (as `spec_with` makes them), run to its end by the test's
+controller on its node: its status and launcher log."""
 
 
 @pytest.fixture
@@ -65,10 +64,11 @@ def run_mpi(
     tmp_path: Path,
 ) -> RunMPI:
     async def run(
-        mpi: str, *, name: str, failing_rank: int | None = None
+        mpi: str, *, name: str, failing_rank: int | None = None, **changes: Any
     ) -> tuple[dict[str, Any], str]:
         command = program(mpi, tmp_path, failing_rank=failing_rank)
         job = realjobs.mpi_job(mpi, tmp_path, command, name=name, namespace=namespace)
+        job["spec"] = spec_with(job["spec"], **changes)
         return await run_to_end(client, process_node, MPIJOBS, job, container="mpi-launcher")
 
     return run
@@ -118,32 +118,21 @@ async def test_a_rank_exiting_3_fails_the_job_with_the_launchers_exit_code(
     assert "exited with error code 3" in failure["message"], (failure, log)
 
 
-async def test_the_seeds_mpi_flags_are_valid_for_real_open_mpi(
-    client: Client,
-    namespace: str,
-    controller: Controller,
-    process_node: ProcessNode,
-    tmp_path: Path,
-) -> None:
+async def test_the_seeds_mpi_flags_are_valid_for_real_open_mpi(run_mpi: RunMPI) -> None:
     """The seed's first example's flags, word for word: mca, mpiHome, extraMPIArgs, sshdPath."""
-    seed = yaml.safe_load(SEED_EXAMPLE.read_text())["spec"]
-    job = realjobs.mpi_job(
-        "openmpi", tmp_path, program("openmpi", tmp_path), name="seedflags", namespace=namespace
+    seed = sample("mpijob-random-walk")["spec"]
+    flags = {"extraMPIArgs": seed["worker"]["extraMPIArgs"]}
+    status, log = await run_mpi(
+        "openmpi", name="seedflags", mca=seed["mca"], ssh=seed["ssh"], worker=flags
     )
-    job["spec"].update(mca=seed["mca"], ssh=seed["ssh"])
-    job["spec"]["worker"]["extraMPIArgs"] = seed["worker"]["extraMPIArgs"]
-    status, log = await run_to_end(client, process_node, MPIJOBS, job, container="mpi-launcher")
     assert status["phase"] == "Succeeded", log
     lines = ranks(log)
     assert len(lines) == 6 and all(line.endswith("sum=21") for line in lines), log
 
 
+@pytest.mark.usefixtures("controller", "process_node")
 async def test_a_worker_killed_mid_run_fails_the_job_and_leaves_nothing_behind(
-    client: Client,
-    namespace: str,
-    controller: Controller,
-    process_node: ProcessNode,
-    tmp_path: Path,
+    client: Client, namespace: str, tmp_path: Path
 ) -> None:
     program("openmpi", tmp_path)
     job = realjobs.mpi_job(

@@ -27,7 +27,6 @@ from jobcore.testing import SimulatedNode
 from jobcore.testing import api_requests
 from jobcore.testing import background
 from jobcore.testing import condition
-from jobcore.testing import controller_uids
 from jobcore.testing import create_until_phase
 from jobcore.testing import eventually
 from jobcore.testing import install_crd
@@ -77,40 +76,6 @@ async def event_counts(client: Client, namespace: str, name: str) -> dict[str, i
     return {e["reason"]: e.get("count", 1) for e in items if e["involvedObject"]["name"] == name}
 
 
-async def test_a_job_runs_workers_then_the_launcher_and_succeeds(
-    client: Client, namespace: str, controller: Controller
-) -> None:
-    job = mpijob(namespace, "ok")
-    status = await launchers.run_after_ready_workers(client, MPIJOBS, job, workers=2)
-    assert condition(status, "Completed")["status"] == "True"
-    assert condition(status, "Completed")["message"] == "The job has finished successfully."
-    assert condition(status, "Initialized")["status"] == "True"
-    assert [task["type"] for task in status["tasks"]] == ["launcher", "worker"]
-    assert status["tasks"][0]["status"][0]["phase"] == "Succeeded"
-    owner = (await client.get(MPIJOBS, "ok", namespace))["metadata"]["uid"]
-    children = [(SECRETS, "ok-ssh"), (CONFIGMAPS, "ok-hostfile"), (SERVICES, "ok")]
-    children += [(PODS, "ok-worker-0"), (PODS, "ok-launcher")]
-    assert await controller_uids(client, namespace, children) == [owner] * 5
-    worker = await client.get(PODS, "ok-worker-0", namespace)
-    assert worker["spec"]["hostname"] == "ok-worker-0"
-    assert worker["spec"]["subdomain"] == "ok"
-    hostfile = (await client.get(CONFIGMAPS, "ok-hostfile", namespace))["data"]["hostfile"]
-    assert f"ok-worker-0.ok.{namespace}.svc slots=2" in hostfile
-    await wait_for_events(client, namespace, "ok", "Initialized", "Succeeded")
-
-
-async def test_launcher_failure_fails_the_job_naming_the_pod_and_exit_code(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
-) -> None:
-    job = mpijob(namespace, "bad")
-    status = await launchers.fail_by_launcher(client, simulated_node, MPIJOBS, job, exit_code=3)
-    assert condition(status, "Failed")["status"] == "True"
-    failure = condition(status, "ReplicaFailure")
-    assert failure["status"] == "True"
-    assert "bad-launcher" in failure["message"] and "3" in failure["message"]
-    await wait_for_events(client, namespace, "bad", "Failed")
-
-
 async def test_a_worker_that_never_becomes_ready_holds_the_launcher_back(
     client: Client, namespace: str, controller: Controller
 ) -> None:
@@ -127,30 +92,6 @@ async def test_a_worker_that_never_becomes_ready_holds_the_launcher_back(
         await resync(controller, Request(namespace, "stuck"))
         assert "stuck-launcher" not in await live_pods(client, namespace)
         assert (await job_status(client, MPIJOBS, namespace, "stuck"))["phase"] == "Pending"
-
-
-async def test_a_worker_killed_while_running_fails_the_job(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
-) -> None:
-    job = mpijob(namespace, "killed")
-    worker = "killed-worker-1"
-    status = await launchers.fail_by_worker(client, simulated_node, MPIJOBS, job, worker=worker)
-    failure = condition(status, "ReplicaFailure")
-    assert failure["status"] == "True" and "killed-worker-1" in failure["message"]
-
-
-async def test_clean_up_workers_deletes_workers_and_keeps_the_launcher(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
-) -> None:
-    job = mpijob(namespace, "tidy", runPolicy={"cleanUpWorkers": True})
-    await launchers.succeed_cleaning_up_workers(client, simulated_node, MPIJOBS, job)
-
-    async def reported() -> bool:
-        status = await job_status(client, MPIJOBS, namespace, "tidy")
-        return bool(status["aggregate"]["deleted"] == 2)
-
-    await eventually(reported)
-    assert (await job_status(client, MPIJOBS, namespace, "tidy"))["phase"] == "Succeeded"
 
 
 async def test_deleting_the_job_removes_every_child(

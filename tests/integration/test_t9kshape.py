@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from jobcore import CONFIGMAPS
 from jobcore import JOB_NAME_LABEL
@@ -17,6 +14,7 @@ from jobcore import PODS
 from jobcore import SECRETS
 from jobcore import SERVICES
 from jobcore import Client
+from jobcore import JobKind
 from jobcore import Manager
 from jobcore import Object
 from jobcore import add_job_controller
@@ -26,44 +24,19 @@ from jobcore.testing import eventually
 from jobcore.testing import install_crd
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.mpijob import MPIJobKind
+from tests.jobdocs import sample
 
 pytestmark = pytest.mark.integration
 
 KIND = MPIJobKind()
 CAI = ColossalAIJobKind()
-SAMPLES = Path(__file__).resolve().parents[2] / "manifests/samples"
-SEED = yaml.safe_load(
-    (Path(__file__).resolve().parents[2] / "manifests/samples/mpijob-random-walk.yaml").read_text()
-)
 
 
-def current_shape(name: str) -> Object:
-    seed = SEED["spec"]
-    container = copy.deepcopy(seed["worker"]["template"]["spec"]["containers"][0])
-    container["name"] = "worker"
-    return {
-        "apiVersion": KIND.resource.api_version,
-        "kind": KIND.resource.kind,
-        "metadata": {"name": name},
-        "spec": {
-            "replicaSpecs": [
-                {"type": "launcher", "replicas": 1, "template": {}},
-                {
-                    "type": "worker",
-                    "replicas": 5,
-                    "template": {"spec": {"containers": [container]}},
-                },
-            ],
-            "mpiConfig": {
-                "home": seed["mpiHome"],
-                "mca": seed["mca"],
-                "extraArgs": seed["worker"]["extraMPIArgs"],
-                "script": seed["worker"]["cmd"],
-            },
-            "runPolicy": seed["runPolicy"],
-            "ssh": seed["ssh"],
-        },
-    }
+def named(sample_name: str, name: str, namespace: str) -> Object:
+    """The sample job `sample_name` as job `name` of `namespace`."""
+    job = sample(sample_name)
+    job["metadata"] = {"name": name, "namespace": namespace}
+    return job
 
 
 @pytest.fixture
@@ -112,27 +85,33 @@ async def twins_children(
     return found[0], found[1]
 
 
+@pytest.mark.parametrize(
+    ("kind", "twins", "count"),
+    [
+        (KIND, ("mpijob-random-walk", "mpijob-current-shape"), 8),  # ssh, hostfile, service, 5 pods
+        (CAI, ("colossalaijob-example", "colossalaijob-current-shape"), 5),  # ..., 2 pods
+    ],
+    ids=["MPIJob", "ColossalAIJob"],
+)
+@pytest.mark.usefixtures("controller")
 async def test_a_current_shape_job_gets_the_same_children_as_its_seed_twin(
-    client: Client, namespace: str, controller: None
+    client: Client, namespace: str, kind: JobKind[Any], twins: tuple[str, str], count: int
 ) -> None:
-    seed = copy.deepcopy(SEED)
-    seed["metadata"] = {"name": "alpha-job", "namespace": namespace}
-    current = current_shape("bravo-job")
-    current["metadata"]["namespace"] = namespace
-    await client.create(KIND.resource, seed)
-    await client.create(KIND.resource, current)
+    """`twins`: the samples of a job in the seed's shape and of the same job in today's."""
+    seed = named(twins[0], "alpha-job", namespace)
+    current = named(twins[1], "bravo-job", namespace)
+    assert "replicaSpecs" in current["spec"] and "replicaSpecs" not in seed["spec"]
+    await client.create(kind.resource, seed)
+    await client.create(kind.resource, current)
 
-    alpha, bravo = await twins_children(
-        client, namespace, 8
-    )  # secret, hostfile, service, 5 workers
+    alpha, bravo = await twins_children(client, namespace, count)
     assert alpha == bravo
 
 
 async def test_a_job_mixing_the_shapes_fails_naming_the_fields(
     client: Client, namespace: str, controller: None
 ) -> None:
-    mixed = current_shape("mixed")
-    mixed["metadata"]["namespace"] = namespace
+    mixed = named("mpijob-current-shape", "mixed", namespace)
     mixed["spec"]["mca"] = {"btl": "^openib"}
     await client.create(KIND.resource, mixed)
 
@@ -146,23 +125,3 @@ async def test_a_job_mixing_the_shapes_fails_naming_the_fields(
     condition = next(c for c in status["conditions"] if c["type"] == "Failed")
     assert condition["reason"] == "InvalidSpec"
     assert "spec.mpiConfig" in condition["message"] and "spec.mca" in condition["message"]
-
-
-async def test_a_current_shape_colossalai_job_gets_the_same_children_as_its_seed_twin(
-    client: Client, namespace: str, controller: None
-) -> None:
-    jobs = {}
-    for name, sample in (
-        ("alpha-job", "colossalaijob-example"),
-        ("bravo-job", "colossalaijob-current-shape"),
-    ):
-        job = yaml.safe_load((SAMPLES / f"{sample}.yaml").read_text())
-        job["metadata"] = {"name": name, "namespace": namespace}
-        jobs[name] = job
-        await client.create(CAI.resource, job)
-    assert "replicaSpecs" in jobs["bravo-job"]["spec"]
-
-    alpha, bravo = await twins_children(
-        client, namespace, 5
-    )  # secret, hostfile, service, 2 workers
-    assert alpha == bravo

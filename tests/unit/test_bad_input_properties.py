@@ -311,20 +311,14 @@ def test_every_sample_parses_and_plans_valid_objects(sample: Object) -> None:
     assert check(KINDS[sample["kind"]], copy.deepcopy(sample))
 
 
+@pytest.mark.parametrize("jobs", [mutated_jobs(), edge_case_jobs()], ids=["mutated", "edge-values"])
 @SETTINGS
-@given(mutated_jobs())
-def test_mutated_jobs_are_refused_by_field_or_plan_valid_objects(
-    case: tuple[JobKind[Any], Object],
+@given(data=st.data())
+def test_odd_jobs_are_refused_by_field_or_plan_valid_objects(
+    jobs: st.SearchStrategy[tuple[JobKind[Any], Object]], data: st.DataObject
 ) -> None:
-    event("accepted" if check(*case) else "refused")
-
-
-@SETTINGS
-@given(edge_case_jobs())
-def test_edge_values_are_refused_by_field_or_plan_valid_objects(
-    case: tuple[JobKind[Any], Object],
-) -> None:
-    event("accepted" if check(*case) else "refused")
+    """Mutated samples, and samples with edge values where the kinds read numbers and text."""
+    event("accepted" if check(*data.draw(jobs)) else "refused")
 
 
 # What the properties found, one example each -------------------------------------------

@@ -26,19 +26,9 @@ SAMPLES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 SAMPLES = sorted(p for p in SAMPLES_DIR.glob("*.yaml") if p.name != "kustomization.yaml")
 RANDOM_WALK = SAMPLES_DIR / "mpijob-random-walk.yaml"
 
-INVALID = """\
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: MPIJob
-metadata:
-  name: bad
-spec:
-  worker:
-    replicas: 0
-    cmd: ["./hello"]
-    template:
-      spec:
-        containers: [{name: mpi-worker, image: mpi}]
-"""
+INVALID = RANDOM_WALK.read_text().replace("    replicas: 5\n", "    replicas: 0\n")
+"""The random-walk sample with no workers: invalid at its `replicas` line."""
+INVALID_LINE = INVALID.splitlines().index("    replicas: 0") + 1
 
 
 @pytest.fixture(autouse=True)
@@ -138,7 +128,8 @@ def test_an_invalid_job_exits_1_with_its_line_and_field(
     assert out.splitlines() == [f"{path}:2: MPIJob mpi-example: valid"]
     lines = len(RANDOM_WALK.read_text().splitlines()) + 1
     assert err.splitlines() == [
-        f"{path}:{lines + 7}: spec.worker.replicas: Input should be greater than or equal to 1"
+        f"{path}:{lines + INVALID_LINE}: spec.worker.replicas: "
+        "Input should be greater than or equal to 1"
     ]
 
 
@@ -163,7 +154,7 @@ def test_validate_reads_stdin(
     monkeypatch.setattr(sys, "stdin", io.StringIO(INVALID))
     code, _, err = run(capsys, "validate", "-")
     assert code == 1
-    assert err.startswith("<stdin>:7: spec.worker.replicas: ")
+    assert err.startswith(f"<stdin>:{INVALID_LINE}: spec.worker.replicas: ")
 
 
 # render ----------------------------------------------------------------------------------------
@@ -239,7 +230,7 @@ def test_render_prints_nothing_for_an_invalid_job(
     path.write_text(INVALID)
     code, out, err = run(capsys, "render", str(RANDOM_WALK), str(path))
     assert (code, out) == (1, "")
-    assert err.startswith(f"{path}:7: spec.worker.replicas: ")
+    assert err.startswith(f"{path}:{INVALID_LINE}: spec.worker.replicas: ")
 
 
 def test_the_installed_command_reads_stdin() -> None:

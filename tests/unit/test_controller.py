@@ -12,6 +12,7 @@ import uuid
 from collections import Counter
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from collections.abc import Awaitable
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 
@@ -37,6 +38,18 @@ def unique_name(prefix: str = "test") -> str:
 
 def fast_limiter() -> ItemExponentialFailureRateLimiter:
     return ItemExponentialFailureRateLimiter(base_delay=0.001, max_delay=0.01)
+
+
+def fast_controller(
+    reconcile: Callable[[Request], Awaitable[Result]], *, workers: int
+) -> Controller:
+    """A controller of `workers` workers over `reconcile` whose retries wait a few ms."""
+    return Controller(
+        unique_name(),
+        reconciler_from(reconcile),
+        max_concurrent_reconciles=workers,
+        rate_limiter=fast_limiter(),
+    )
 
 
 def sample(metric: str, controller: str, **labels: str) -> float:
@@ -259,12 +272,7 @@ async def test_concurrent_workers_never_share_a_key() -> None:
         done[request] += 1
         return Result()
 
-    controller = Controller(
-        unique_name(),
-        reconciler_from(reconcile),
-        max_concurrent_reconciles=4,
-        rate_limiter=fast_limiter(),
-    )
+    controller = fast_controller(reconcile, workers=4)
     async with running(controller):
         for _ in range(10):
             for key in keys:
@@ -289,12 +297,7 @@ async def test_changes_during_a_reconcile_cause_exactly_one_more() -> None:
             await release.wait()
         return Result()
 
-    controller = Controller(
-        unique_name(),
-        reconciler_from(reconcile),
-        max_concurrent_reconciles=3,
-        rate_limiter=fast_limiter(),
-    )
+    controller = fast_controller(reconcile, workers=3)
     async with running(controller):
         controller.queue.add(A)
         await started.wait()

@@ -14,13 +14,13 @@ import pytest
 import yaml
 
 from jobcore import Job
-from jobcore import JobKind
 from jobcore import Object
 from jobcore import Outcome
 from jobcore import plan
 from jobcore import run_mode_errors
 from jobcore.testing import accepting_connections
 from jobcore.testing import by_name
+from jobcore.testing import env_list
 from jobcore.testing import error_messages
 from jobcore.testing import job_manifest
 from jobcore.testing import job_of
@@ -86,13 +86,6 @@ def errors_of(spec: Mapping[str, Any], name: str = NAME) -> dict[str, str]:
 # API ------------------------------------------------------------------------------------
 
 
-def test_kind_satisfies_the_protocol() -> None:
-    kind: JobKind[HorovodJobSpec] = KIND  # mypy checks the protocol here
-    assert kind.resource.api_version == "batch.tensorstack.dev/v1beta1"
-    assert (kind.resource.kind, kind.resource.plural) == ("HorovodJob", "horovodjobs")
-    assert "hj" in kind.short_names
-
-
 def test_defaults_and_camel_case_round_trip() -> None:
     spec = HorovodJobSpec.model_validate(base_spec())
     assert spec.worker.slots_per_worker == 2
@@ -147,19 +140,12 @@ def test_base_and_elastic_specs_are_valid() -> None:
 
 
 def test_validation_names_each_field() -> None:
-    spec = base_spec(
-        ssh={"sshdPath": "sshd", "sshAuthMountPath": "root/.ssh"},
-        horovod={"networkInterfaces": ["eth0", "eth 1"]},
-    )
-    container = spec["worker"]["template"]["spec"]["containers"][0]
-    container.pop("image")
-    container["volumeMounts"] = [{"name": "x", "mountPath": "/etc/horovod/"}]
-    spec["worker"]["template"]["spec"]["volumes"] = [{"name": "jobcore-ssh", "emptyDir": {}}]
-    assert set(errors_of(spec, name="9-bad.name")) == {
-        "metadata.name",
-        "spec.worker.template.spec.containers[0].image",
-        "spec.ssh.sshdPath",
-        "spec.ssh.sshAuthMountPath",
+    """What only a HorovodJob has; test_ssh_rendering checks what every ssh kind has."""
+    spec = base_spec(horovod={"networkInterfaces": ["eth0", "eth 1"]})
+    template = spec["worker"]["template"]["spec"]
+    template["containers"][0]["volumeMounts"] = [{"name": "x", "mountPath": "/etc/horovod/"}]
+    template["volumes"] = [{"name": "jobcore-ssh", "emptyDir": {}}]
+    assert set(errors_of(spec)) == {
         "spec.horovod.networkInterfaces[1]",
         "spec.worker.template.spec.containers[0].volumeMounts[0].mountPath",
         "spec.worker.template.spec.volumes[0].name",
@@ -173,11 +159,9 @@ def test_what_horovodrun_writes_into_a_shell_command_is_checked() -> None:
     spec = base_spec(ssh={"sshAuthMountPath": "/home/user/.ssh;id"})
     container = spec["worker"]["template"]["spec"]["containers"][0]
     container["workingDir"] = "/code/`id`"
-    container["env"] = [
-        {"name": "NOTE", "value": "$(quoted by horovodrun)"},
-        {"name": "A;B", "value": "1"},
-        {"name": "OMPI_MCA_btl", "value": "$(id)"},
-    ]
+    container["env"] = env_list(
+        {"NOTE": "$(quoted by horovodrun)", "A;B": "1", "OMPI_MCA_btl": "$(id)"}
+    )
     errors = errors_of(spec)
     assert set(errors) == {
         "spec.ssh.sshAuthMountPath",

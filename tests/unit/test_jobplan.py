@@ -3,56 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from jobcore import CONFIGMAPS
 from jobcore import PODS
 from jobcore import RUN_MODE_LABEL
-from jobcore import FieldError
 from jobcore import Job
 from jobcore import JobKind
 from jobcore import JobSpec
-from jobcore import JobStatus
 from jobcore import Object
 from jobcore import Observed
-from jobcore import Outcome
 from jobcore import Resource
 from jobcore import ResumeSpec
 from jobcore import SchedulerPlugins
 from jobcore import plan
 from jobcore import run_mode_errors
+from jobcore.testing import ModelKind
+from jobcore.testing import job_manifest
+from jobcore.testing import job_of
 
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
 
 
-class PlanKind:
-    """Three replica types: `launcher` and `worker` name their main container (after a
-    sidecar), `server` does not (its first container is the main one); workers keep their
-    command in debug mode."""
-
-    resource = Resource("example.com", "v1", "PlanJob", "planjobs")
-    short_names: Sequence[str] = ()
-    spec_model: type[JobSpec] = JobSpec
-    replica_types: Sequence[str] = ("launcher", "worker", "server")
-    child_resources: Sequence[Resource] = (CONFIGMAPS, PODS)
-    containers: Mapping[str, str] = {"launcher": "main", "worker": "main"}
-    debug_commands: Mapping[str, Sequence[str] | None] = {"worker": None}
-    kept_after_cleanup: Sequence[str] = ()
-    printer_columns: Sequence[Mapping[str, Any]] = ()
-
-    def validate(self, job: Job[JobSpec]) -> list[FieldError]:
-        return []
-
-    def replicas(self, job: Job[JobSpec]) -> Mapping[str, int]:
-        return dict.fromkeys(self.replica_types, 1)
+@dataclass(frozen=True)
+class PlanKind(ModelKind[JobSpec]):
+    """Renders a ConfigMap and one pod of each replica type: `launcher` and `worker` name
+    their main container (after a sidecar), `server` does not (its first container is the
+    main one)."""
 
     def render(self, job: Job[JobSpec], observed: Observed) -> list[Object]:
         config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j-config"}}
         return [config, *(self._pod(job, t) for t in self.replica_types)]
-
-    def interpret(self, job: Job[JobSpec], observed: Observed) -> Outcome:
-        return Outcome("pending")
 
     def _pod(self, job: Job[JobSpec], replica_type: str) -> Object:
         main = {
@@ -71,21 +53,20 @@ class PlanKind:
         }
 
 
-KIND: JobKind[Any] = PlanKind()
+KIND: JobKind[JobSpec] = PlanKind(
+    Resource("example.com", "v1", "PlanJob", "planjobs"),
+    JobSpec,
+    replica_types=("launcher", "worker", "server"),
+    child_resources=(CONFIGMAPS, PODS),
+    containers={"launcher": "main", "worker": "main"},
+    debug_commands={"worker": None},  # workers keep their command in debug mode
+)
 NOTHING = Observed({})
 
 
 def make_job(run_mode: Mapping[str, Any] | None = None) -> Job[JobSpec]:
     raw = {"runMode": run_mode} if run_mode else {}
-    return Job(
-        kind="PlanJob",
-        name="j",
-        namespace="ns",
-        uid="uid-1",
-        spec=JobSpec.model_validate(raw),
-        status=JobStatus(),
-        obj={"metadata": {"name": "j", "namespace": "ns"}, "spec": raw},
-    )
+    return job_of(KIND, job_manifest(KIND, raw, name="j", namespace="ns"))
 
 
 def debug_job(*replica_specs: Mapping[str, Any]) -> Job[JobSpec]:

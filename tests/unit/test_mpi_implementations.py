@@ -24,6 +24,15 @@ NS = "team-a"
 HYDRA = ["MPICH", "IntelMPI", "Intel"]
 
 
+def _worker(extra: list[str]) -> dict[str, Any]:
+    return {
+        "replicas": 2,
+        "extraMPIArgs": extra,
+        "cmd": ["./train"],
+        "template": {"spec": {"containers": [{"name": "mpi-worker", "image": "mpi:latest"}]}},
+    }
+
+
 def job_of(**spec: Any) -> Job[MPIJobSpec]:
     job, errors = parse_job(KIND, mpijob(NS, "pi", **spec))
     assert job is not None, errors
@@ -51,29 +60,51 @@ def env(job: Job[MPIJobSpec]) -> dict[str, str]:
     return env_of(launcher(job))
 
 
+OPEN_MPI = {"worker": _worker(["-N", "2"]), "mpiHome": "/opt/ompi", "mca": {"btl": "^openib"}}
+"""An Open MPI job: 2 processes a worker, Open MPI installed under /opt/ompi."""
+
+
+def hydra(implementation: str) -> dict[str, Any]:
+    """A job of an implementation of Hydra: 2 processes a worker, installed under /opt/mpi."""
+    return {
+        "mpiImplementation": implementation,
+        "mpiHome": "/opt/mpi",
+        "worker": _worker(["-ppn", "2"]),
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "run", "host_line"),
+    [
+        (
+            OPEN_MPI,
+            "mpirun --hostfile /etc/mpi/hostfile --prefix /opt/ompi -mca btl ^openib -N 2 ./train",
+            "{host} slots=2",
+        ),
+        *(
+            (hydra(name), "mpiexec -f /etc/mpi/hostfile -ppn 2 ./train", "{host}:2")
+            for name in HYDRA
+        ),
+    ],
+    ids=["OpenMPI", *HYDRA],
+)
+def test_each_implementation_runs_its_launcher_over_its_hostfile_from_mpi_home(
+    spec: dict[str, Any], run: str, host_line: str
+) -> None:
+    """`run`: the launcher's command after the wait script, its words split at spaces."""
+    job = job_of(**spec)
+    assert launcher(job)["command"][4:] == run.split()
+    hosts = [f"pi-worker-{i}.pi.{NS}.svc" for i in (0, 1)]
+    hostfile = "".join(host_line.format(host=host) + "\n" for host in hosts)
+    assert rendered(job)["pi-hostfile"]["data"]["hostfile"] == hostfile
+    assert env(job)["JOBCORE_MPI_HOME"] == spec["mpiHome"]
+
+
 def test_open_mpi_is_the_default_and_keeps_todays_launcher() -> None:
-    job = job_of(worker=_worker(["-N", "2"]), mpiHome="/opt/ompi", mca={"btl": "^openib"})
+    job = job_of(**OPEN_MPI)
     assert job.spec.mpi_implementation == "OpenMPI"
-    command = launcher(job)["command"]
-    assert command[4:] == [
-        "mpirun",
-        "--hostfile",
-        "/etc/mpi/hostfile",
-        "--prefix",
-        "/opt/ompi",
-        "-mca",
-        "btl",
-        "^openib",
-        "-N",
-        "2",
-        "./train",
-    ]
-    assert rendered(job)["pi-hostfile"]["data"]["hostfile"] == (
-        f"pi-worker-0.pi.{NS}.svc slots=2\npi-worker-1.pi.{NS}.svc slots=2\n"
-    )
     values = env(job)
     assert values["OMPI_MCA_orte_set_default_slots"] == values["PRTE_MCA_prte_set_default_slots"]
-    assert values["JOBCORE_MPI_HOME"] == "/opt/ompi"
     assert not any(name.startswith(("HYDRA_", "I_MPI_")) for name in values)
     children = rendered(job)
     assert "hostname" not in children["pi-launcher"]["spec"]
@@ -82,25 +113,11 @@ def test_open_mpi_is_the_default_and_keeps_todays_launcher() -> None:
 
 
 @pytest.mark.parametrize("implementation", HYDRA)
-def test_hydra_jobs_run_mpiexec_with_a_host_colon_slots_hostfile(implementation: str) -> None:
-    job = job_of(
-        mpiImplementation=implementation, mpiHome="/opt/mpi", worker=_worker(["-ppn", "2"])
-    )
-    assert launcher(job)["command"][4:] == [
-        "mpiexec",
-        "-f",
-        "/etc/mpi/hostfile",
-        "-ppn",
-        "2",
-        "./train",
-    ]
-    assert rendered(job)["pi-hostfile"]["data"]["hostfile"] == (
-        f"pi-worker-0.pi.{NS}.svc:2\npi-worker-1.pi.{NS}.svc:2\n"
-    )
+def test_hydra_jobs_bootstrap_over_ssh_and_resolve_the_launcher(implementation: str) -> None:
+    job = job_of(**hydra(implementation))
     values = env(job)
     assert values["HYDRA_LAUNCHER"] == values["I_MPI_HYDRA_BOOTSTRAP"] == "ssh"
     assert values["HYDRA_HOST_FILE"] == values["I_MPI_HYDRA_HOST_FILE"] == "/etc/mpi/hostfile"
-    assert values["JOBCORE_MPI_HOME"] == "/opt/mpi"
     assert not any(name.startswith(("OMPI_", "PRTE_")) for name in values)
 
     # Hydra's proxies call the launcher back by its hostname, which must resolve on workers.
@@ -175,15 +192,6 @@ def test_the_current_t9k_shape_takes_the_field_in_mpi_config_or_spec() -> None:
     assert beside is not None and launcher(beside)["command"][4] == "mpiexec"
     _, errors = current(mpiConfig=config, mpiImplementation="OpenMPI")
     assert "spec.mpiConfig.mpiImplementation and spec.mpiImplementation differ" in errors[0]
-
-
-def _worker(extra: list[str]) -> dict[str, Any]:
-    return {
-        "replicas": 2,
-        "extraMPIArgs": extra,
-        "cmd": ["./train"],
-        "template": {"spec": {"containers": [{"name": "mpi-worker", "image": "mpi:latest"}]}},
-    }
 
 
 def _after(command: list[str], flag: str, count: int) -> list[str]:

@@ -52,6 +52,23 @@ def drain(queue: WorkQueue[T]) -> list[T]:
     return items
 
 
+def handing_out(*items: str) -> WorkQueue[str]:
+    """A queue of `items`, the first of them handed out to a worker and not yet done."""
+    queue: WorkQueue[str] = WorkQueue()
+    for item in items:
+        queue.add(item)
+    assert queue.get_nowait() == items[0]
+    return queue
+
+
+async def draining(queue: WorkQueue[str]) -> asyncio.Task[None]:
+    """A draining shutdown of `queue`, started and, its first step run, still waiting."""
+    shutdown = asyncio.create_task(queue.shutdown(drain=True))
+    await asyncio.sleep(0)
+    assert not shutdown.done()
+    return shutdown
+
+
 # --- add / get / done -------------------------------------------------------------------------
 
 
@@ -80,12 +97,10 @@ def test_item_being_processed_is_not_handed_out_again_until_done() -> None:
 
 
 def test_adds_during_processing_collapse_to_exactly_one_more_run() -> None:
-    queue: WorkQueue[str] = WorkQueue()
-    queue.add("a")
-    item = queue.get_nowait()
+    queue = handing_out("a")
     for _ in range(5):
         queue.add("a")
-    queue.done(item)
+    queue.done("a")
     assert drain(queue) == ["a"]
     assert (len(queue), queue.processing) == (0, 0)
 
@@ -347,11 +362,8 @@ async def test_shutdown_still_hands_out_queued_items_then_raises() -> None:
 
 
 async def test_shutdown_waits_for_in_flight_work() -> None:
-    queue: WorkQueue[str] = WorkQueue()
-    queue.add("a")
-    queue.add("b")
-    queue.get_nowait()
-    shutdown = asyncio.create_task(queue.shutdown(drain=True))
+    queue = handing_out("a", "b")
+    shutdown = await draining(queue)
     await asyncio.sleep(0.01)
     assert not shutdown.done()
     queue.done("a")
@@ -364,12 +376,9 @@ async def test_shutdown_waits_for_in_flight_work() -> None:
 
 
 async def test_shutdown_still_runs_an_item_added_while_it_was_processing() -> None:
-    queue: WorkQueue[str] = WorkQueue()
+    queue = handing_out("a")
     queue.add("a")
-    queue.get_nowait()
-    queue.add("a")
-    shutdown = asyncio.create_task(queue.shutdown(drain=True))
-    await asyncio.sleep(0)
+    shutdown = await draining(queue)
     queue.done("a")
     assert await queue.get() == "a"
     await asyncio.sleep(0.01)
@@ -382,29 +391,21 @@ async def test_shutdown_still_runs_an_item_added_while_it_was_processing() -> No
 
 async def test_shutdown_drain_stops_at_handed_out_work_not_queued_work() -> None:
     """Like client-go: queued items with no worker left to take them do not block shutdown."""
-    queue: WorkQueue[str] = WorkQueue()
-    queue.add("a")
-    queue.add("b")
-    queue.get_nowait()
-    shutdown = asyncio.create_task(queue.shutdown(drain=True))
-    await asyncio.sleep(0)
+    queue = handing_out("a", "b")
+    shutdown = await draining(queue)
     queue.done("a")
     await asyncio.wait_for(shutdown, 1)
     assert len(queue) == 1
 
 
 async def test_shutdown_gives_up_after_the_timeout() -> None:
-    queue: WorkQueue[str] = WorkQueue()
-    queue.add("stuck")
-    queue.get_nowait()
+    queue = handing_out("stuck")
     await asyncio.wait_for(queue.shutdown(drain=True, timeout=0.02), 1)
     assert queue.processing == 1
 
 
 async def test_shutdown_without_drain_returns_at_once() -> None:
-    queue: WorkQueue[str] = WorkQueue()
-    queue.add("a")
-    queue.get_nowait()
+    queue = handing_out("a")
     await asyncio.wait_for(queue.shutdown(drain=False), 0.01)
     queue.done("a")  # still allowed afterwards
 

@@ -9,30 +9,28 @@ from jobcore import REPLICA_TYPE_LABEL
 from jobcore import GangScheduler
 from jobcore import Job
 from jobcore import JobSpec
-from jobcore import JobStatus
 from jobcore import Object
+from jobcore import Resource
 from jobcore import SchedulerPlugins
 from jobcore import T9kScheduler
 from jobcore import Volcano
 from jobcore._scheduling import scheduler_for
+from jobcore.testing import ModelKind
+from jobcore.testing import job_manifest
+from jobcore.testing import job_of
 
 T9K = {"scheduler": {"t9kScheduler": {"queue": "team-a", "priority": 50}}}
+
+
+KIND = ModelKind(Resource("example.com", "v1", "TestJob", "testjobs"), JobSpec)
 
 
 def make_job(
     spec: Mapping[str, Any] | None = None, annotations: Mapping[str, str] | None = None
 ) -> Job[JobSpec]:
-    raw = dict(spec or {})
-    meta = {"name": "j", "namespace": "ns", "annotations": dict(annotations or {})}
-    return Job(
-        kind="TestJob",
-        name="j",
-        namespace="ns",
-        uid="uid-1",
-        spec=JobSpec.model_validate(raw),
-        status=JobStatus(),
-        obj={"metadata": meta, "spec": raw},
-    )
+    obj = job_manifest(KIND, spec or {}, name="j", namespace="ns")
+    obj["metadata"]["annotations"] = dict(annotations or {})
+    return job_of(KIND, obj)
 
 
 def pod(replica_type: str = "worker", **spec: Any) -> Object:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 
 import aiohttp
 import pytest
@@ -24,7 +26,8 @@ async def _get(http: aiohttp.ClientSession, url: str) -> tuple[int, str]:
 
 
 @pytest.fixture
-async def probes() -> AsyncIterator[tuple[str, ProbeServer]]:
+async def probe_server() -> AsyncIterator[ProbeServer]:
+    """Probes only: healthz `ping` passes; readyz has a passing, a failing and a raising check."""
     healthz, readyz = HealthChecks(), HealthChecks()
     healthz.add("ping", lambda: True)
 
@@ -39,26 +42,31 @@ async def probes() -> AsyncIterator[tuple[str, ProbeServer]]:
     readyz.add("raises", raises)
     server = ProbeServer(host="127.0.0.1", port=0, healthz=healthz, readyz=readyz, metrics=False)
     await server.start()
-    yield f"http://127.0.0.1:{server.port}", server
+    yield server
     await server.stop()
 
 
-async def test_healthz_ok(http: aiohttp.ClientSession, probes: tuple[str, ProbeServer]) -> None:
-    base, server = probes
-    assert server.port > 0
-    assert await _get(http, f"{base}/healthz") == (200, "ok")
-    assert await _get(http, f"{base}/healthz?verbose") == (
-        200,
-        "[+]ping ok\nhealthz check passed\n",
-    )
-    assert await _get(http, f"{base}/healthz/ping") == (200, "ok")
+Get = Callable[[str], Awaitable[tuple[int, str]]]
+"""`get(path)`: the status and text with which the probe server answers a GET of `path`."""
 
 
-async def test_failing_readyz_check_is_named(
-    http: aiohttp.ClientSession, probes: tuple[str, ProbeServer]
-) -> None:
-    base, _ = probes
-    status, text = await _get(http, f"{base}/readyz")
+@pytest.fixture
+def get(http: aiohttp.ClientSession, probe_server: ProbeServer) -> Get:
+    async def get(path: str) -> tuple[int, str]:
+        return await _get(http, f"http://127.0.0.1:{probe_server.port}{path}")
+
+    return get
+
+
+async def test_healthz_ok(get: Get, probe_server: ProbeServer) -> None:
+    assert probe_server.port > 0
+    assert await get("/healthz") == (200, "ok")
+    assert await get("/healthz?verbose") == (200, "[+]ping ok\nhealthz check passed\n")
+    assert await get("/healthz/ping") == (200, "ok")
+
+
+async def test_failing_readyz_check_is_named(get: Get) -> None:
+    status, text = await get("/readyz")
     assert status == 500
     assert text.splitlines() == [
         "[+]informers-synced ok",
@@ -66,18 +74,15 @@ async def test_failing_readyz_check_is_named(
         "[-]webhook failed: reason withheld",
         "readyz check failed",
     ]
-    assert await _get(http, f"{base}/readyz/informers-synced") == (200, "ok")
-    status, text = await _get(http, f"{base}/readyz/webhook")
+    assert await get("/readyz/informers-synced") == (200, "ok")
+    status, text = await get("/readyz/webhook")
     assert (status, text.strip()) == (500, "[-]webhook failed: reason withheld")
-    status, _ = await _get(http, f"{base}/readyz/unknown")
+    status, _ = await get("/readyz/unknown")
     assert status == 404
 
 
-async def test_probe_server_serves_no_metrics(
-    http: aiohttp.ClientSession, probes: tuple[str, ProbeServer]
-) -> None:
-    base, _ = probes
-    status, _ = await _get(http, f"{base}/metrics")
+async def test_probe_server_serves_no_metrics(get: Get) -> None:
+    status, _ = await get("/metrics")
     assert status == 404
 
 

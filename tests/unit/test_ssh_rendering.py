@@ -36,8 +36,11 @@ from jobcore.testing import secret_text
 from jobkinds import _horovod
 from jobkinds import _mpi
 from jobkinds.colossalaijob import ColossalAIJobKind
+from jobkinds.colossalaijob import ColossalAIJobSpec
 from jobkinds.horovodjob import HorovodJobKind
+from jobkinds.horovodjob import HorovodJobSpec
 from jobkinds.mpijob import MPIJobKind
+from jobkinds.mpijob import MPIJobSpec
 
 NS = "ns"
 TEMPLATE = {"spec": {"containers": [{"name": "worker", "image": "img"}]}}
@@ -49,20 +52,26 @@ SPECS: dict[str, dict[str, Any]] = {
         "worker": {"replicas": 2, "command": ["train.py"], "template": TEMPLATE},
     },
 }
-KINDS: dict[str, Any] = {
-    "MPIJob": MPIJobKind(),
-    "HorovodJob": HorovodJobKind(),
-    "ColossalAIJob": ColossalAIJobKind(),
-}
+MPIJOB: JobKind[MPIJobSpec] = MPIJobKind()  # mypy checks each kind against the protocol here
+HOROVODJOB: JobKind[HorovodJobSpec] = HorovodJobKind()
+COLOSSALAIJOB: JobKind[ColossalAIJobSpec] = ColossalAIJobKind()
+KINDS: dict[str, Any] = {"MPIJob": MPIJOB, "HorovodJob": HOROVODJOB, "ColossalAIJob": COLOSSALAIJOB}
 WORKER_CONTAINER = {"MPIJob": "mpi-worker", "HorovodJob": "worker", "ColossalAIJob": "worker"}
 
 
-def make_job(kind: str, ssh: dict[str, Any] | None = None) -> Job[Any]:
+def spec_of(kind: str) -> dict[str, Any]:
+    """The kind's plain spec, its worker container named as the kind needs."""
     raw = copy.deepcopy(SPECS[kind])
     raw["worker"]["template"]["spec"]["containers"][0]["name"] = WORKER_CONTAINER[kind]
-    if ssh:
-        raw["ssh"] = ssh
-    return job_of(KINDS[kind], job_manifest(KINDS[kind], raw, name="j", namespace=NS))
+    return raw
+
+
+def job_from(kind: str, spec: dict[str, Any], *, name: str = "j") -> Job[Any]:
+    return job_of(KINDS[kind], job_manifest(KINDS[kind], spec, name=name, namespace=NS))
+
+
+def make_job(kind: str, ssh: dict[str, Any] | None = None) -> Job[Any]:
+    return job_from(kind, spec_of(kind) | ({"ssh": ssh} if ssh else {}))
 
 
 def render(kind: str, job: Job[Any], secret: Object | None = None) -> dict[str, Object]:
@@ -161,9 +170,26 @@ def test_a_secret_made_before_host_keys_keeps_its_job_unpinned(kind: str) -> Non
         assert "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null" in rsh
 
 
+@pytest.mark.parametrize(
+    ("kind", "plural", "short_names"),
+    [
+        ("MPIJob", "mpijobs", ["mj", "mpij"]),
+        ("HorovodJob", "horovodjobs", ["hj", "hvdj"]),
+        ("ColossalAIJob", "colossalaijobs", ["caj", "colossalai"]),
+    ],
+)
+def test_every_ssh_kind_is_served_under_its_names(
+    kind: str, plural: str, short_names: list[str]
+) -> None:
+    declared: JobKind[Any] = KINDS[kind]
+    assert declared.resource.api_version == "batch.tensorstack.dev/v1beta1"
+    assert (declared.resource.kind, declared.resource.plural) == (kind, plural)
+    assert list(declared.short_names) == short_names
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_ssh_kind_is_one_launcher_and_its_workers(kind: str) -> None:
-    declared: JobKind[Any] = KINDS[kind]  # mypy checks the protocol here
+    declared: JobKind[Any] = KINDS[kind]
     assert tuple(declared.replica_types) == ("launcher", "worker")
     assert declared.replicas(make_job(kind)) == {"launcher": 1, "worker": 2}
     assert set(declared.child_resources) == {SECRETS, CONFIGMAPS, SERVICES, PODS}
@@ -175,12 +201,25 @@ def test_every_ssh_kind_is_one_launcher_and_its_workers(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_missing_worker_container_is_named(kind: str) -> None:
-    spec = copy.deepcopy(SPECS[kind])
+    spec = spec_of(kind)
     spec["worker"]["template"]["spec"]["containers"][0]["name"] = "main"
-    job = job_of(KINDS[kind], job_manifest(KINDS[kind], spec, name="j", namespace=NS))
     needed = WORKER_CONTAINER[kind]
-    assert error_messages(KINDS[kind].validate(job)) == {
+    assert error_messages(KINDS[kind].validate(job_from(kind, spec))) == {
         "spec.worker.template.spec.containers": f'needs a container named "{needed}"'
+    }
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_bad_name_a_missing_image_and_relative_ssh_paths_are_each_named(kind: str) -> None:
+    mount_path = "authMountPath" if kind == "ColossalAIJob" else "sshAuthMountPath"
+    spec = spec_of(kind) | {"ssh": {"sshdPath": "sshd", mount_path: "root/.ssh"}}
+    spec["worker"]["template"]["spec"]["containers"][0].pop("image")
+    job = job_from(kind, spec, name="9-bad.name")
+    assert set(error_messages(KINDS[kind].validate(job))) == {
+        "metadata.name",
+        "spec.worker.template.spec.containers[0].image",
+        "spec.ssh.sshdPath",
+        f"spec.ssh.{mount_path}",
     }
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pydantic import ValidationError
 
 from jobcore import crd_for
@@ -15,35 +13,18 @@ from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.colossalaijob import ColossalAIJobSpec
 from jobkinds.mpijob import MPIJobKind
 from jobkinds.mpijob import MPIJobSpec
+from tests.jobdocs import sample
 
-SEED = yaml.safe_load(
-    (Path(__file__).resolve().parents[2] / "manifests/samples/mpijob-random-walk.yaml").read_text()
-)["spec"]
+SEED = sample("mpijob-random-walk")["spec"]
 
 
 def current_shape() -> dict[str, Any]:
-    """The seed's first MPIJob written the way T9k's tutorials write it today."""
-    container = copy.deepcopy(SEED["worker"]["template"]["spec"]["containers"][0])
-    container["name"] = "worker"
-    return {
-        "replicaSpecs": [
-            {"type": "launcher", "replicas": 1, "template": {}},
-            {
-                "type": "worker",
-                "replicas": 5,
-                "restartPolicy": "Never",
-                "template": {"spec": {"containers": [container]}},
-            },
-        ],
-        "mpiConfig": {
-            "home": SEED["mpiHome"],
-            "mca": SEED["mca"],
-            "extraArgs": SEED["worker"]["extraMPIArgs"],
-            "script": SEED["worker"]["cmd"],
-        },
-        "runPolicy": SEED["runPolicy"],
-        "ssh": SEED["ssh"],
-    }
+    """The seed's first MPIJob written the way T9k's tutorials write it today (its sample), the
+    workers' restartPolicy set on their replica spec."""
+    spec: dict[str, Any] = sample("mpijob-current-shape")["spec"]
+    worker = next(replica for replica in spec["replicaSpecs"] if replica["type"] == "worker")
+    worker["restartPolicy"] = "Never"
+    return spec
 
 
 def test_the_current_shape_normalises_to_the_seed_shape() -> None:
@@ -90,11 +71,7 @@ def test_the_crd_accepts_both_shapes() -> None:
     assert replica["properties"]["type"]["enum"] == ["worker", "launcher"]
 
 
-CAI_SEED = yaml.safe_load(
-    (
-        Path(__file__).resolve().parents[2] / "manifests/samples/colossalaijob-example.yaml"
-    ).read_text()
-)["spec"]
+CAI_SEED = sample("colossalaijob-example")["spec"]
 
 
 def colossalai_current_shape(*, launcher_template: bool = True) -> dict[str, Any]:
