@@ -557,14 +557,15 @@ def test_pending_and_running_say_why() -> None:
 
 
 @pytest.fixture
-def ssh_port() -> Iterator[None]:
-    """Something accepting TCP on 127.0.0.1:22, as a Ready worker's sshd would."""
-    with accepting_connections(22):
-        yield
+def ssh_port() -> Iterator[int]:
+    """A free port accepting TCP on 127.0.0.1, as a Ready worker's sshd would."""
+    with accepting_connections(0) as port:
+        yield port
 
 
-@pytest.mark.usefixtures("ssh_port")
-def test_static_launcher_script_execs_horovodrun_with_arguments_intact(tmp_path: Path) -> None:
+def test_static_launcher_script_execs_horovodrun_with_arguments_intact(
+    tmp_path: Path, ssh_port: int
+) -> None:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("127.0.0.1 slots=2\n")
     command = _horovod.launcher_command(make_job())
@@ -572,7 +573,11 @@ def test_static_launcher_script_execs_horovodrun_with_arguments_intact(tmp_path:
         command,
         tmp_path,
         programs={"horovodrun": '#!/bin/bash\nprintf "%s\\n" "$@"\n'},
-        env={"JOBCORE_HOROVOD_HOSTFILE": str(hostfile), "JOBCORE_HOROVOD_WAIT_SECONDS": "5"},
+        env={
+            "JOBCORE_HOROVOD_HOSTFILE": str(hostfile),
+            "JOBCORE_HOROVOD_WAIT_SECONDS": "5",
+            _ssh.PORT_ENV: str(ssh_port),
+        },
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-len(command[4:]) :] == command[4:]

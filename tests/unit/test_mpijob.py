@@ -613,6 +613,7 @@ def run_script(
     wait: int | str = 1,
     mpi_home: str = "",
     mpi: _mpi.Flavour = _mpi.OPEN_MPI,
+    port: int = _ssh.SSH_PORT,
 ) -> subprocess.CompletedProcess[str]:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text(_mpi.hostfile_text(hosts, 2, mpi))
@@ -624,6 +625,7 @@ def run_script(
             "JOBCORE_MPI_HOSTFILE": str(hostfile),
             "JOBCORE_MPI_WAIT_SECONDS": str(wait),
             "JOBCORE_MPI_HOME": mpi_home,
+            _ssh.PORT_ENV: str(port),
         },
     )
 
@@ -639,9 +641,10 @@ def test_script_gives_up_on_unresolvable_workers(tmp_path: Path, mpi: _mpi.Flavo
 
 
 @pytest.fixture
-def ssh_port_listener() -> Iterator[None]:
-    with accepting_connections(22):
-        yield
+def ssh_port() -> Iterator[int]:
+    """A free port accepting TCP on 127.0.0.1, as a Ready worker's sshd would."""
+    with accepting_connections(0) as port:
+        yield port
 
 
 @pytest.mark.parametrize("wait", ["a[$(touch CANARY)]", "1+$(touch CANARY)", "0x10", "-1", "1 "])
@@ -655,33 +658,31 @@ def test_the_wait_time_is_digits_or_refused_and_never_evaluated(tmp_path: Path, 
     assert not canary.exists()
 
 
-@pytest.mark.usefixtures("ssh_port_listener")
-def test_script_execs_mpirun_with_arguments_intact(tmp_path: Path) -> None:
+def test_script_execs_mpirun_with_arguments_intact(tmp_path: Path, ssh_port: int) -> None:
     marker = tmp_path / "pwned"
     args = ["-N", "2", "./prog", "two words", f"$(touch {marker})", "'; exit 1; '"]
-    result = run_script(tmp_path, ["127.0.0.1"], ["mpirun", *args], wait=10)
+    result = run_script(tmp_path, ["127.0.0.1"], ["mpirun", *args], wait=10, port=ssh_port)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-len(args) :] == args
     assert not marker.exists()
 
 
-@pytest.mark.usefixtures("ssh_port_listener")
-def test_script_runs_the_launcher_from_mpi_home_first(tmp_path: Path) -> None:
+def test_script_runs_the_launcher_from_mpi_home_first(tmp_path: Path, ssh_port: int) -> None:
     home = tmp_path / "mpi home"
     (home / "bin").mkdir(parents=True)
     (home / "bin" / "mpiexec").write_text('#!/bin/bash\necho "home mpiexec $*"\n')
     (home / "bin" / "mpiexec").chmod(0o755)
     result = run_script(
-        tmp_path, ["127.0.0.1"], ["mpiexec", "-f", "x"], wait=10, mpi_home=str(home)
+        tmp_path, ["127.0.0.1"], ["mpiexec", "-f", "x"], wait=10, mpi_home=str(home), port=ssh_port
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "home mpiexec -f x"
 
 
 def test_script_waits_for_a_closed_ssh_port(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        if probe.connect_ex(("127.0.0.1", 22)) == 0:
-            pytest.skip("something listens on 127.0.0.1:22 here")
-    result = run_script(tmp_path, ["127.0.0.1"], ["./prog"])
+    with socket.socket() as probe:  # a port that was free a moment ago, and nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    result = run_script(tmp_path, ["127.0.0.1"], ["./prog"], port=closed)
     assert result.returncode == _mpi.WAIT_TIMEOUT_EXIT
-    assert "worker 127.0.0.1 does not accept connections on port 22" in result.stderr
+    assert f"worker 127.0.0.1 does not accept connections on port {closed}" in result.stderr
