@@ -269,7 +269,7 @@ class ControlPlane(Started):
         await self.start_apiserver()
 
     async def start_controller_manager(self) -> None:
-        """Start kube-controller-manager's garbage collector and namespace controllers."""
+        """Start kube-controller-manager's garbage collector, namespace and Job controllers."""
         if _KCM in self._procs.running:
             return
         work, port = self._work_dir(), _free_port()
@@ -278,7 +278,7 @@ class ControlPlane(Started):
             f"--kubeconfig={self.kubeconfig_path}",
             f"--secure-port={port}",
             f"--cert-dir={work / 'kcm-certs'}",
-            "--controllers=garbagecollector,namespace",
+            "--controllers=garbagecollector,namespace,job",
             "--leader-elect=false",
             "--bind-address=127.0.0.1",
             *(["--port=0"] if self._apiserver_minor < 24 else []),
