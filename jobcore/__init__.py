@@ -60,6 +60,7 @@ from jobcore._informer import Informer
 from jobcore._informer import Keep
 from jobcore._informer import Transform
 from jobcore._informer import strip_bulk
+from jobcore._jobcontroller import add_job_controller
 from jobcore._jobkind import JOB_KIND_LABEL
 from jobcore._jobkind import JOB_NAME_LABEL
 from jobcore._jobkind import REPLICA_INDEX_LABEL
@@ -67,6 +68,7 @@ from jobcore._jobkind import REPLICA_TYPE_LABEL
 from jobcore._jobkind import FieldError
 from jobcore._jobkind import Job
 from jobcore._jobkind import JobKind
+from jobcore._jobkind import JobPolicy
 from jobcore._jobkind import Observed
 from jobcore._jobkind import Outcome
 from jobcore._jobmodels import ApiModel
@@ -75,6 +77,7 @@ from jobcore._jobmodels import Container
 from jobcore._jobmodels import JobSpec
 from jobcore._jobmodels import JobStatus
 from jobcore._jobmodels import OpenModel
+from jobcore._jobmodels import PauseMode
 from jobcore._jobmodels import PodSpec
 from jobcore._jobmodels import PodTemplateSpec
 from jobcore._jobmodels import RestartPolicy
@@ -91,7 +94,6 @@ from jobcore._jobplan import pod_group
 from jobcore._jobplan import run_mode_errors
 from jobcore._jobplan import unserved_kinds
 from jobcore._jobreconciler import JobReconciler
-from jobcore._jobreconciler import add_job_controller
 from jobcore._labels import parse_selector
 from jobcore._labels import selector_to_string
 from jobcore._leaderelection import LeaderElectionConfig
@@ -112,6 +114,7 @@ from jobcore._ratelimit import ItemExponentialFailureRateLimiter
 from jobcore._ratelimit import MaxOfRateLimiter
 from jobcore._ratelimit import RateLimiter
 from jobcore._ratelimit import default_controller_rate_limiter
+from jobcore._resources import BATCH_JOBS
 from jobcore._resources import CONFIGMAPS
 from jobcore._resources import CUSTOM_RESOURCE_DEFINITIONS
 from jobcore._resources import EVENTS
@@ -137,6 +140,7 @@ from jobcore._statuspart import StatusPart
 from jobcore._statuspart import T9kStatus
 
 __all__ = [
+    "BATCH_JOBS",
     "CONFIGMAPS",
     "CONTROLLER_UID_INDEX",
     "CUSTOM_RESOURCE_DEFINITIONS",
@@ -182,6 +186,7 @@ __all__ = [
     "ItemExponentialFailureRateLimiter",
     "Job",
     "JobKind",
+    "JobPolicy",
     "JobReconciler",
     "JobSpec",
     "JobStatus",
@@ -201,6 +206,7 @@ __all__ = [
     "OpenModel",
     "Outcome",
     "PatchType",
+    "PauseMode",
     "PodSpec",
     "PodTemplateSpec",
     "Predicate",

@@ -7,6 +7,7 @@ in a running job, a child the API server forbade, a restart, a TTL deletion).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Sequence
 
 from jobcore import _metrics
@@ -33,12 +34,25 @@ _WARNINGS: tuple[tuple[ConditionType, str, str], ...] = (
 class Announcer:
     """Records a kind's job Events through `recorder` and counts its jobs in the metrics."""
 
-    def __init__(self, recorder: EventRecorder, kind: str) -> None:
+    def __init__(
+        self,
+        recorder: EventRecorder,
+        kind: str,
+        *,
+        also: Callable[[Object, JobStatus, JobStatus], None] | None = None,
+    ) -> None:
         self.recorder = recorder
         self.kind = kind
+        self.also = also
 
     def transitions(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
-        """Events and job counters for each transition from `previous` to the written `status`."""
+        """Events and job counters for each transition from `previous` to the written `status`,
+        and then whatever the kind's own `also` announces (its metrics, say)."""
+        self._transitions(obj, previous, status)
+        if self.also is not None:
+            self.also(obj, previous, status)
+
+    def _transitions(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
         labels = (self.kind, obj["metadata"].get("namespace") or "")
         if is_initialized(status) and not is_initialized(previous):
             _metrics.jobs_created_total.labels(*labels).inc()

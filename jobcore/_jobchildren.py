@@ -33,12 +33,14 @@ from jobcore._jobkind import SpecT
 from jobcore._jobplan import adopt
 from jobcore._jobplan import pod_group
 from jobcore._jobplan import unserved_kinds
+from jobcore._resources import BATCH_JOBS
 from jobcore._resources import CONFIGMAPS
 from jobcore._resources import PODS
 from jobcore._resources import Object
 from jobcore._resources import ObjectKey
 from jobcore._resources import Resource
 from jobcore._resources import controller_of
+from jobcore._resources import is_batch_jobs
 from jobcore._scheduling import GangScheduler
 
 RECHECK_SECONDS = 30.0
@@ -83,15 +85,22 @@ class JobChildren(Generic[SpecT]):
             informer.add_handler(ExpectationObserver(expectations, kind.resource))
 
     def observe(self, uid: str) -> Observed:
-        """The job's children as the caches show them now."""
-        return Observed(
-            {
-                resource: {
-                    o["metadata"]["name"]: o for o in informer.by_index(CONTROLLER_UID_INDEX, uid)
-                }
-                for resource, informer in self.informers.items()
+        """The job's children as the caches show them now; its pods include those of the
+        batch Jobs it controls (a launcher run by Kubernetes' Job controller, say)."""
+        children = {
+            resource: {
+                o["metadata"]["name"]: o for o in informer.by_index(CONTROLLER_UID_INDEX, uid)
             }
-        )
+            for resource, informer in self.informers.items()
+        }
+        pods = children.get(PODS)
+        for batch_job in children.get(BATCH_JOBS, {}).values():
+            if pods is not None:
+                by_job = self.informers[PODS].by_index(
+                    CONTROLLER_UID_INDEX, batch_job["metadata"]["uid"]
+                )
+                pods.update((o["metadata"]["name"], o) for o in by_job)
+        return Observed(children)
 
     async def create_missing(
         self, request: Request, job: Job[SpecT], desired: Sequence[Object], observed: Observed
@@ -191,19 +200,34 @@ class JobChildren(Generic[SpecT]):
     async def delete_pods(
         self, request: Request, observed: Observed, keep: set[str]
     ) -> list[Object]:
-        """Delete the owned Pods not in `keep` (gracefully); those it sent deletions for."""
+        """Delete the owned Pods not in `keep` (gracefully); those it sent deletions for.
+
+        The pods of the job's batch Jobs are their Job controller's to delete, never these.
+        """
+        pods = {name: pod for name, pod in observed.pods.items() if not is_batch_jobs(pod)}
+        return await self._delete(request, PODS, pods, keep)
+
+    async def delete_batch_jobs(
+        self, request: Request, observed: Observed, keep: set[str]
+    ) -> list[Object]:
+        """Delete the job's batch Jobs not in `keep`, their pods with them (in the background)."""
+        return await self._delete(request, BATCH_JOBS, observed.children.get(BATCH_JOBS, {}), keep)
+
+    async def _delete(
+        self, request: Request, resource: Resource, owned: Mapping[str, Object], keep: set[str]
+    ) -> list[Object]:
         doomed = [
-            pod
-            for name, pod in observed.pods.items()
-            if name not in keep and not pod["metadata"].get("deletionTimestamp")
+            obj
+            for name, obj in owned.items()
+            if name not in keep and not obj["metadata"].get("deletionTimestamp")
         ]
         if not doomed:
             return []
-        self.expectations.expect_deletions(request, [p["metadata"]["name"] for p in doomed])
-        for pod in doomed:
-            meta = pod["metadata"]
+        self.expectations.expect_deletions(request, [o["metadata"]["name"] for o in doomed])
+        for obj in doomed:
+            meta = obj["metadata"]
             try:
-                await self.client.delete(PODS, meta["name"], meta["namespace"], uid=meta["uid"])
+                await self.client.delete(resource, meta["name"], meta["namespace"], uid=meta["uid"])
             except NotFoundError:
                 self.expectations.deletion_observed(request, meta["name"])
         return doomed

@@ -84,7 +84,7 @@ def resume_specs_of(
 
     The first status written records them; the spec cannot change them afterwards.
     """
-    mode = job.spec.run_mode
+    mode = job.policy.run_mode
     given = (mode.pause.resume_specs if mode and mode.pause else None) or None
     if previous.phase is None or is_invalid(previous):
         return given, None  # nothing recorded yet: an invalid spec's status records nothing
@@ -253,3 +253,13 @@ def soonest(*delays: float | None) -> float | None:
     """The shortest of the given delays (at least 0.5 s), None if none is given."""
     known = [delay for delay in delays if delay is not None]
     return max(min(known), 0.5) if known else None
+
+
+def running_since(job: Job[Any], previous: JobStatus) -> str | None:
+    """Since when `activeDeadlineSeconds` counts: the job's last resume, else its creation
+    (a Kubernetes Job's deadline likewise starts again when it is resumed)."""
+    paused = previous.condition("Paused")
+    if paused is not None and paused.status == "False" and paused.last_transition_time:
+        return paused.last_transition_time
+    created: str | None = job.obj["metadata"].get("creationTimestamp")
+    return created

@@ -12,14 +12,18 @@ from typing import Literal
 from typing import Protocol
 from typing import TypeVar
 
+from jobcore._jobmodels import ApiModel
 from jobcore._jobmodels import JobSpec
 from jobcore._jobmodels import JobStatus
+from jobcore._jobmodels import RunMode
+from jobcore._jobmodels import RunPolicy
+from jobcore._jobmodels import SchedulerPolicy
 from jobcore._resources import PODS
 from jobcore._resources import Object
 from jobcore._resources import Resource
 
-SpecT = TypeVar("SpecT", bound=JobSpec)
-SpecT_co = TypeVar("SpecT_co", bound=JobSpec, covariant=True)
+SpecT = TypeVar("SpecT", bound=ApiModel)
+SpecT_co = TypeVar("SpecT_co", bound=ApiModel, covariant=True)
 
 JOB_NAME_LABEL = "jobcore.dev/job-name"
 """On every child object: the name of the job that owns it."""
@@ -40,6 +44,30 @@ class FieldError:
 
 
 @dataclass(frozen=True, slots=True)
+class JobPolicy:
+    """What the job layer obeys in a job: its run policy, run mode and gang scheduler.
+
+    A `JobSpec` holds them as fields (`runPolicy`, `runMode`, `scheduler`); a kind whose API
+    says them otherwise (Kubeflow's runPolicy, its suspend) translates its spec into one with a
+    `policy(spec)` method.
+    """
+
+    run_policy: RunPolicy = field(default_factory=RunPolicy)
+    run_mode: RunMode | None = None
+    scheduler: SchedulerPolicy | None = None
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> JobPolicy:
+        return cls(spec.run_policy, spec.run_mode, spec.scheduler)
+
+
+def policy_of(kind: object, spec: Any) -> JobPolicy:
+    """The kind's `policy(spec)` if it has one, else the spec's own `JobSpec` fields."""
+    translate = getattr(kind, "policy", None)
+    return translate(spec) if translate is not None else JobPolicy.of(spec)
+
+
+@dataclass(frozen=True, slots=True)
 class Job(Generic[SpecT]):
     """A job as a kind sees it: its identity, its validated spec, and its last status.
 
@@ -55,16 +83,17 @@ class Job(Generic[SpecT]):
     status: JobStatus
     obj: Object = field(repr=False)
     gang: bool = False
+    policy: JobPolicy = field(default_factory=JobPolicy)
 
     @property
     def debugging(self) -> bool:
         """`spec.runMode.debug.enabled`: jobcore swaps in the debug commands; start at once."""
-        return self.spec.run_mode is not None and self.spec.run_mode.debugging
+        return self.policy.run_mode is not None and self.policy.run_mode.debugging
 
     @property
     def paused(self) -> bool:
         """`spec.runMode.pause.enabled`: jobcore creates none of the job's pods."""
-        return self.spec.run_mode is not None and self.spec.run_mode.paused
+        return self.policy.run_mode is not None and self.policy.run_mode.paused
 
     def labels(self, replica_type: str | None = None, index: int | None = None) -> dict[str, str]:
         """The labels jobcore selects and reads children by; kinds put them on every child."""

@@ -8,6 +8,7 @@ from jobcore._jobkind import FieldError
 from jobcore._jobkind import Job
 from jobcore._jobkind import JobKind
 from jobcore._jobkind import SpecT
+from jobcore._jobkind import policy_of
 from jobcore._jobmodels import JobStatus
 from jobcore._jobplan import run_mode_errors
 from jobcore._resources import Object
@@ -56,8 +57,9 @@ def parse_job(
         spec=spec,
         status=status if status is not None else JobStatus(),
         obj=obj,
+        policy=policy_of(kind, spec),
     )
-    errors = [*run_mode_errors(spec, kind.replica_types), *kind.validate(job)]
+    errors = [*run_mode_errors(job.policy, kind.replica_types), *kind.validate(job)]
     return (None, errors) if errors else (job, [])
 
 

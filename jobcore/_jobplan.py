@@ -18,10 +18,12 @@ from jobcore._jobkind import REPLICA_TYPE_LABEL
 from jobcore._jobkind import FieldError
 from jobcore._jobkind import Job
 from jobcore._jobkind import JobKind
+from jobcore._jobkind import JobPolicy
 from jobcore._jobkind import Observed
 from jobcore._jobkind import SpecT
 from jobcore._jobmodels import JobSpec
 from jobcore._jobmodels import ResumeSpec
+from jobcore._resources import BATCH_JOBS
 from jobcore._resources import PODS
 from jobcore._resources import Object
 from jobcore._resources import owner_reference
@@ -35,9 +37,10 @@ DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
 """A debugging replica's command when neither the job nor the kind names one."""
 
 _PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+_WORKLOADS = (PODS.kind, BATCH_JOBS.kind)
 
 
-def run_mode_errors(spec: JobSpec, replica_types: Sequence[str]) -> list[FieldError]:
+def run_mode_errors(spec: JobSpec | JobPolicy, replica_types: Sequence[str]) -> list[FieldError]:
     """Every `spec.runMode` entry must name one of the kind's replica types."""
     mode = spec.run_mode
     entries: list[tuple[str, str]] = []
@@ -73,8 +76,8 @@ def plan(
     then on follow it.
     """
     children = kind.render(job, observed)
-    if job.paused:
-        return [child for child in children if child.get("kind") != PODS.kind]
+    if job.paused:  # no pods, nor batch Jobs that would run some
+        return [child for child in children if child.get("kind") not in _WORKLOADS]
     for pod in children:
         if pod.get("kind") != PODS.kind:
             continue
@@ -140,8 +143,9 @@ def _main_container(kind: JobKind[Any], pod: Object, replica_type: str) -> dict[
 
 def _debug(kind: JobKind[Any], job: Job[Any], pod: Object, replica_type: str) -> None:
     """The debug command in place of the replica's (probes it could not pass dropped)."""
-    debug = job.spec.run_mode.debug
-    entry = next((r for r in debug.replica_specs or () if r.type == replica_type), None)
+    mode = job.policy.run_mode
+    entries = (mode.debug.replica_specs if mode and mode.debug else None) or ()
+    entry = next((r for r in entries if r.type == replica_type), None)
     command = (entry and entry.command) or _default_debug_command(kind.debug_commands, replica_type)
     if command is not None:
         container = _main_container(kind, pod, replica_type)

@@ -96,11 +96,11 @@ def should_retry(policy: RunPolicy, failures: Sequence[PodFailure]) -> bool:
     return any(f.retryable_by_exit_code for f in decisive if f.finished_at == first)
 
 
-def deadline_left(policy: RunPolicy, created: str | None, now: float) -> float | None:
-    """Seconds left of `activeDeadlineSeconds`, counted from the job's creation."""
+def deadline_left(policy: RunPolicy, since: str | None, now: float) -> float | None:
+    """Seconds left of `activeDeadlineSeconds`, counted from `since` (a timestamp)."""
     if policy.active_deadline_seconds is None:
         return None
-    return policy.active_deadline_seconds - seconds_since(created, now)
+    return policy.active_deadline_seconds - seconds_since(since, now)
 
 
 def pending_too_long(

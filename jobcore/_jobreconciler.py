@@ -22,19 +22,16 @@ import time
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
-from typing import Any
 from typing import Generic
 
 from jobcore import _metrics
 from jobcore._client import Client
-from jobcore._controller import Controller
 from jobcore._controller import Result
 from jobcore._errors import ForbiddenError
 from jobcore._errors import NotFoundError
 from jobcore._events import EventRecorder
 from jobcore._expectations import Expectations
 from jobcore._handler import Request
-from jobcore._handler import requests_for_owner
 from jobcore._informer import Informer
 from jobcore._jobannounce import FAILED_CREATE
 from jobcore._jobannounce import Announcer
@@ -49,10 +46,9 @@ from jobcore._jobdecide import has_ended
 from jobcore._jobdecide import is_invalid
 from jobcore._jobdecide import lifecycle_of
 from jobcore._jobdecide import other_mode_pods
-from jobcore._jobdecide import pod_ended
 from jobcore._jobdecide import run_policy_of
+from jobcore._jobdecide import running_since
 from jobcore._jobdecide import soonest
-from jobcore._jobkind import JOB_NAME_LABEL
 from jobcore._jobkind import FieldError
 from jobcore._jobkind import Job
 from jobcore._jobkind import JobKind
@@ -71,8 +67,7 @@ from jobcore._jobstatus import Lifecycle
 from jobcore._jobstatus import derive_status
 from jobcore._jobstatus import invalid_status
 from jobcore._jobwriter import StatusWriter
-from jobcore._manager import Manager
-from jobcore._predicate import GenerationChanged
+from jobcore._resources import BATCH_JOBS
 from jobcore._resources import PODS
 from jobcore._resources import Object
 from jobcore._resources import ObjectKey
@@ -82,9 +77,6 @@ from jobcore._statuspart import status_part
 
 REFUSED_RETRY_SECONDS = 30.0
 """The longest wait between tries to create a refused child."""
-CHILD_EVENT_DELAY = 0.5
-"""Seconds a child's event waits before it reconciles its job, gathering the events of a
-gang of pods into one reconcile (Kubernetes' Job controller batches pod events for 1 s)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -138,7 +130,9 @@ class JobReconciler(Generic[SpecT]):
         self.clock = clock
         self.expectations = Expectations()
         self.children = JobChildren(kind, client, children, self.expectations)
-        self.announcer = Announcer(recorder, kind.resource.kind)
+        self.announcer = Announcer(
+            recorder, kind.resource.kind, also=getattr(kind, "announce", None)
+        )
         self.writer = StatusWriter(
             client,
             kind.resource,
@@ -175,8 +169,12 @@ class JobReconciler(Generic[SpecT]):
     async def _run(self, step: _Step[SpecT], lifecycle: Lifecycle) -> Result:
         """Drive a job that has not ended: its deadline, its children, its policy, its status."""
         job, observed = step.job, step.observed
-        policy = job.spec.run_policy
-        deadline = deadline_left(policy, job.obj["metadata"].get("creationTimestamp"), step.time)
+        policy = job.policy.run_policy
+        deadline = (
+            None
+            if job.paused
+            else deadline_left(policy, running_since(job, step.previous), step.time)
+        )
         if deadline is not None and deadline <= 0:
             return await self._expire(step, lifecycle)
         job, scheduler = gang_scheduling(job, self.gang_scheduler)
@@ -230,6 +228,8 @@ class JobReconciler(Generic[SpecT]):
         wanted = {o["metadata"]["name"] for o in desired if o["kind"] == PODS.kind}
         stale = other_mode_pods(desired, observed)
         deleted = await self.children.delete_pods(step.request, observed, keep=wanted - stale)
+        batch_jobs = {o["metadata"]["name"] for o in desired if o["kind"] == BATCH_JOBS.kind}
+        await self.children.delete_batch_jobs(step.request, observed, keep=batch_jobs)
         if running:  # a scale-down
             self.announcer.pods(job.obj, "PodDeleted", "Deleted", _pod_names(deleted))
         # Pods of the other run mode go first; their deletions bring the job back.
@@ -267,7 +267,7 @@ class JobReconciler(Generic[SpecT]):
         if job.debugging:
             return debugging(outcome, observed, desired), lifecycle
         verdict = apply_policy(
-            job.spec.run_policy,
+            job.policy.run_policy,
             outcome,
             lifecycle,
             previous=step.previous,
@@ -283,6 +283,7 @@ class JobReconciler(Generic[SpecT]):
         if verdict.restart is not None:
             # The failed pods go at once: the condition and its Warning keep what happened.
             await self.children.delete_pods(step.request, observed, keep=set())
+            await self.children.delete_batch_jobs(step.request, observed, keep=set())
         return verdict.outcome, verdict.lifecycle
 
     async def _expire(self, step: _Step[SpecT], lifecycle: Lifecycle) -> Result:
@@ -291,14 +292,14 @@ class JobReconciler(Generic[SpecT]):
         await self.children.delete_pods(step.request, observed, keep=ended_pods(observed))
         message = (
             f"The job did not end within runPolicy.activeDeadlineSeconds "
-            f"({step.job.spec.run_policy.active_deadline_seconds} s); its pods were stopped."
+            f"({step.job.policy.run_policy.active_deadline_seconds} s); its pods were stopped."
         )
         return await self._end(step, Outcome("failed", "DeadlineExceeded", message), lifecycle)
 
     async def _end(self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle) -> Result:
         """A job that ended: its clean-up policies, its final status, its TTL."""
         job, observed = step.job, step.observed
-        policy = job.spec.run_policy
+        policy = job.policy.run_policy
         doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
         await self.children.delete_pods(step.request, observed, keep=set(observed.pods) - doomed)
         status, held = await self._write(step, outcome, lifecycle)
@@ -348,69 +349,3 @@ class JobReconciler(Generic[SpecT]):
 
 def _pod_names(objects: Sequence[Object]) -> list[str]:
     return [o["metadata"]["name"] for o in objects if o["kind"] == PODS.kind]
-
-
-def _ending(child: Object) -> bool:
-    """A child being deleted, or a Pod that has ended: its job must see it before it goes."""
-    return bool(child["metadata"].get("deletionTimestamp")) or pod_ended(child)
-
-
-def add_job_controller(
-    manager: Manager,
-    kind: JobKind[Any],
-    *,
-    namespace: str | None = None,
-    max_concurrent_reconciles: int = 32,
-    gang_scheduler: GangScheduler | None = None,
-    child_event_delay: float = CHILD_EVENT_DELAY,
-) -> Controller:
-    """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
-
-    Children informers are shared between kinds (one per resource, selecting objects that
-    carry the job-name label) and cache only objects that a job of an added kind controls,
-    so nobody else's labelled objects stay in memory; each kind's controller maps only its
-    own children back.
-    `gang_scheduler` gives every job without `spec.scheduler` a PodGroup of that scheduler.
-    A child's event reconciles its job `child_event_delay` seconds later, together with the
-    other events of that time; a change to the job itself, a child's deletion and a Pod that
-    ended are reconciled at once.
-    """
-    jobs = manager.informer(kind.resource, namespace=namespace)
-    to_job = requests_for_owner(kind.resource)
-
-    def controlled(obj: Object) -> bool:
-        return bool(to_job(obj))
-
-    children = {
-        resource: manager.informer(
-            resource, namespace=namespace, label_selector=JOB_NAME_LABEL, keep=controlled
-        )
-        for resource in kind.child_resources
-    }
-    recorder = EventRecorder(
-        manager.client,
-        component=f"{kind.resource.plural}-controller",
-        active=manager.elected.is_set,
-    )
-    manager.add(recorder, needs_leader=False)
-    reconciler = JobReconciler(
-        kind=kind,
-        client=manager.client,
-        jobs=jobs,
-        children=children,
-        recorder=recorder,
-        gang_scheduler=gang_scheduler,
-    )
-    controller = Controller(
-        kind.resource.plural, reconciler, max_concurrent_reconciles=max_concurrent_reconciles
-    )
-    controller.watch(jobs, predicates=[GenerationChanged()])
-    for informer in children.values():
-        controller.watch(
-            informer,
-            mapper=to_job,
-            delay=child_event_delay,
-            urgent=_ending,
-        )
-    manager.add_controller(controller)
-    return controller

@@ -87,7 +87,7 @@ class StatusWriter:
         `coalesce` it is written at once too.
         """
         meta = obj["metadata"]
-        new, old = self.part.write(status), self.part.write(previous)
+        new, old = self.part.write(status, obj), self.part.write(previous, obj)
         if new == old:
             return None
         key = ObjectKey.of(obj)

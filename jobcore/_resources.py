@@ -46,6 +46,7 @@ EVENTS = Resource("", "v1", "Event", "events")
 NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 NODES = Resource("", "v1", "Node", "nodes", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "Lease", "leases")
+BATCH_JOBS = Resource("batch", "v1", "Job", "jobs")
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
     "apiextensions.k8s.io",
     "v1",
@@ -77,6 +78,15 @@ def controller_of(obj: Object) -> dict[str, Any] | None:
         if ref.get("controller"):
             return ref  # type: ignore[no-any-return]
     return None
+
+
+def is_batch_jobs(obj: Object) -> bool:
+    """Whether a batch Job controls `obj` (a pod that Kubernetes' Job controller runs)."""
+    ref = controller_of(obj)
+    return ref is not None and (ref.get("apiVersion"), ref.get("kind")) == (
+        BATCH_JOBS.api_version,
+        BATCH_JOBS.kind,
+    )
 
 
 def owner_reference(owner: Object, *, controller: bool = True) -> dict[str, Any]:

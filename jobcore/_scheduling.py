@@ -64,7 +64,7 @@ class T9kScheduler:
         self.scheduler_name = scheduler_name
 
     def _policy(self, job: Job[Any]) -> tuple[str, int]:
-        own = job.spec.scheduler.t9k_scheduler if job.spec.scheduler else None
+        own = job.policy.scheduler.t9k_scheduler if job.policy.scheduler else None
         return (own.queue, own.priority) if own else (self.queue, self.priority)
 
     def pod_group(self, job: Job[Any], min_member: int, pods: Sequence[Object]) -> Object:
@@ -138,7 +138,7 @@ class SchedulerPlugins:
 
 def scheduler_for(job: Job[Any], default: GangScheduler | None) -> GangScheduler | None:
     """The job's own T9k Scheduler request wins over the controller's default."""
-    policy = job.spec.scheduler
+    policy = job.policy.scheduler
     if policy is not None and policy.t9k_scheduler is not None:
         return T9kScheduler()
     return default

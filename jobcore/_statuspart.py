@@ -18,6 +18,7 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from jobcore._jobmodels import JobStatus
+from jobcore._resources import Object
 
 
 class StatusPart(Protocol):
@@ -44,8 +45,9 @@ class StatusPart(Protocol):
         cannot be read."""
         ...
 
-    def write(self, status: JobStatus) -> dict[str, Any]:
-        """The stored form of `status`; equal statuses give equal forms."""
+    def write(self, status: JobStatus, job: Object) -> dict[str, Any]:
+        """The stored form of `status` for the job object `job` (whose own fields, such as its
+        name, a message may quote); equal statuses of one job give equal forms."""
         ...
 
 
@@ -67,7 +69,7 @@ class T9kStatus:
     def read(self, stored: Mapping[str, Any]) -> JobStatus:
         return JobStatus.model_validate(stored)
 
-    def write(self, status: JobStatus) -> dict[str, Any]:
+    def write(self, status: JobStatus, job: Object) -> dict[str, Any]:
         return status.to_api()
 
 

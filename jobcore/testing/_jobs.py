@@ -16,9 +16,9 @@ from jobcore._controller import Controller
 from jobcore._crd import crd_for
 from jobcore._errors import AlreadyExistsError
 from jobcore._errors import NotFoundError
+from jobcore._jobcontroller import add_job_controller
 from jobcore._jobkind import JobKind
 from jobcore._jobmodels import JobSpec
-from jobcore._jobreconciler import add_job_controller
 from jobcore._manager import Manager
 from jobcore._resources import CUSTOM_RESOURCE_DEFINITIONS
 from jobcore._resources import EVENTS

@@ -37,6 +37,7 @@ from jobcore._jobkind import JobKind
 from jobcore._jobkind import Observed
 from jobcore._jobkind import Outcome
 from jobcore._jobkind import SpecT
+from jobcore._jobkind import policy_of
 from jobcore._jobmodels import JobStatus
 from jobcore._resources import CONFIGMAPS
 from jobcore._resources import PODS
@@ -108,14 +109,16 @@ def job_of(kind: JobKind[SpecT], obj: Object, *, status: JobStatus | None = None
     pydantic's `ValidationError`.
     """
     meta = obj["metadata"]
+    spec = kind.spec_model.model_validate(obj.get("spec") or {})
     return Job(
         kind=kind.resource.kind,
         name=meta["name"],
         namespace=meta.get("namespace") or "",
         uid=meta.get("uid") or "",
-        spec=kind.spec_model.model_validate(obj.get("spec") or {}),
+        spec=spec,
         status=status if status is not None else JobStatus(),
         obj=obj,
+        policy=policy_of(kind, spec),
     )
 
 

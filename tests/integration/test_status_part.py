@@ -51,7 +51,7 @@ class BriefStatus:
         brief = Brief.model_validate(stored)
         return JobStatus.model_validate({"phase": brief.state, "restarts": brief.restarts})
 
-    def write(self, status: JobStatus) -> dict[str, Any]:
+    def write(self, status: JobStatus, job: Object) -> dict[str, Any]:
         return Brief(state=status.phase, restarts=status.restarts).model_dump(exclude_none=True)
 
 

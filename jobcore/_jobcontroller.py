@@ -1,0 +1,108 @@
+"""Wiring one kind's job controller into a manager: its caches, events and handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from jobcore._controller import Controller
+from jobcore._events import EventRecorder
+from jobcore._handler import Request
+from jobcore._handler import requests_for_owner
+from jobcore._informer import Informer
+from jobcore._jobdecide import pod_ended
+from jobcore._jobkind import JOB_KIND_LABEL
+from jobcore._jobkind import JOB_NAME_LABEL
+from jobcore._jobkind import JobKind
+from jobcore._jobreconciler import JobReconciler
+from jobcore._manager import Manager
+from jobcore._predicate import GenerationChanged
+from jobcore._resources import BATCH_JOBS
+from jobcore._resources import Object
+from jobcore._resources import Resource
+from jobcore._resources import controller_of
+from jobcore._resources import is_batch_jobs
+from jobcore._scheduling import GangScheduler
+
+CHILD_EVENT_DELAY = 0.5
+"""Seconds a child's event waits before it reconciles its job, gathering the events of a
+gang of pods into one reconcile (Kubernetes' Job controller batches pod events for 1 s)."""
+
+
+def _ending(child: Object) -> bool:
+    """A child being deleted, or a Pod that has ended: its job must see it before it goes."""
+    return bool(child["metadata"].get("deletionTimestamp")) or pod_ended(child)
+
+
+def add_job_controller(
+    manager: Manager,
+    kind: JobKind[Any],
+    *,
+    namespace: str | None = None,
+    max_concurrent_reconciles: int = 32,
+    gang_scheduler: GangScheduler | None = None,
+    child_event_delay: float = CHILD_EVENT_DELAY,
+) -> Controller:
+    """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
+
+    Children informers are shared between kinds (one per resource, selecting objects that
+    carry the job-name label) and cache only objects that a job of an added kind controls,
+    so nobody else's labelled objects stay in memory; each kind's controller maps only its
+    own children back, and the pods of the batch Jobs a job controls to that job.
+    `gang_scheduler` gives every job without `spec.scheduler` a PodGroup of that scheduler.
+    A child's event reconciles its job `child_event_delay` seconds later, together with the
+    other events of that time; a change to the job itself, a child's deletion and a Pod that
+    ended are reconciled at once.
+    """
+    # Named by its plural, unless two kinds share one (kubeflow.org's MPIJob and T9k's).
+    name: str = getattr(kind, "controller_name", kind.resource.plural)
+    # A kind may leave some of its jobs to another controller (`manages`): never cached.
+    jobs = manager.informer(kind.resource, namespace=namespace, keep=getattr(kind, "manages", None))
+    owned = requests_for_owner(kind.resource)
+    children: dict[Resource, Informer] = {}
+
+    def to_job(obj: Object) -> Iterable[Request]:
+        """A child's job: its controller, or for a pod of a batch Job, that Job's."""
+        if BATCH_JOBS in children and is_batch_jobs(obj):
+            ref, meta = controller_of(obj) or {}, obj["metadata"]
+            batch_job = children[BATCH_JOBS].get(ref.get("name", ""), meta.get("namespace"))
+            return owned(batch_job) if batch_job is not None else ()
+        return owned(obj)
+
+    def controlled(obj: Object) -> bool:
+        if BATCH_JOBS in kind.child_resources and is_batch_jobs(obj):
+            # Kept by its labels: the batch Job may not be cached yet.
+            return (obj["metadata"].get("labels") or {}).get(JOB_KIND_LABEL) == kind.resource.kind
+        return bool(owned(obj))
+
+    for resource in kind.child_resources:
+        children[resource] = manager.informer(
+            resource, namespace=namespace, label_selector=JOB_NAME_LABEL, keep=controlled
+        )
+    recorder = EventRecorder(
+        manager.client,
+        component=f"{name}-controller",
+        active=manager.elected.is_set,
+    )
+    manager.add(recorder, needs_leader=False)
+    reconciler = JobReconciler(
+        kind=kind,
+        client=manager.client,
+        jobs=jobs,
+        children=children,
+        recorder=recorder,
+        gang_scheduler=gang_scheduler,
+    )
+    controller = Controller(
+        name, reconciler, max_concurrent_reconciles=max_concurrent_reconciles
+    )
+    controller.watch(jobs, predicates=[GenerationChanged()])
+    for informer in children.values():
+        controller.watch(
+            informer,
+            mapper=to_job,
+            delay=child_event_delay,
+            urgent=_ending,
+        )
+    manager.add_controller(controller)
+    return controller

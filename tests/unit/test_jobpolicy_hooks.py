@@ -1,0 +1,106 @@
+"""The job layer's hooks for a kind whose spec says its policy its own way (Kubeflow's
+runPolicy and suspend): `policy(spec)`, the deadline's start after a resume, `also` metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field
+
+from jobcore import ApiModel
+from jobcore import JobPolicy
+from jobcore import JobSpec
+from jobcore import JobStatus
+from jobcore import Object
+from jobcore import PauseMode
+from jobcore import Resource
+from jobcore import RunMode
+from jobcore import RunPolicy
+from jobcore import parse_job
+from jobcore._jobannounce import Announcer
+from jobcore._jobdecide import running_since
+from jobcore._jobmodels import JobCondition
+from jobcore.testing import ModelKind
+from jobcore.testing import job_manifest
+from jobcore.testing import job_of
+
+CREATED = "2026-01-01T00:00:00Z"
+RESUMED = "2026-01-01T01:00:00Z"
+
+
+class OwnSpec(ApiModel):
+    """A spec with its own words for pausing and time limits."""
+
+    suspend: bool = False
+    limit_seconds: int | None = Field(default=None, ge=1)
+
+
+@dataclass(frozen=True)
+class OwnKind(ModelKind[OwnSpec]):
+    def policy(self, spec: OwnSpec) -> JobPolicy:
+        mode = RunMode(pause=PauseMode(enabled=True)) if spec.suspend else None
+        return JobPolicy(RunPolicy(active_deadline_seconds=spec.limit_seconds), run_mode=mode)
+
+
+KIND = OwnKind(Resource("example.dev", "v1", "Own", "owns"), OwnSpec)
+
+
+def manifest(**spec: object) -> Object:
+    obj = job_manifest(KIND, spec, name="own", namespace="ns")
+    obj["metadata"]["creationTimestamp"] = CREATED
+    return obj
+
+
+def test_a_kinds_policy_is_what_the_job_layer_obeys() -> None:
+    job, errors = parse_job(KIND, manifest(suspend=True, limitSeconds=60))
+    assert errors == []
+    assert job is not None
+    assert job.paused
+    assert job.policy.run_policy.active_deadline_seconds == 60
+    assert not job_of(KIND, manifest()).paused
+
+
+def test_a_spec_without_a_policy_method_is_read_from_its_jobspec_fields() -> None:
+    plain = ModelKind(Resource("example.dev", "v1", "Plain", "plains"), JobSpec)
+    obj = job_manifest(plain, {"runMode": {"pause": {"enabled": True}}}, name="p", namespace="ns")
+    assert job_of(plain, obj).paused
+
+
+def paused_at(time: str, status: Literal["True", "False"]) -> JobStatus:
+    return JobStatus(
+        conditions=[JobCondition(type="Paused", status=status, last_transition_time=time)]
+    )
+
+
+def test_the_deadline_counts_from_creation_then_from_the_last_resume() -> None:
+    job = job_of(KIND, manifest(limitSeconds=60))
+    assert running_since(job, JobStatus()) == CREATED
+    paused = JobStatus(
+        conditions=[JobCondition(type="Paused", status="True", last_transition_time=RESUMED)]
+    )
+    assert running_since(job, paused) == CREATED
+    resumed = JobStatus(
+        conditions=[JobCondition(type="Paused", status="False", last_transition_time=RESUMED)]
+    )
+    assert running_since(job, resumed) == RESUMED
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def emit(self, obj: Object, *, type: str, reason: str, message: str) -> None:
+        self.events.append(reason)
+
+
+def test_a_kinds_announce_runs_after_jobcores_own() -> None:
+    seen: list[tuple[str | None, str | None]] = []
+    recorder = _Recorder()
+    announcer = Announcer(
+        recorder,  # type: ignore[arg-type]
+        "Own",
+        also=lambda obj, previous, status: seen.append((previous.phase, status.phase)),
+    )
+    announcer.transitions(manifest(), JobStatus(), JobStatus(phase="Succeeded"))
+    assert seen == [(None, "Succeeded")]
