@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from jobcore import BATCH_JOBS
 from jobcore import CONFIGMAPS
 from jobcore import EVENTS
 from jobcore import LEASES
@@ -53,11 +54,11 @@ def _subresource(resource: Resource, name: str) -> Resource:
 def _child_verbs(child: Resource) -> tuple[str, ...]:
     """Children are cached (list, watch) and created; `get` reads one whose create found it
     there already, to check its owner. The job reconciler deletes only Pods (restarts,
-    scale-down, clean-up policies): the garbage collector removes the other children with
-    their job. It changes only ConfigMaps (a hostfile after a scale change, an elastic
-    HorovodJob's discovery script)."""
+    scale-down, clean-up policies) and batch Jobs (a suspended Kubeflow MPIJob's launcher):
+    the garbage collector removes the other children with their job. It changes only
+    ConfigMaps (a hostfile after a scale change, an elastic HorovodJob's discovery script)."""
     verbs = ("get", "list", "watch", "create")
-    if child == PODS:
+    if child in (PODS, BATCH_JOBS):
         return (*verbs, "delete")
     if child == CONFIGMAPS:
         return (*verbs, "patch")
