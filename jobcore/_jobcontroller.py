@@ -93,9 +93,7 @@ def add_job_controller(
         recorder=recorder,
         gang_scheduler=gang_scheduler,
     )
-    controller = Controller(
-        name, reconciler, max_concurrent_reconciles=max_concurrent_reconciles
-    )
+    controller = Controller(name, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     controller.watch(jobs, predicates=[GenerationChanged()])
     for informer in children.values():
         controller.watch(
