@@ -256,10 +256,13 @@ def soonest(*delays: float | None) -> float | None:
 
 
 def running_since(job: Job[Any], previous: JobStatus) -> str | None:
-    """Since when `activeDeadlineSeconds` counts: the job's last resume, else its creation
-    (a Kubernetes Job's deadline likewise starts again when it is resumed)."""
+    """Since when `activeDeadlineSeconds` counts: the job's last resume, else its creation; None
+    on the pass that resumes it (the count starts now). A Kubernetes Job's deadline likewise
+    starts again when it is resumed."""
     paused = previous.condition("Paused")
-    if paused is not None and paused.status == "False" and paused.last_transition_time:
+    if paused is not None and paused.reason in ("Pausing", "Paused") and not job.paused:
+        return None
+    if paused is not None and paused.reason == "Resumed" and paused.last_transition_time:
         return paused.last_transition_time
     created: str | None = job.obj["metadata"].get("creationTimestamp")
     return created

@@ -67,23 +67,19 @@ def test_a_spec_without_a_policy_method_is_read_from_its_jobspec_fields() -> Non
     assert job_of(plain, obj).paused
 
 
-def paused_at(time: str, status: Literal["True", "False"]) -> JobStatus:
-    return JobStatus(
-        conditions=[JobCondition(type="Paused", status=status, last_transition_time=time)]
-    )
+def paused_at(time: str, status: Literal["True", "False"], reason: str) -> JobStatus:
+    condition = JobCondition(type="Paused", status=status, reason=reason, last_transition_time=time)
+    return JobStatus(conditions=[condition])
 
 
 def test_the_deadline_counts_from_creation_then_from_the_last_resume() -> None:
     job = job_of(KIND, manifest(limitSeconds=60))
     assert running_since(job, JobStatus()) == CREATED
-    paused = JobStatus(
-        conditions=[JobCondition(type="Paused", status="True", last_transition_time=RESUMED)]
-    )
-    assert running_since(job, paused) == CREATED
-    resumed = JobStatus(
-        conditions=[JobCondition(type="Paused", status="False", last_transition_time=RESUMED)]
-    )
-    assert running_since(job, resumed) == RESUMED
+    # The pass that resumes a paused job: the count starts now.
+    assert running_since(job, paused_at(CREATED, "True", "Paused")) is None
+    assert running_since(job, paused_at(RESUMED, "False", "Resumed")) == RESUMED
+    suspended = job_of(KIND, manifest(limitSeconds=60, suspend=True))
+    assert running_since(suspended, paused_at(CREATED, "True", "Paused")) == CREATED
 
 
 class _Recorder:
