@@ -23,9 +23,8 @@ from benchmarks._common import machine
 from benchmarks._common import print_table
 from benchmarks._common import run_benchmark
 from benchmarks._common import server_cpu
-from benchmarks.bench_mpijob import children
-from benchmarks.bench_mpijob import mpijob
-from benchmarks.bench_scale import KIND
+from benchmarks._kinds import MPIJOB
+from benchmarks._kinds import children
 from benchmarks.bench_scale import STARTED
 from benchmarks.bench_scale import pods_seen
 from jobcore import CONFIGMAPS
@@ -45,6 +44,7 @@ from jobcore.testing import eventually
 from jobcore.testing import install_crd
 
 IDLE_SECONDS = 5.0
+KIND = MPIJOB.kind
 
 
 class Meter:
@@ -116,7 +116,7 @@ async def round_(
         if watcher:
             await stack.enter_async_context(background(drain(watcher, namespace)))
             await asyncio.sleep(1.0)
-        objects = children(namespace, jobs, workers)
+        objects = children(MPIJOB, namespace, jobs, workers)
         await meter.charge(
             f"a child's creation{watched}",
             len(objects),
@@ -140,7 +140,7 @@ async def round_(
             jobs,
             asyncio.gather(
                 *(
-                    client.create(KIND.resource, mpijob(namespace, f"job-{j}", workers))
+                    client.create(KIND.resource, MPIJOB.manifest(namespace, f"job-{j}", workers))
                     for j in range(jobs)
                 )
             ),

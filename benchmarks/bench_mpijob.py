@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
 from benchmarks._common import cluster
 from benchmarks._common import machine
@@ -19,78 +18,30 @@ from benchmarks._common import median_index
 from benchmarks._common import odd_count
 from benchmarks._common import print_table
 from benchmarks._common import run_benchmark
+from benchmarks._kinds import MPIJOB
+from benchmarks._kinds import children
 from jobcore import JOB_NAME_LABEL
 from jobcore import NAMESPACES
 from jobcore import PODS
 from jobcore import Client
 from jobcore import Controller
 from jobcore import Manager
-from jobcore import Object
-from jobcore import Observed
 from jobcore import Request
-from jobcore import Resource
 from jobcore import add_job_controller
-from jobcore import adopt
 from jobcore import configure_logging
 from jobcore import crd_for
-from jobcore import parse_job
 from jobcore.testing import api_requests
 from jobcore.testing import background
 from jobcore.testing import eventually
 from jobcore.testing import install_crd
-from jobcore.testing import job_manifest
-from jobkinds.mpijob import MPIJobKind
 
-KIND = MPIJobKind()
-
-
-def mpijob(namespace: str, name: str, workers: int) -> Object:
-    template = {"spec": {"containers": [{"name": "mpi-worker", "image": "mpi:latest"}]}}
-    worker = {"replicas": workers, "extraMPIArgs": ["-N", "1"], "cmd": ["./train"]}
-    spec = {"worker": {**worker, "template": template}}
-    return job_manifest(KIND, spec, name=name, namespace=namespace, uid=None)
-
-
-def children(
-    namespace: str, jobs: int, workers: int, *, launchers: bool = False, prefix: str = "job"
-) -> list[tuple[Resource, Object]]:
-    """The very objects the controller creates for these jobs, rendered by the kind itself
-    and adopted by the job (its labels and an ownerReference), as the controller does.
-
-    The jobs are named `{prefix}-{j}`. With `launchers`, also each job's launcher, which the
-    kind renders once every worker is Ready; the launchers come last, as the controller
-    creates them after the workers.
-    """
-    resources = {resource.kind: resource for resource in KIND.child_resources}
-    objects: list[tuple[Resource, Object]] = []
-    last: list[tuple[Resource, Object]] = []
-    pods: dict[str, Object] = {}
-    for j in range(jobs):
-        raw = mpijob(namespace, f"{prefix}-{j}", workers)
-        raw["metadata"]["uid"] = str(uuid.uuid4())
-        job, errors = parse_job(KIND, raw)
-        if job is None:
-            raise ValueError(f"the benchmark's MPIJob is invalid: {errors}")
-        rendered = KIND.render(job, Observed({}))
-        if launchers:
-            ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-            pods = {
-                o["metadata"]["name"]: {**o, "status": ready}
-                for o in rendered
-                if o["kind"] == "Pod"
-            }
-            rendered = KIND.render(job, Observed({PODS: pods}))
-        for obj in rendered:
-            adopt(job, obj)
-            launcher = launchers and obj["kind"] == "Pod" and obj["metadata"]["name"] not in pods
-            (last if launcher else objects).append((resources[obj["kind"]], obj))
-    return objects + last
+KIND = MPIJOB.kind
 
 
 async def floor(client: Client, namespace: str, jobs: int, workers: int) -> float:
     """Seconds for a plain client to create the same children, all requests at once."""
     await client.create(NAMESPACES, {"metadata": {"name": namespace}})
-    objects = children(namespace, jobs, workers)
+    objects = children(MPIJOB, namespace, jobs, workers)
     started = time.perf_counter()
     await asyncio.gather(*(client.create(resource, obj) for resource, obj in objects))
     return time.perf_counter() - started
@@ -112,7 +63,7 @@ async def controller_run(
         started = time.perf_counter()
         await asyncio.gather(
             *(
-                client.create(KIND.resource, mpijob(namespace, f"job-{j}", workers))
+                client.create(KIND.resource, MPIJOB.manifest(namespace, f"job-{j}", workers))
                 for j in range(jobs)
             )
         )

@@ -1,38 +1,40 @@
 """MPIJobs at scale, driven to Succeeded: the controller process against the API server's floor.
 
     python -m benchmarks.bench_scale [--jobs 200] [--workers 8] [--rounds 5] [--cache-pods 10000]
+        [--kind mpijob|kubeflow-mpijob]
 
 One fresh control plane; `jobcore run` as its own process (so its RSS and CPU are its own);
 the simulated node in this process binds, starts and ends the pods (launchers exit 0 after
 half a second). Per run it reports the time from submitting N jobs to all workers created,
 all pods (workers and launchers) started by the node, all jobs Running and all Succeeded; the
-same creations by a plain concurrent asyncio client, launchers last (the floor, measured
-before and after the controller and averaged), to all workers created and to all pods
-started, and the ratios to it; in both windows to all workers created, the API server's CPU
-seconds, the pods the node had started and the CPU time the hypervisor gave other guests
-(steal: the machine's speed changes by the minute); the controller's API requests per job beyond its
-creations (from its own /metrics), its peak RSS and CPU seconds, reconcile p50/p99 and
-errors. `--cache-pods` then measures the controller's peak RSS with that many pods in its
-cache. Targets (issue 8): ratio <= 1.25, <= 12 requests per job beyond creations, RSS <= 200
-MB at 10,000 cached pods, no reconcile error.
+same creations by a plain concurrent asyncio client, in the kind's order (a launcher created
+once the workers are Ready comes last; the floor, measured before and after the controller
+and averaged), to all workers created and to all pods started, and the ratios to it; in both
+windows to all workers created, the API server's CPU seconds, the pods the node had started
+and the CPU time the hypervisor gave other guests (steal: the machine's speed changes by the
+minute); the controller's API requests per job beyond its creations (from its own /metrics),
+its peak RSS and CPU seconds, reconcile p50/p99 and errors. `--cache-pods` then measures the
+controller's peak RSS with that many pods in its cache. Targets (issue 8): ratio <= 1.25,
+<= 12 requests per job beyond creations, RSS <= 200 MB at 10,000 cached pods, no reconcile
+error.
+
+`--kind` picks the jobs: T9k's MPIJob (`mpijob`, the default) or Kubeflow's MPIJob
+(`kubeflow-mpijob`), whose launcher is a batch/v1 Job: kube-controller-manager then runs
+Kubernetes' Job controller (which creates the launcher's pod) and garbage collector, for the
+floor as for the controller, and a last line gives the bound Kubeflow MPI Operator's client
+defaults would put on sending the same requests.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
 import sys
 import time
-from collections.abc import AsyncIterator
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import aiohttp
-
 from benchmarks import floor_client
 from benchmarks._common import Row
-from benchmarks._common import cpu_seconds
 from benchmarks._common import machine
 from benchmarks._common import median_index
 from benchmarks._common import odd_count
@@ -40,13 +42,18 @@ from benchmarks._common import print_table
 from benchmarks._common import run_benchmark
 from benchmarks._common import server_cpu
 from benchmarks._common import steal_seconds
-from benchmarks.bench_mpijob import mpijob
+from benchmarks._controller import controller
+from benchmarks._controller import quantile
+from benchmarks._controller import requests
+from benchmarks._controller import total
+from benchmarks._kinds import MPIJOB
+from benchmarks._kinds import BenchKind
+from benchmarks._kinds import bench_kind
 from jobcore import JOB_NAME_LABEL
 from jobcore import NAMESPACES
 from jobcore import PODS
 from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
-from jobcore import Object
 from jobcore import configure_logging
 from jobcore import crd_for
 from jobcore.testing import ControlPlane
@@ -54,132 +61,25 @@ from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import eventually
 from jobcore.testing import install_crd
-from jobkinds.mpijob import MPIJobKind
 
-KIND = MPIJobKind()
 LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 WARM_UP = floor_client.WARM_UP
 """Jobs run before each measurement, by the controller as by the floor's client."""
 
 
-@dataclass
-class Process:
-    """The controller process and what /proc says of it."""
+@dataclass(frozen=True)
+class Batch:
+    """What each run submits: `jobs` jobs of `bench`'s kind, of `workers` workers each."""
 
-    pid: int
-    metrics_port: int
-    probe_port: int
+    bench: BenchKind
+    jobs: int
+    workers: int
 
-    def peak_rss_mb(self) -> float:
-        return self._status_mb("VmHWM:")
-
-    def rss_mb(self) -> float:
-        return self._status_mb("VmRSS:")
-
-    def _status_mb(self, field: str) -> float:
-        with open(f"/proc/{self.pid}/status") as status:
-            for line in status:
-                if line.startswith(field):
-                    return int(line.split()[1]) / 1024
-        return 0.0
-
-    def cpu_seconds(self) -> float:
-        return cpu_seconds(self.pid)
-
-    async def ready(self) -> bool:
-        """Whether /readyz answers 200: every informer has loaded its first list."""
-        url = f"http://127.0.0.1:{self.probe_port}/readyz"
-        with contextlib.suppress(aiohttp.ClientError):
-            async with aiohttp.ClientSession() as session, session.get(url) as response:
-                return response.status == 200
-        return False
-
-    async def metrics(self) -> dict[str, float]:
-        """The controller's /metrics, one value per sample line (labels kept in the key)."""
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        async with aiohttp.ClientSession() as session, session.get(url) as response:
-            text = await response.text()
-        samples = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                key, _, value = line.rpartition(" ")
-                samples[key] = float(value)
-        return samples
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextlib.asynccontextmanager
-async def controller(kubeconfig: str, namespace: str, *options: str) -> AsyncIterator[Process]:
-    """`jobcore run` for MPIJobs in `namespace` (with `options`), until the block ends."""
-    port, probe_port = _free_port(), _free_port()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "controllers.cli",
-        "--log-level",
-        "warning",
-        "run",
-        "--kubeconfig",
-        kubeconfig,
-        "--kinds",
-        "mpijob",
-        "--namespace",
-        namespace,
-        "--metrics-bind-address",
-        f"127.0.0.1:{port}",
-        "--health-probe-bind-address",
-        f"127.0.0.1:{probe_port}",
-        *options,
-    )
-    proc = Process(process.pid, port, probe_port)
-    try:
-
-        async def serving() -> bool:
-            with contextlib.suppress(aiohttp.ClientError):
-                return "workqueue_depth" in str(await proc.metrics())
-            return False
-
-        await eventually(serving, timeout=30, interval=0.1)
-        yield proc
-    finally:
-        process.terminate()
-        await asyncio.wait_for(process.wait(), timeout=40)
-
-
-def total(samples: dict[str, float], name: str, label: str = "") -> float:
-    """The sum of a metric's samples, of those whose labels hold `label` if given."""
-    return sum(v for k, v in samples.items() if k.startswith(name + "{") and label in k)
-
-
-def requests(samples: dict[str, float], method: str | None = None) -> float:
-    return total(samples, "rest_client_requests_total", f'method="{method}"' if method else "")
-
-
-def quantile(samples: dict[str, float], q: float) -> float:
-    """A quantile of the reconcile-time histogram, by linear interpolation in its buckets."""
-    prefix = "controller_runtime_reconcile_time_seconds_bucket{"
-    buckets = sorted(
-        (float(key.split('le="')[1].split('"')[0]), value)
-        for key, value in samples.items()
-        if key.startswith(prefix)
-    )
-    total = buckets[-1][1] if buckets else 0.0
-    lower_bound, lower_count = 0.0, 0.0
-    for bound, count in buckets:
-        if count >= q * total:
-            if count == lower_count or bound == float("inf"):
-                return lower_bound
-            return lower_bound + (bound - lower_bound) * (q * total - lower_count) / (
-                count - lower_count
-            )
-        lower_bound, lower_count = bound, count
-    return lower_bound
+    @property
+    def creations(self) -> int:
+        """The children the controller creates: Secret, ConfigMap, Service, workers, launcher
+        (a pod, or a batch Job whose pod Kubernetes' Job controller creates)."""
+        return self.jobs * (self.workers + 4)
 
 
 @dataclass
@@ -205,15 +105,14 @@ class Floor:
         )
 
 
-async def floor(
-    plane: ControlPlane, client: Client, namespace: str, jobs: int, workers: int
-) -> Floor:
+async def floor(plane: ControlPlane, client: Client, batch: Batch, namespace: str) -> Floor:
     """A plain client creating what the controller creates, all at once, launchers last.
 
     The client is a process of its own (benchmarks.floor_client), as the controller is, and
     the simulated node in this process binds and starts the pods as they come, for the floor
     as for the controller.
     """
+    jobs, workers = batch.jobs, batch.workers
     await client.create(NAMESPACES, {"metadata": {"name": namespace}})
     node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace, workers=64)
     async with background(node.run()):
@@ -226,6 +125,7 @@ async def floor(
             namespace,
             str(jobs),
             str(workers),
+            batch.bench.name,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
         )
@@ -277,18 +177,15 @@ STARTED = ("Running", "Succeeded", "Failed")
 """A pod's phases once the node has started it."""
 
 
-def _phase(job: Object) -> str:
-    return str((job.get("status") or {}).get("phase") or "")
-
-
 async def run_jobs(
-    plane: ControlPlane, client: Client, namespace: str, jobs: int, workers: int, *options: str
+    plane: ControlPlane, client: Client, batch: Batch, namespace: str, *options: str
 ) -> dict[str, float]:
     """Submit the jobs to a fresh controller process; time them to Succeeded.
 
     The controller first runs WARM_UP jobs to the end, as the floor's client first creates
     their children: both then start with their connections open.
     """
+    bench, jobs, workers = batch.bench, batch.jobs, batch.workers
     await client.create(NAMESPACES, {"metadata": {"name": namespace}})
     node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace, workers=64)
     node.when(LAUNCHER, exit_code=0, after=0.5)
@@ -296,17 +193,19 @@ async def run_jobs(
     pods_wanted = (WARM_UP + jobs) * (workers + 1)
 
     async def all_in(*phases: str, count: int = WARM_UP + jobs) -> bool:
-        listed = (await client.list(KIND.resource, namespace))["items"]
-        return len(listed) == count and all(_phase(job) in phases for job in listed)
+        listed = (await client.list(bench.kind.resource, namespace))["items"]
+        return len(listed) == count and all(bench.state(job) in phases for job in listed)
 
     async with (
-        controller(plane.kubeconfig_path, namespace, *options) as proc,
+        controller(plane.kubeconfig_path, namespace, bench.name, *options) as proc,
         background(node.run()),
     ):
         await node.pods.wait_for_sync()
         await asyncio.gather(
             *(
-                client.create(KIND.resource, mpijob(namespace, f"warm-up-{j}", workers))
+                client.create(
+                    bench.kind.resource, bench.manifest(namespace, f"warm-up-{j}", workers)
+                )
                 for j in range(WARM_UP)
             )
         )
@@ -317,7 +216,7 @@ async def run_jobs(
         started = time.perf_counter()
         await asyncio.gather(
             *(
-                client.create(KIND.resource, mpijob(namespace, f"job-{j}", workers))
+                client.create(bench.kind.resource, bench.manifest(namespace, f"job-{j}", workers))
                 for j in range(jobs)
             )
         )
@@ -339,14 +238,13 @@ async def run_jobs(
         succeeded = time.perf_counter() - started
         await asyncio.sleep(2.0)  # the last status writes and Events
         after = await proc.metrics()
-        creations = jobs * (workers + 4)  # Secret, ConfigMap, Service, workers, launcher
         return {
             "created": created,
             "running": running,
             "pods_started": pods_started,
             "succeeded": succeeded,
             "requests": requests(after) - requests(before),
-            "beyond": (requests(after) - requests(before) - creations) / jobs,
+            "beyond": (requests(after) - requests(before) - batch.creations) / jobs,
             "posts": requests(after, "POST") - requests(before, "POST"),
             "patches": requests(after, "PATCH") - requests(before, "PATCH"),
             "posts_created": requests(at_created, "POST") - requests(before, "POST"),
@@ -369,18 +267,22 @@ async def run_jobs(
         }
 
 
-async def cached_pods_rss(plane: ControlPlane, client: Client, count: int) -> float:
+async def cached_pods_rss(
+    plane: ControlPlane, client: Client, bench: BenchKind, count: int
+) -> float:
     """The controller's peak RSS once `count` job pods are in its cache.
 
     The pods, ten per job, exist before the controller starts, so its first list holds them
     all. RSS is read once /readyz says every informer has loaded its first list and the
     controller has run as many reconciles as the pods have jobs: a cached pod's event
     reconciles its job, and a pod the cache dropped (it keeps only what a job controls) would
-    reconcile nothing.
+    reconcile nothing. The controller manager is stopped first: its garbage collector would
+    delete these pods, whose jobs do not exist.
     """
+    await plane.stop_controller_manager()
     namespace = "cache"
     await client.create(NAMESPACES, {"metadata": {"name": namespace}})
-    pod = mpijob(namespace, "x", 1)["spec"]["worker"]["template"]
+    pod = bench.worker_template(bench.manifest(namespace, "x", 1))
     semaphore = asyncio.Semaphore(200)
 
     async def create(i: int) -> None:
@@ -393,8 +295,8 @@ async def cached_pods_rss(plane: ControlPlane, client: Client, count: int) -> fl
                 # The controller caches only what a job controls; these jobs need not exist.
                 "ownerReferences": [
                     {
-                        "apiVersion": KIND.resource.api_version,
-                        "kind": KIND.resource.kind,
+                        "apiVersion": bench.kind.resource.api_version,
+                        "kind": bench.kind.resource.kind,
                         "name": f"job-{i // 10}",
                         "uid": f"00000000-0000-0000-0000-{i // 10:012d}",
                         "controller": True,
@@ -408,7 +310,7 @@ async def cached_pods_rss(plane: ControlPlane, client: Client, count: int) -> fl
 
     await asyncio.gather(*(create(i) for i in range(count)))
     jobs = (count + 9) // 10
-    async with controller(plane.kubeconfig_path, namespace) as proc:
+    async with controller(plane.kubeconfig_path, namespace, bench.name) as proc:
 
         async def all_reconciled() -> bool:
             return total(await proc.metrics(), "controller_runtime_reconcile_total") >= jobs
@@ -427,10 +329,39 @@ def against_the_floor(what: str, floor: float, controller: float, target: str = 
     ]
 
 
+def upstream_bound(bench: BenchKind, run: dict[str, float], jobs: int) -> str:
+    """The least time the operator `bench` stands in for would take to send our requests
+    through its client's default token bucket, beside our time to all Succeeded.
+
+    A client-go operator may hold several clients of those limits (MPI Operator: one for
+    Kubernetes' objects and Events, one for its MPIJobs' status), so the POSTs (children and
+    Events) alone are bounded too.
+    """
+    if bench.upstream is None:
+        return ""
+    up, requests, posts = bench.upstream, run["requests"], run["posts"]
+    return (
+        f"bound implied by {up.operator}'s client defaults (QPS {up.qps:g}, burst {up.burst}), "
+        f"not a measurement of it: our {requests:.0f} requests "
+        f"({requests / jobs:.1f} per job x {jobs} jobs) would take >= "
+        f"({requests:.0f} - {up.burst}) / {up.qps:g} = {up.shortest_seconds(requests):.1f} s "
+        f"through one such client, the {posts:.0f} POSTs alone (children, Events) "
+        f">= {up.shortest_seconds(posts):.1f} s; "
+        f"ours: submit -> all jobs Succeeded in {run['succeeded']:.2f} s"
+    )
+
+
 async def main(
-    jobs: int, workers: int, rounds: int, cache_pods: int, max_concurrent_reconciles: int | None
+    *,
+    kind: BenchKind,
+    jobs: int,
+    workers: int,
+    rounds: int,
+    cache_pods: int,
+    max_concurrent_reconciles: int | None,
 ) -> None:
     configure_logging(format="console", level="warning")
+    batch = Batch(kind, jobs, workers)
     options = (
         ["--max-concurrent-reconciles", str(max_concurrent_reconciles)]
         if max_concurrent_reconciles
@@ -438,27 +369,36 @@ async def main(
     )
     runs, ratios, floors = [], [], []
     async with ControlPlane() as plane:
+        if kind.needs_job_controller:
+            await plane.start_controller_manager()
         client = await Client.from_kubeconfig(plane.kubeconfig_path)
         try:
-            await install_crd(client, crd_for(KIND))
+            await install_crd(client, crd_for(kind.kind))
             for n in range(rounds):
                 # The floor runs before and after the controller: neither meets a fuller etcd.
-                before = await floor(plane, client, f"floor-{n}-before", jobs, workers)
-                run = await run_jobs(plane, client, f"jobs-{n}", jobs, workers, *options)
-                after = await floor(plane, client, f"floor-{n}-after", jobs, workers)
+                before = await floor(plane, client, batch, f"floor-{n}-before")
+                run = await run_jobs(plane, client, batch, f"jobs-{n}", *options)
+                after = await floor(plane, client, batch, f"floor-{n}-after")
                 runs.append(run)
                 floors.append(Floor.mean(before, after))
                 ratios.append(run["created"] / floors[-1].created)
-            rss = await cached_pods_rss(plane, client, cache_pods) if cache_pods else None
+            rss = await cached_pods_rss(plane, client, kind, cache_pods) if cache_pods else None
         finally:
             await client.close()
     median = median_index(ratios)
     run, plain = runs[median], floors[median]
     print(f"machine: {machine()}")
     print(
-        f"{jobs} MPIJobs x {workers} workers, driven to Succeeded by the simulated node; "
-        f"the plain client creates their {jobs * (workers + 4)} objects;"
+        f"{jobs} {kind.title} x {workers} workers, driven to Succeeded by the simulated node; "
+        f"the plain client creates their {batch.creations} objects;"
     )
+    server = "API server + etcd"
+    if kind.needs_job_controller:
+        server += " + KCM"
+        print(
+            "kube-controller-manager (KCM) runs Kubernetes' Job controller (launcher pods) and "
+            "garbage collector, for the floor as for the controller;"
+        )
     print(
         f"{rounds} rounds, the round of median ratio shown; ratios: "
         + ", ".join(f"{r:.2f}" for r in ratios)
@@ -494,7 +434,7 @@ async def main(
         ("controller CPU seconds", f"{run['cpu']:.1f} s"),
         ("  of which until all workers created", f"{run['cpu_created']:.1f} s"),
         (
-            "API server + etcd CPU to all workers created: floor / controller",
+            f"{server} CPU to all workers created: floor / controller",
             f"{plain.server_cpu:.1f} / {run['server_created']:.1f} s",
         ),
         (
@@ -509,12 +449,15 @@ async def main(
     if rss is not None:
         rows.append((f"controller peak RSS, {cache_pods} pods cached", f"{rss:.0f} MB", "<= 200"))
     print_table(rows)
+    if bound := upstream_bound(kind, run, jobs):
+        print(bound)
 
 
 if __name__ == "__main__":
     run_benchmark(
         main,
         __doc__,
+        kind=(bench_kind, MPIJOB.name, "the jobs: mpijob (T9k's) or kubeflow-mpijob"),
         jobs=(int, 200),
         workers=(int, 8),
         rounds=(odd_count, 5),

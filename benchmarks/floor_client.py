@@ -1,14 +1,18 @@
 """The floor's plain client, as its own process: the controller is one too.
 
-    python -m benchmarks.floor_client KUBECONFIG NAMESPACE JOBS WORKERS
+    python -m benchmarks.floor_client KUBECONFIG NAMESPACE JOBS WORKERS [KIND]
 
-Creates the children of WARM_UP jobs named `warm-up-{j}` in NAMESPACE (which must exist), so
-that its connections are open and the namespace is known to the API server's admission, as
-the controller's are after its warm-up jobs. Then prints `ready`, waits for a line on stdin,
-creates the children of JOBS MPIJobs named `job-{j}`, launchers included and last, all
-requests at once, and prints `done`. It runs on uvloop, as `jobcore run` does.
-bench_scale times it from outside; the simulated node stays in bench_scale's process for
-the floor as for the controller, so neither shares its process with the node.
+Creates the children of WARM_UP jobs of KIND (a name in benchmarks._kinds.KINDS, `mpijob` by
+default) named `warm-up-{j}` in NAMESPACE (which must exist), so that its connections are open
+and the namespace is known to the API server's admission, as the controller's are after its
+warm-up jobs. Then prints `ready`, waits for a line on stdin, creates the children of JOBS
+jobs named `job-{j}`, launchers included (a late launcher last), all requests at once, and
+prints `done`. It runs on uvloop, as `jobcore run` does. When the kind needs Kubernetes' Job
+controller, its garbage collector runs too and would delete children whose job does not
+exist: the jobs themselves are then created first, outside the measured window (no
+controller runs them). bench_scale times it from outside; the simulated node stays in
+bench_scale's process for the floor as for the controller, so neither shares its process
+with the node.
 """
 
 from __future__ import annotations
@@ -18,27 +22,56 @@ import sys
 
 import uvloop
 
-from benchmarks.bench_mpijob import children
+from benchmarks._kinds import KINDS
+from benchmarks._kinds import BenchKind
+from benchmarks._kinds import children
 from jobcore import Client
+from jobcore import Object
 
 WARM_UP = 10
 """Jobs whose children are created before the measured ones."""
 
 
+async def created_jobs(
+    client: Client, bench: BenchKind, namespace: str, jobs: int, workers: int, *, prefix: str
+) -> list[Object]:
+    """The jobs, created, when a garbage collector would delete the children of absent ones;
+    else none (the children then name made-up jobs)."""
+    if not bench.needs_job_controller:
+        return []
+    manifests = [bench.manifest(namespace, f"{prefix}-{j}", workers) for j in range(jobs)]
+    return list(
+        await asyncio.gather(*(client.create(bench.kind.resource, job) for job in manifests))
+    )
+
+
 async def create_all(
-    client: Client, namespace: str, jobs: int, workers: int, prefix: str = "job"
+    client: Client,
+    bench: BenchKind,
+    namespace: str,
+    jobs: int,
+    workers: int,
+    *,
+    prefix: str,
+    owners: list[Object],
 ) -> None:
-    objects = children(namespace, jobs, workers, launchers=True, prefix=prefix)
+    objects = children(
+        bench, namespace, jobs, workers, launchers=True, prefix=prefix, owners=owners
+    )
     await asyncio.gather(*(client.create(resource, obj) for resource, obj in objects))
 
 
-async def main(kubeconfig: str, namespace: str, jobs: int, workers: int) -> None:
+async def main(kubeconfig: str, namespace: str, jobs: int, workers: int, bench: BenchKind) -> None:
     client = await Client.from_kubeconfig(kubeconfig)
     try:
-        await create_all(client, namespace, WARM_UP, workers, prefix="warm-up")
+        warm_up = await created_jobs(client, bench, namespace, WARM_UP, workers, prefix="warm-up")
+        await create_all(
+            client, bench, namespace, WARM_UP, workers, prefix="warm-up", owners=warm_up
+        )
+        owners = await created_jobs(client, bench, namespace, jobs, workers, prefix="job")
         print("ready", flush=True)
         await asyncio.to_thread(sys.stdin.readline)
-        await create_all(client, namespace, jobs, workers)
+        await create_all(client, bench, namespace, jobs, workers, prefix="job", owners=owners)
         print("done", flush=True)
     finally:
         await client.close()
@@ -46,4 +79,5 @@ async def main(kubeconfig: str, namespace: str, jobs: int, workers: int) -> None
 
 if __name__ == "__main__":
     kubeconfig, namespace, jobs, workers = sys.argv[1:5]
-    uvloop.run(main(kubeconfig, namespace, int(jobs), int(workers)))
+    bench = KINDS[sys.argv[5] if len(sys.argv) > 5 else "mpijob"]
+    uvloop.run(main(kubeconfig, namespace, int(jobs), int(workers), bench))
