@@ -39,7 +39,7 @@ class Announcer:
         recorder: EventRecorder,
         kind: str,
         *,
-        also: Callable[[Object, JobStatus, JobStatus], None] | None = None,
+        also: Callable[[EventRecorder, Object, JobStatus, JobStatus], None] | None = None,
     ) -> None:
         self.recorder = recorder
         self.kind = kind
@@ -47,10 +47,11 @@ class Announcer:
 
     def transitions(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
         """Events and job counters for each transition from `previous` to the written `status`,
-        and then whatever the kind's own `also` announces (its metrics, say)."""
+        and then whatever the kind's own `also` announces through the same recorder (its own
+        Events and metrics, say)."""
         self._transitions(obj, previous, status)
         if self.also is not None:
-            self.also(obj, previous, status)
+            self.also(self.recorder, obj, previous, status)
 
     def _transitions(self, obj: Object, previous: JobStatus, status: JobStatus) -> None:
         labels = (self.kind, obj["metadata"].get("namespace") or "")

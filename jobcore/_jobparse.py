@@ -42,14 +42,24 @@ def parse_job(
     """
     if errors := _metadata_errors(obj):
         return None, errors
-    meta, raw = obj["metadata"], obj.get("spec") or {}
+    raw = obj.get("spec") or {}
     if too_deep := _too_deep(raw):
         return None, [FieldError(too_deep, f"nests deeper than {MAX_DEPTH} levels")]
     try:
         spec = kind.spec_model.model_validate(raw)
     except ValidationError as error:
         return None, field_errors(error)
-    job = Job(
+    job = job_with(kind, obj, spec, status)
+    errors = [*run_mode_errors(job.policy, kind.replica_types), *kind.validate(job)]
+    return (None, errors) if errors else (job, [])
+
+
+def job_with(
+    kind: JobKind[SpecT], obj: Object, spec: SpecT, status: JobStatus | None = None
+) -> Job[SpecT]:
+    """The job `obj` as `kind` sees it, with `spec` already read through its model."""
+    meta = obj["metadata"]
+    return Job(
         kind=kind.resource.kind,
         name=meta["name"],
         namespace=meta.get("namespace") or "",
@@ -59,8 +69,6 @@ def parse_job(
         obj=obj,
         policy=policy_of(kind, spec),
     )
-    errors = [*run_mode_errors(job.policy, kind.replica_types), *kind.validate(job)]
-    return (None, errors) if errors else (job, [])
 
 
 def _metadata_errors(obj: Object) -> list[FieldError]:

@@ -37,8 +37,8 @@ from jobcore._jobkind import JobKind
 from jobcore._jobkind import Observed
 from jobcore._jobkind import Outcome
 from jobcore._jobkind import SpecT
-from jobcore._jobkind import policy_of
 from jobcore._jobmodels import JobStatus
+from jobcore._jobparse import job_with
 from jobcore._resources import CONFIGMAPS
 from jobcore._resources import PODS
 from jobcore._resources import SECRETS
@@ -108,18 +108,7 @@ def job_of(kind: JobKind[SpecT], obj: Object, *, status: JobStatus | None = None
     keeps such a job, so a test can call `validate` on it. A spec the model rejects raises
     pydantic's `ValidationError`.
     """
-    meta = obj["metadata"]
-    spec = kind.spec_model.model_validate(obj.get("spec") or {})
-    return Job(
-        kind=kind.resource.kind,
-        name=meta["name"],
-        namespace=meta.get("namespace") or "",
-        uid=meta.get("uid") or "",
-        spec=spec,
-        status=status if status is not None else JobStatus(),
-        obj=obj,
-        policy=policy_of(kind, spec),
-    )
+    return job_with(kind, obj, kind.spec_model.model_validate(obj.get("spec") or {}), status)
 
 
 def error_messages(errors: Iterable[FieldError]) -> dict[str, str]:

@@ -96,7 +96,7 @@ def test_a_kinds_announce_runs_after_jobcores_own() -> None:
     announcer = Announcer(
         recorder,  # type: ignore[arg-type]
         "Own",
-        also=lambda obj, previous, status: seen.append((previous.phase, status.phase)),
+        also=lambda recorder, obj, previous, status: seen.append((previous.phase, status.phase)),
     )
     announcer.transitions(manifest(), JobStatus(), JobStatus(phase="Succeeded"))
     assert seen == [(None, "Succeeded")]
