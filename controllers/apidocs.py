@@ -6,7 +6,8 @@ A page follows the JSON schema the kind's CRD is made from (`model_json_schema(b
 the input of `jobcore.structural_schema`): wire names, types, bounds, required fields,
 descriptions from `Field(description=...)` and model docstrings, plus the defaults the models
 apply (which the CRD leaves out). A Kubernetes PodTemplateSpec is summarized by the fields
-jobcore reads rather than given sections of its own.
+jobcore reads rather than given sections of its own. A page is named after its kind's entry
+point (`mpijob.md`, `kubeflow-mpijob.md`): two kinds may share a kind name.
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from controllers import _apischema
 from controllers._apischema import NONE
 from controllers.kinds import installed_kinds
 from controllers.kinds import kind_names
+from jobcore import T9K_STATUS
 from jobcore import JobKind
-from jobcore import JobStatus
+from jobcore import StatusPart
 from jobcore import crd_for
 
 REGENERATE = "python -m controllers.apidocs docs/reference"
 """The command that rewrites the committed pages."""
-BUNDLED_KINDS = ("colossalaijob", "horovodjob", "mpijob")
+BUNDLED_KINDS = ("colossalaijob", "horovodjob", "kubeflow-mpijob", "mpijob")
 """The entry-point names of the kinds whose pages live in docs/reference."""
 INDEX = "README.md"
 STATUS_DOC = "../status.md"
@@ -74,7 +76,11 @@ def api_reference(kind: JobKind[Any], *, status_doc: str = STATUS_DOC) -> str:
     names = crd["spec"]["names"]
     resource = kind.resource
     api_version = f"`{resource.group}/{resource.version}`"
+    t9k_status = _status_part(kind) is T9K_STATUS
     status_link = f"[Job status]({status_doc})"
+    written = (
+        f"Written by the controller: {status_link}." if t9k_status else "Written by the controller."
+    )
     lines = [
         f"# {resource.kind} API reference",
         "",
@@ -114,7 +120,7 @@ def api_reference(kind: JobKind[Any], *, status_doc: str = STATUS_DOC) -> str:
                     "`status`",
                     _apischema.link(page.status),
                     NONE,
-                    f"Written by the controller: {status_link}.",
+                    written,
                 ),
             ],
         ),
@@ -123,29 +129,35 @@ def api_reference(kind: JobKind[Any], *, status_doc: str = STATUS_DOC) -> str:
     ]
     for name in page.spec_sections:
         lines += page.section(name)
-    lines += [
-        "## Status",
-        "",
-        "Written by the controller through the status subresource; every kind's status has",
-        f"this shape. What each field means and when the controller sets it: {status_link}.",
-        "",
-    ]
+    lines += ["## Status", ""]
+    if t9k_status:
+        lines += [
+            "Written by the controller through the status subresource; the kinds with T9k's status",
+            "share this shape. What each field means and when the controller sets it:",
+            f"{status_link}.",
+            "",
+        ]
+    else:
+        lines += [
+            "Written by the controller through the status subresource, in this kind's own shape.",
+            "",
+        ]
     for name in page.status_sections:
         lines += page.section(name)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def reference_index(kinds: Iterable[JobKind[Any]], *, status_doc: str = STATUS_DOC) -> str:
-    """The folder's README: one line per kind, linking its page."""
+def reference_index(kinds: Mapping[str, JobKind[Any]], *, status_doc: str = STATUS_DOC) -> str:
+    """The folder's README: one line per kind (by entry-point name), linking its page."""
     rows = [
         (
             kind.resource.kind,
             f"`{kind.resource.group}/{kind.resource.version}`",
             f"`{kind.resource.plural}`",
             _codes(kind.short_names) or NONE,
-            f"[{page_name(kind)}]({page_name(kind)})",
+            f"[{page_name(name)}]({page_name(name)})",
         )
-        for kind in kinds
+        for name, kind in kinds.items()
     ]
     lines = [
         "# API reference",
@@ -159,27 +171,26 @@ def reference_index(kinds: Iterable[JobKind[Any]], *, status_doc: str = STATUS_D
         "`tests/unit/test_apidocs.py` fails when a page differs from what the models give.",
         "",
         *_table(("kind", "API version", "plural", "short names", "page"), rows),
-        "Every kind's `status` has the same shape. What the controller writes there, and when, is",
-        f"in [Job status]({status_doc}).",
+        "The kinds with T9k's `status` share one shape; what the controller writes there, and",
+        f"when, is in [Job status]({status_doc}). A kind with a status of its own (Kubeflow's",
+        "MPIJob) describes it on its page.",
     ]
     return "\n".join(lines) + "\n"
 
 
-def page_name(kind: JobKind[Any]) -> str:
-    """A kind's page: its kind in lower case, e.g. `mpijob.md`."""
-    return f"{kind.resource.kind.lower()}.md"
+def page_name(name: str) -> str:
+    """The page of the kind installed as `name` (its entry point), e.g. `mpijob.md`."""
+    return f"{name}.md"
 
 
-def write_api_reference(kinds: Iterable[JobKind[Any]], folder: str | Path) -> list[Path]:
-    """Write one page per kind and the index (`README.md`) into `folder`; return the paths."""
-    kinds = list(kinds)
+def write_api_reference(kinds: Mapping[str, JobKind[Any]], folder: str | Path) -> list[Path]:
+    """Write one page per kind, named after its entry point, and the index (`README.md`) into
+    `folder`; return the paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
-    for kind in kinds:
-        path = folder / page_name(kind)
-        if path in paths:
-            raise ValueError(f"two kinds would share the page {path}")
+    for name, kind in kinds.items():
+        path = folder / page_name(name)
         path.write_text(api_reference(kind), encoding="utf-8")
         paths.append(path)
     index = folder / INDEX
@@ -194,15 +205,16 @@ class _Page:
     """The sections of one kind's page: one per model reachable from its spec and status."""
 
     def __init__(self, kind: JobKind[Any]) -> None:
+        status = _status_part(kind).model
         refs, schema = models_json_schema(
-            [(kind.spec_model, "validation"), (JobStatus, "validation")],
+            [(kind.spec_model, "validation"), (status, "validation")],
             by_alias=True,
             schema_generator=_SchemaWithFactoryDefaults,
         )
         self.defs: Mapping[str, Mapping[str, Any]] = schema.get("$defs", {})
         self.spec = _apischema.ref_name(refs[(kind.spec_model, "validation")]["$ref"])
-        self.status = _apischema.ref_name(refs[(JobStatus, "validation")]["$ref"])
-        self.models = _apischema.model_classes(kind.spec_model, JobStatus)
+        self.status = _apischema.ref_name(refs[(status, "validation")]["$ref"])
+        self.models = _apischema.model_classes(kind.spec_model, status)
         self.order: list[str] = []
         self.paths: dict[str, list[str]] = {}
         self._visit(self.spec, "spec")
@@ -286,6 +298,12 @@ class _Page:
         return rows
 
 
+def _status_part(kind: JobKind[Any]) -> StatusPart:
+    """The kind's status part, as jobcore finds it: T9K_STATUS unless it names its own."""
+    part: StatusPart | None = getattr(kind, "status_part", None)
+    return part if part is not None else T9K_STATUS
+
+
 def _codes(values: Iterable[str]) -> str:
     return ", ".join(f"`{value}`" for value in values)
 
@@ -325,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     names = kind_names(args.kinds) or BUNDLED_KINDS
-    kinds = [installed.kind for installed in installed_kinds(names)]
+    kinds = {installed.name: installed.kind for installed in installed_kinds(names)}
     for path in write_api_reference(kinds, args.folder):
         print(path)
     return 0

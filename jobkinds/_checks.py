@@ -20,7 +20,6 @@ from jobcore import Job
 
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 CONTAINERS = "spec.worker.template.spec.containers"
-INIT_CONTAINERS = "spec.worker.template.spec.initContainers"
 SAFE_PATH = re.compile(r"/[A-Za-z0-9._+@=:,/-]*")
 """An absolute path of characters that no shell, ssh or sshd gives a meaning to."""
 PATH_CHARACTERS = "letters, digits and . _ + @ = : , / -"
@@ -58,20 +57,30 @@ def worker_container(job_spec: Any, container: str) -> int | None:
     return next((i for i, c in enumerate(containers) if c.name == container), None)
 
 
-def container_errors(job_spec: Any, container: str) -> list[FieldError]:
-    """The worker template needs `container`, with an image; container names are unique."""
-    pod = job_spec.worker.template.spec
+def unique_name_errors(pod: Any, path: str) -> list[FieldError]:
+    """Names of containers and init containers are unique in the pod spec `pod` at `path`."""
     seen: set[str] = set()
     errors = []
-    for path, containers in ((CONTAINERS, pod.containers), (INIT_CONTAINERS, pod.init_containers)):
+    for field, containers in (
+        ("containers", pod.containers),
+        ("initContainers", pod.init_containers),
+    ):
         for i, item in enumerate(containers or ()):
             if item.name in seen:
                 errors.append(
                     FieldError(
-                        f"{path}[{i}].name", f"{item.name!r}: another container has this name"
+                        f"{path}.{field}[{i}].name",
+                        f"{item.name!r}: another container has this name",
                     )
                 )
             seen.add(item.name)
+    return errors
+
+
+def container_errors(job_spec: Any, container: str) -> list[FieldError]:
+    """The worker template needs `container`, with an image; container names are unique."""
+    pod = job_spec.worker.template.spec
+    errors = unique_name_errors(pod, "spec.worker.template.spec")
     index = worker_container(job_spec, container)
     if index is None:
         errors.append(FieldError(CONTAINERS, f'needs a container named "{container}"'))

@@ -243,11 +243,10 @@ def launcher_env(
 ) -> list[dict[str, Any]]:
     """The launch script's settings and the implementation's: hostfile, slots, ssh options.
 
-    Open MPI 4 (ORTE) and 5 (PRRTE) each ignore the other's names. Without
-    `keep_fqdn_hostnames` both cut `w-0.job.ns.svc` to `w-0`, which does not resolve;
-    `ConnectionAttempts` rides out a worker's sshd starting late. Hydra (MPICH and Intel MPI)
-    is told to bootstrap over ssh with the hostfile, each under its own names; MPICH's
-    takes no ssh options and reads them from the Secret's ssh config.
+    `ConnectionAttempts` rides out a worker's sshd starting late; Open MPI's settings are
+    `open_mpi_env`'s. Hydra (MPICH and Intel MPI) is told to bootstrap over ssh with the
+    hostfile, each under its own names; MPICH's takes no ssh options and reads them from the
+    Secret's ssh config.
     """
     ssh_args = f"-o ConnectionAttempts=10 {_ssh.client_args(ssh)}"
     values = {
@@ -258,16 +257,7 @@ def launcher_env(
     if mpi_home:
         values["JOBCORE_MPI_HOME"] = mpi_home
     if mpi.open_mpi:
-        values |= {
-            "OMPI_MCA_orte_default_hostfile": HOSTFILE,
-            "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-            "OMPI_MCA_orte_set_default_slots": str(slots_per_host),
-            "OMPI_MCA_plm_rsh_args": ssh_args,
-            "PRTE_MCA_prte_default_hostfile": HOSTFILE,
-            "PRTE_MCA_prte_keep_fqdn_hostnames": "true",
-            "PRTE_MCA_prte_set_default_slots": str(slots_per_host),
-            "PRTE_MCA_plm_ssh_args": ssh_args,
-        }
+        values |= open_mpi_env(hostfile=HOSTFILE, slots_per_host=slots_per_host, ssh_args=ssh_args)
     else:
         values |= {
             "HYDRA_LAUNCHER": "ssh",
@@ -277,6 +267,24 @@ def launcher_env(
             "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": ssh_args,
         }
     return [{"name": name, "value": value} for name, value in values.items()]
+
+
+def open_mpi_env(*, hostfile: str, slots_per_host: int, ssh_args: str) -> dict[str, str]:
+    """Open MPI's hostfile, slots per host and ssh options, under the names of Open MPI 4
+    (ORTE) and of Open MPI 5 (PRRTE): each ignores the other's.
+
+    Without `keep_fqdn_hostnames` both cut `w-0.job.ns.svc` to `w-0`, which does not resolve.
+    """
+    return {
+        "OMPI_MCA_orte_default_hostfile": hostfile,
+        "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+        "OMPI_MCA_orte_set_default_slots": str(slots_per_host),
+        "OMPI_MCA_plm_rsh_args": ssh_args,
+        "PRTE_MCA_prte_default_hostfile": hostfile,
+        "PRTE_MCA_prte_keep_fqdn_hostnames": "true",
+        "PRTE_MCA_prte_set_default_slots": str(slots_per_host),
+        "PRTE_MCA_plm_ssh_args": ssh_args,
+    }
 
 
 # Names -----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from jobcore import Client
 from tests.commands import LOOPBACK_SERVERS
 from tests.commands import start_jobcore
 
-BUNDLED_KINDS = "mpijob,colossalaijob,horovodjob"
+BUNDLED_KINDS = "mpijob,colossalaijob,horovodjob,kubeflow-mpijob"
 """The kinds of the checked-in manifests: a plugin installed next to them (examples/torchjob)
 has no CRD or RBAC there."""
 _TOKEN_REQUEST = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}

@@ -14,10 +14,17 @@ from jobcore import JobKind
 from jobcore import Object
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
+from jobkinds.kubeflow import MPIJobKind as KubeflowMPIJobKind
 from jobkinds.mpijob import MPIJobKind
 
 KINDS: dict[str, JobKind[Any]] = {
     kind.resource.kind: kind for kind in (MPIJobKind(), HorovodJobKind(), ColossalAIJobKind())
+}
+"""The T9k kinds by kind name."""
+KUBEFLOW_MPIJOB: JobKind[Any] = KubeflowMPIJobKind()
+_BY_RESOURCE: dict[tuple[object, object], JobKind[Any]] = {
+    (kind.resource.api_version, kind.resource.kind): kind
+    for kind in (*KINDS.values(), KUBEFLOW_MPIJOB)
 }
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "manifests" / "samples"
 
@@ -30,12 +37,21 @@ def sample(name: str) -> Object:
     return job
 
 
-def sample_jobs() -> list[Object]:
-    """Every sample job of the bundled kinds in manifests/samples, in file order."""
+def kind_of(doc: Object) -> JobKind[Any]:
+    """The bundled kind of a job document, by its apiVersion and kind; KeyError for none."""
+    return _BY_RESOURCE[(doc.get("apiVersion"), doc.get("kind"))]
+
+
+def sample_jobs(*, kubeflow: bool = False) -> list[Object]:
+    """Every sample job of the T9k kinds in manifests/samples, in file order; with `kubeflow`,
+    Kubeflow's MPIJobs too."""
     samples = []
     for path in sorted(SAMPLES_DIR.glob("*.yaml")):
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if isinstance(doc, dict) and doc.get("kind") in KINDS:
+        if not isinstance(doc, dict):
+            continue
+        kind = _BY_RESOURCE.get((doc.get("apiVersion"), doc.get("kind")))
+        if kind is not None and (kubeflow or kind is not KUBEFLOW_MPIJOB):
             samples.append(doc)
     return samples
 

@@ -26,7 +26,7 @@ REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference"
 
 
 def test_committed_pages_match_the_models(tmp_path: Path) -> None:
-    kinds = [installed.kind for installed in installed_kinds(BUNDLED_KINDS)]
+    kinds = {installed.name: installed.kind for installed in installed_kinds(BUNDLED_KINDS)}
     written = {path.name: path.read_text() for path in write_api_reference(kinds, tmp_path)}
     committed = {path.name: path.read_text() for path in REFERENCE.glob("*.md")}
     stale = sorted(
@@ -137,7 +137,9 @@ def test_main_writes_the_bundled_kinds_and_the_index(tmp_path: Path) -> None:
         "README.md",
         "colossalaijob.md",
         "horovodjob.md",
+        "kubeflow-mpijob.md",
         "mpijob.md",
     ]
     index = (tmp_path / "README.md").read_text()
     assert "| MPIJob | `batch.tensorstack.dev/v1beta1` | `mpijobs` |" in index
+    assert "| MPIJob | `kubeflow.org/v2beta1` | `mpijobs` | — | [kubeflow-mpijob.md]" in index

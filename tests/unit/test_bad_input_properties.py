@@ -34,9 +34,9 @@ from jobcore import gang_scheduling
 from jobcore import parse_job
 from jobcore import plan
 from jobcore import pod_group
-from tests.jobdocs import KINDS
 from tests.jobdocs import FieldPath
 from tests.jobdocs import at
+from tests.jobdocs import kind_of
 from tests.jobdocs import nested
 from tests.jobdocs import paths
 from tests.jobdocs import sample_jobs
@@ -56,7 +56,7 @@ SETTINGS = settings(
 
 def _samples() -> list[Object]:
     """The samples as the API server stores them: in a namespace, with a uid."""
-    samples = sample_jobs()
+    samples = sample_jobs(kubeflow=True)
     for doc in samples:
         doc["metadata"].update(namespace="team", uid="0d1e2f3a-job")
     return samples
@@ -238,7 +238,7 @@ def mutation(draw: st.DrawFn, doc: Any) -> Any:
 def mutated_jobs(draw: st.DrawFn) -> tuple[JobKind[Any], Object]:
     """A sample of one bundled kind with one to four mutations, and perhaps an odd name."""
     obj = copy.deepcopy(draw(st.sampled_from(SAMPLES)))
-    kind = KINDS[obj["kind"]]
+    kind = kind_of(obj)
     if draw(st.integers(0, 3)) == 0:
         obj["metadata"]["name"] = draw(NAMES)
     for _ in range(draw(st.integers(1, 4))):
@@ -251,7 +251,7 @@ def edge_case_jobs(draw: st.DrawFn) -> tuple[JobKind[Any], Object]:
     """A sample with up to two well-typed edge values where the kinds read numbers and strings,
     and perhaps an odd name."""
     obj = copy.deepcopy(draw(st.sampled_from(SAMPLES)))
-    kind = KINDS[obj["kind"]]
+    kind = kind_of(obj)
     obj["metadata"]["name"] = draw(st.just(obj["metadata"]["name"]) | NAMES)
     leaves = [p for p in paths(obj["spec"], ("spec",)) if isinstance(at(obj, p), int | str)]
     for path in draw(st.lists(st.sampled_from(leaves), max_size=2)):
@@ -298,17 +298,19 @@ def _plans(kind: JobKind[Any], job: Job[Any]) -> Iterator[list[Object]]:
     if scheduler is not None:
         children = plan(kind, gang, Observed({}), scheduler=scheduler)
         yield [*children, pod_group(kind, gang, scheduler, children)]
-    mode = job.spec.run_mode
+    mode = job.policy.run_mode
     if mode is not None and mode.pause is not None:
-        spec = job.spec.model_copy(deep=True)
-        spec.run_mode.pause.enabled = False
-        resumed = dataclasses.replace(job, spec=spec, gang=True)
+        running = mode.model_copy(
+            update={"pause": mode.pause.model_copy(update={"enabled": False})}
+        )
+        policy = dataclasses.replace(job.policy, run_mode=running)
+        resumed = dataclasses.replace(job, policy=policy, gang=True)
         yield plan(kind, resumed, Observed({}), resume_specs=mode.pause.resume_specs or [])
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s["metadata"]["name"])
 def test_every_sample_parses_and_plans_valid_objects(sample: Object) -> None:
-    assert check(KINDS[sample["kind"]], copy.deepcopy(sample))
+    assert check(kind_of(sample), copy.deepcopy(sample))
 
 
 @pytest.mark.parametrize("jobs", [mutated_jobs(), edge_case_jobs()], ids=["mutated", "edge-values"])
@@ -329,7 +331,7 @@ def sample(name: str) -> Object:
 
 
 def errors_of(obj: Object) -> list[str]:
-    job, errors = parse_job(KINDS[obj["kind"]], obj)
+    job, errors = parse_job(kind_of(obj), obj)
     assert job is None
     return [str(error) for error in errors]
 

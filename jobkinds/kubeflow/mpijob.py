@@ -1,0 +1,226 @@
+"""Kubeflow's MPIJob kind (`kubeflow.org/v2beta1`): MPI Operator v2's API on jobcore.
+
+Users of Kubeflow's MPI Operator bring their YAML unchanged: the same children under the same
+names and labels (see `_children`), the same status (see `_status`) and metrics (`_metrics`).
+jobcore's job layer does the rest, so some behaviour is jobcore's:
+
+- `runPolicy.suspend` pauses the job: its pods and its launcher Job are deleted (Kubeflow
+  suspends the launcher Job instead), its Service, ConfigMap and Secret are kept, and
+  resuming creates them again from the templates as they are then.
+- `runPolicy.ttlSecondsAfterFinished` deletes the MPIJob itself once it ended, and its
+  children with it; `activeDeadlineSeconds` fails the job once that long has passed since it
+  was created or last resumed, and bounds the launcher Job too.
+- Evicted workers fail the job for good (reason MPIJobEvicted); Kubeflow marks it Failed but
+  keeps reconciling it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+
+from jobcore import BATCH_JOBS
+from jobcore import CONFIGMAPS
+from jobcore import PODS
+from jobcore import SECRETS
+from jobcore import SERVICES
+from jobcore import CleanUpPolicy
+from jobcore import EventRecorder
+from jobcore import FieldError
+from jobcore import Job
+from jobcore import JobPolicy
+from jobcore import JobStatus
+from jobcore import Object
+from jobcore import Observed
+from jobcore import Outcome
+from jobcore import PauseMode
+from jobcore import Resource
+from jobcore import RunMode
+from jobcore import RunPolicy
+from jobcore import StatusPart
+from jobkinds import _checks
+from jobkinds import _pods
+from jobkinds._launch import LAUNCHER
+from jobkinds._launch import MAX_WORKERS
+from jobkinds._launch import WORKER
+from jobkinds._launch import launcher_name
+from jobkinds._launch import worker_name
+from jobkinds.kubeflow import _children
+from jobkinds.kubeflow import _events
+from jobkinds.kubeflow import _metrics
+from jobkinds.kubeflow._api import MPI_OPERATOR
+from jobkinds.kubeflow._api import MULTIKUEUE
+from jobkinds.kubeflow._api import MPIJobSpec
+from jobkinds.kubeflow._status import EVICTED
+from jobkinds.kubeflow._status import KubeflowStatus
+
+_CLEAN_UP: dict[str | None, CleanUpPolicy | None] = {
+    None: None,
+    "None": None,
+    "Running": "Unfinished",
+    "All": "All",
+}
+"""Kubeflow's cleanPodPolicy as jobcore's clean-up policy."""
+_MESSAGE_LIMIT = 1024
+
+
+class MPIJobKind:
+    """Kubeflow's MPIJob: see the module docstring; satisfies `jobcore.JobKind[MPIJobSpec]`."""
+
+    resource: Resource = Resource("kubeflow.org", "v2beta1", "MPIJob", "mpijobs")
+    controller_name = "mpijobs.kubeflow.org"
+    short_names: Sequence[str] = ()
+    spec_model: type[MPIJobSpec] = MPIJobSpec
+    status_part: StatusPart = KubeflowStatus()
+    replica_types: Sequence[str] = (LAUNCHER, WORKER)
+    child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS, BATCH_JOBS)
+    containers: Mapping[str, str] = {}  # each pod's first container
+    debug_commands: Mapping[str, Sequence[str] | None] = {}
+    kept_after_cleanup: Sequence[str] = (LAUNCHER,)
+    printer_columns: Sequence[Mapping[str, Any]] = ()
+
+    def manages(self, obj: Object) -> bool:
+        """Kubeflow's managedBy: another controller's jobs (MultiKueue's) are left alone."""
+        spec = obj.get("spec")
+        run_policy = spec.get("runPolicy") if isinstance(spec, dict) else None
+        managed_by = run_policy.get("managedBy") if isinstance(run_policy, dict) else None
+        return managed_by in (None, "", MPI_OPERATOR)
+
+    def policy(self, spec: MPIJobSpec) -> JobPolicy:
+        """Kubeflow's runPolicy for jobcore: its clean-up, deadline and TTL; suspend as a pause.
+
+        jobcore never restarts the whole job: backoffLimit is the launcher Job's.
+        """
+        given = spec.run_policy
+        run_policy = RunPolicy(
+            clean_up_policy=_CLEAN_UP[given.clean_pod_policy],
+            backoff_limit=0,
+            active_deadline_seconds=given.active_deadline_seconds,
+            ttl_seconds_after_finished=given.ttl_seconds_after_finished,
+        )
+        pause = RunMode(pause=PauseMode(enabled=True)) if given.suspend else None
+        return JobPolicy(run_policy=run_policy, run_mode=pause)
+
+    def validate(self, job: Job[MPIJobSpec]) -> list[FieldError]:
+        """Kubeflow's rules beyond the schema, and what the API server would refuse later."""
+        spec, path = job.spec, "spec.mpiReplicaSpecs"
+        launcher, worker = spec.mpi_replica_specs.launcher, spec.mpi_replica_specs.worker
+        errors = []
+        if launcher is None:
+            errors.append(FieldError(f"{path}.Launcher", "must have Launcher replica spec"))
+        elif launcher.replicas not in (None, 1):
+            errors.append(FieldError(f"{path}.Launcher.replicas", "must be 1"))
+        if worker is not None and not 1 <= (worker.replicas or 0) <= MAX_WORKERS:
+            errors.append(
+                FieldError(f"{path}.Worker.replicas", f"must be between 1 and {MAX_WORKERS}")
+            )
+        for name, replica in (("Launcher", launcher), ("Worker", worker)):
+            if replica is None:
+                continue
+            template = f"{path}.{name}.template.spec"
+            errors += _checks.unique_name_errors(replica.template.spec, template)
+            if replica.restart_policy in ("Always", "ExitCode"):
+                message = f'Unsupported value: "{replica.restart_policy}": supported values: '
+                errors.append(
+                    FieldError(f"{path}.{name}.restartPolicy", message + '"Never", "OnFailure"')
+                )
+        longest = worker_name(job, max(_children.worker_count(job), 1) - 1)
+        errors += _checks.name_errors(job, longest)
+        errors += _checks.path_errors({"spec.sshAuthMountPath": spec.ssh_auth_mount_path})
+        if spec.run_policy.managed_by not in (None, "", MPI_OPERATOR, MULTIKUEUE):
+            message = f'Unsupported value: supported values: "{MPI_OPERATOR}", "{MULTIKUEUE}"'
+            errors.append(FieldError("spec.runPolicy.managedBy", message))
+        return errors
+
+    def replicas(self, job: Job[MPIJobSpec]) -> Mapping[str, int]:
+        """The launcher and the workers. Under a gang scheduler the gang is the workers alone:
+        jobcore points pods at the scheduler but not the pods of a batch Job, so a launcher
+        counted in the PodGroup would keep the workers from ever being admitted."""
+        return {LAUNCHER: 0 if job.gang else 1, WORKER: _children.worker_count(job)}
+
+    def render(self, job: Job[MPIJobSpec], observed: Observed) -> list[Object]:
+        """Secret, ConfigMap, Service, workers, and the launcher Job when it is due.
+
+        The existing ssh Secret is returned as observed; the launcher Job is due at once
+        (AtStartup, or under a gang scheduler) or once every worker is Ready, and stays once
+        it exists.
+        """
+        children = [
+            _children.ssh_secret(job, observed),
+            _children.config_map(job, observed),
+            _children.service(job),
+            *(_children.worker_pod(job, i) for i in range(_children.worker_count(job))),
+        ]
+        if self._launcher_due(job, observed):
+            children.append(_children.launcher_job(job))
+        return children
+
+    def _launcher_due(self, job: Job[MPIJobSpec], observed: Observed) -> bool:
+        if (
+            job.spec.launcher_creation_policy == "AtStartup"
+            or job.gang
+            or observed.get(BATCH_JOBS, launcher_name(job)) is not None
+        ):
+            return True
+        names = [worker_name(job, i) for i in range(_children.worker_count(job))]
+        return all(_pods.is_ready(observed.get(PODS, name)) for name in names)
+
+    def interpret(self, job: Job[MPIJobSpec], observed: Observed) -> Outcome:
+        """The launcher Job's end decides; evicted workers fail the job; it runs once a
+        launcher pod and every worker run."""
+        name = f"{job.namespace}/{job.name}"
+        launcher = observed.get(BATCH_JOBS, launcher_name(job))
+        if _job_condition(launcher, "Complete") is not None:
+            return Outcome("succeeded", "MPIJobSucceeded", f"MPIJob {name} successfully completed.")
+        if (failed := _job_condition(launcher, "Failed")) is not None:
+            return _launcher_failure(failed, observed.pods_of(LAUNCHER), name)
+        workers = observed.pods_of(WORKER)
+        if evicted := [p for p in workers if (p.get("status") or {}).get("reason") == "Evicted"]:
+            message = f"{len(evicted)}/{len(workers)} workers are evicted"
+            return Outcome("failed", EVICTED, message)
+        launchers = observed.pods_of(LAUNCHER)
+        running = [p for p in workers if _pods.phase(p) == "Running"]
+        count = _children.worker_count(job)
+        # A launcher pod that succeeded runs until its Job says it is complete.
+        launched = any(_pods.phase(p) in ("Running", "Succeeded") for p in launchers)
+        if len(running) == count and launched:
+            return Outcome("running", "MPIJobRunning", f"MPIJob {name} is running.")
+        if launcher is None:
+            ready = sum(_pods.is_ready(p) for p in workers)
+            reason = "WaitingForWorkers"
+            message = f"{ready} of {count} worker(s) Ready; the launcher starts once all are."
+        else:
+            reason = "MPIJobPending"
+            message = f"{len(running)} of {count} worker(s) running; the launcher is not."
+        if problems := _pods.problems([*launchers, *workers]):
+            message = f"{message} {problems}"
+        return Outcome("pending", reason, message)
+
+    def announce(
+        self, recorder: EventRecorder, obj: Object, previous: JobStatus, status: JobStatus
+    ) -> None:
+        _events.announce(recorder, obj, previous, status)
+        _metrics.announce(obj, previous, status)
+
+
+def _job_condition(batch_job: Object | None, kind: str) -> dict[str, Any] | None:
+    """The batch Job's condition of `kind` if it holds."""
+    conditions = ((batch_job or {}).get("status") or {}).get("conditions") or ()
+    return next(
+        (c for c in conditions if c.get("type") == kind and c.get("status") == "True"), None
+    )
+
+
+def _launcher_failure(failed: Mapping[str, Any], pods: list[Object], name: str) -> Outcome:
+    """The launcher Job's failure; after its last retry, with its last failed pod's reason."""
+    reason = failed.get("reason") or "MPIJobFailed"
+    message = failed.get("message") or f"MPIJob {name} has failed"
+    if reason == "BackoffLimitExceeded":
+        ended = [p for p in pods if _pods.phase(p) == "Failed"]
+        last = max(ended, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
+        status = (last or {}).get("status") or {}
+        if status.get("reason"):
+            reason = f"{reason}/{status['reason']}"
+            message = f"{message}: {status.get('message', '')}"
+    return Outcome("failed", reason, _pods.clip(message, _MESSAGE_LIMIT))
