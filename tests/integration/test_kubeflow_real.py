@@ -1,0 +1,354 @@
+"""Real Kubeflow MPIJobs (`kubeflow.org/v2beta1`): mpirun over ssh between process pods.
+
+The launcher is a batch/v1 Job that Kubernetes' own Job controller runs (the test control
+plane's kube-controller-manager); the tests read its pod's output, as a Kubeflow user reads
+`kubectl logs` of the launcher pod, and the MPIJob's Kubeflow status. The jobs have the shapes
+of the seed (Kubeflow's "MPI Training" guide: root, the launcher's mpirun flags, workers
+without a command, so the operator gives them `sshd -De`) and of Kubeflow's non-root pi
+examples (`examples/v2beta1/pi`). The MPIs come from `scripts/frameworks.sh`; under CI a
+missing one fails its test.
+
+There are no images: what Kubeflow's images hold is in `tests/programs/kubeflow`, copied into
+a folder every pod's user can reach (`Image`), and a container's `command` names what an
+image's ENTRYPOINT would run.
+"""
+
+from __future__ import annotations
+
+import math
+import pwd
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controllers import frameworks
+from controllers import realjobs
+from jobcore import BATCH_JOBS
+from jobcore import Client
+from jobcore import Object
+from jobcore.testing import ProcessNode
+from jobcore.testing import condition
+from jobcore.testing import eventually
+from jobcore.testing import job_status
+from jobcore.testing import require
+from jobcore.testing import wait_for_pods
+from tests.kubeflowjobs import MPIJOBS
+from tests.kubeflowjobs import kubeflow_controller
+from tests.kubeflowjobs import launcher_pods
+from tests.kubeflowjobs import mpijob
+from tests.kubeflowjobs import wait_for_replicas
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "programs" / "kubeflow"
+SSH_PORT = 2222
+"""The non-root sshd's port: Kubeflow's images set it in their sshd_config and ssh_config."""
+SEED_MPIRUN = [
+    "mpirun",
+    "--allow-run-as-root",
+    "-np",
+    "2",
+    "-bind-to",
+    "none",
+    "-map-by",
+    "slot",
+    "-x",
+    "PATH",
+    "-mca",
+    "pml",
+    "ob1",
+    "-mca",
+    "btl",
+    "^openib",
+]
+"""The seed's launcher command up to its program. Every flag applies as it is: Debian's Open
+MPI 4.1 has the openib BTL that `^openib` excludes, and ob1 over tcp joins the pods."""
+
+pytestmark = [pytest.mark.integration]
+
+
+@dataclass(frozen=True)
+class MPI:
+    """An MPI as a Kubeflow MPIJob names it, its install, and the install whose mpicc builds
+    the pi program (Intel's runtime has no compiler: MPICH's build runs on Intel MPI's
+    libmpi.so.12, which is MPICH's ABI)."""
+
+    implementation: str
+    framework: str
+    compiler: str
+
+    def env(self) -> list[dict[str, str]]:
+        """The launcher's environment: the install first on PATH (and its libraries first)."""
+        home = frameworks.home(self.framework)
+        path = dict.fromkeys([str(home / "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
+        env = [{"name": "PATH", "value": ":".join(path)}]
+        if self.framework != self.compiler:
+            env.append({"name": "LD_LIBRARY_PATH", "value": str(home / "lib")})
+        return env
+
+
+MPIS = {
+    "openmpi": MPI("OpenMPI", "openmpi4", "openmpi4"),
+    "mpich": MPI("MPICH", "mpich", "mpich"),
+    "intel": MPI("Intel", "intel", "mpich"),
+}
+
+
+@pytest.fixture
+async def node(
+    client: Client, namespace: str, control_plane: Any, process_node: ProcessNode
+) -> AsyncIterator[ProcessNode]:
+    """The namespace's process node, with the kind's controller and Kubernetes' Job
+    controller (which makes the launcher Job's pod) running."""
+    async with kubeflow_controller(client, namespace, control_plane):
+        yield process_node
+
+
+@pytest.fixture
+def user() -> pwd.struct_passwd:
+    """The non-root user `scripts/frameworks.sh nonroot` made."""
+    require(frameworks.missing("nonroot"))
+    return pwd.getpwnam(realjobs.NONROOT_USER)
+
+
+@dataclass(frozen=True)
+class Image:
+    """What Kubeflow's pi image for `mpi` holds, in a folder on the host: the pi program, the
+    image's entrypoint, sshd_config and ssh_config."""
+
+    mpi: MPI
+    folder: Path
+
+    def __truediv__(self, name: str) -> str:
+        return str(self.folder / name)
+
+
+@pytest.fixture
+def image(mpi: str) -> Iterator[Image]:
+    """The pi image of the test's `mpi`, in a folder the non-root user can reach (pytest's
+    tmp_path lies below a folder only root may enter)."""
+    chosen = MPIS[mpi]
+    require(frameworks.missing(chosen.framework))
+    require(frameworks.missing(chosen.compiler))
+    folder = Path(tempfile.mkdtemp(prefix="jobcore-kubeflow-"))
+    try:
+        folder.chmod(0o755)
+        for name in ("entrypoint.sh", "sshd_config", "ssh_config"):
+            shutil.copy(PROGRAMS / name, folder / name)
+        mpicc = frameworks.home(chosen.compiler) / "bin" / "mpicc"
+        subprocess.run(
+            [str(mpicc), "-O2", "-o", str(folder / "pi"), str(PROGRAMS / "pi.c")], check=True
+        )
+        yield Image(chosen, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def replicas(count: int, container: dict[str, Any], **pod: Any) -> dict[str, Any]:
+    return {"replicas": count, "template": {"spec": {"containers": [container], **pod}}}
+
+
+def root_job(namespace: str, name: str, mpi: MPI, command: list[str], **run_policy: Any) -> Object:
+    """The seed's shape: as root, 2 workers of 1 slot with no command, `command` launching.
+
+    The launcher is created once the workers are Ready (launcherCreationPolicy
+    WaitForWorkersReady), so that their names resolve when mpirun starts. Created with them
+    (AtStartup), it can start first: its ssh then fails at once ("Could not resolve hostname"),
+    and where Kubeflow's launcher Job would restart it, a process node restarts nothing.
+    """
+    container = {"name": "tensorflow-benchmarks", "image": "host"}
+    launcher = {**container, "command": command, "env": mpi.env()}
+    return mpijob(
+        namespace,
+        name,
+        run_policy={"cleanPodPolicy": "Running", **run_policy},
+        slotsPerWorker=1,
+        launcherCreationPolicy="WaitForWorkersReady",
+        mpiImplementation=mpi.implementation,
+        mpiReplicaSpecs={"Launcher": replicas(1, launcher), "Worker": replicas(2, container)},
+    )
+
+
+def pi_job(namespace: str, name: str, image: Image, user: pwd.struct_passwd) -> Object:
+    """Kubeflow's non-root pi example (pi.yaml, pi-mpich.yaml, pi-intel.yaml) for the image's
+    MPI.
+
+    As in the examples, the containers run as the user, the job's keys are mounted in the
+    user's ~/.ssh and workers run `sshd -De -f <the image's sshd_config>` (port 2222); MPICH's
+    and Intel's workers start through their image's entrypoint and are Ready once their sshd
+    accepts connections. The launcher's ssh client learns the port as in Kubeflow's images,
+    from /etc/ssh/ssh_config (the image's file, mounted there). Every launcher starts
+    through the entrypoint, which waits until the workers' names resolve: Kubeflow's Open MPI
+    image has none and its launcher, started with its workers, relies on the launcher Job
+    restarting it when it ran too early; a process node restarts nothing.
+    """
+    run_as = {"runAsUser": user.pw_uid}
+    sshd = ["/usr/sbin/sshd", "-De", "-f", image / "sshd_config"]
+    worker: dict[str, Any] = {"name": "mpi-worker", "image": "host", "securityContext": run_as}
+    if image.mpi.implementation == "OpenMPI":
+        worker |= {"command": sshd[:1], "args": sshd[1:]}
+    else:
+        probe = {"tcpSocket": {"port": SSH_PORT}, "initialDelaySeconds": 2}
+        worker |= {"command": [image / "entrypoint.sh"], "args": sshd, "readinessProbe": probe}
+    launcher = {
+        "name": "mpi-launcher",
+        "image": "host",
+        "securityContext": run_as,
+        "command": [image / "entrypoint.sh"],
+        "args": ["mpirun", "-n", "2", image / "pi"],
+        "env": image.mpi.env(),
+        "volumeMounts": [{"name": "ssh-config", "mountPath": "/etc/ssh/ssh_config"}],
+    }
+    ssh_config = {"name": "ssh-config", "hostPath": {"path": image / "ssh_config", "type": "File"}}
+    return mpijob(
+        namespace,
+        name,
+        run_policy={"cleanPodPolicy": "Running"},
+        slotsPerWorker=1,
+        sshAuthMountPath=f"{user.pw_dir}/.ssh",
+        mpiImplementation=image.mpi.implementation,
+        mpiReplicaSpecs={
+            "Launcher": replicas(1, launcher, volumes=[ssh_config]),
+            "Worker": replicas(2, worker),
+        },
+    )
+
+
+@dataclass(frozen=True)
+class Run:
+    """An MPIJob run to its end: its status, its launcher pod and that pod's output."""
+
+    namespace: str
+    name: str
+    status: dict[str, Any]
+    launcher: Object
+    log: str
+
+
+def finished(status: dict[str, Any]) -> str | None:
+    """Which of Succeeded and Failed is True in a Kubeflow status, if either."""
+    for found in status.get("conditions") or ():
+        if found["type"] in ("Succeeded", "Failed") and found["status"] == "True":
+            return str(found["type"])
+    return None
+
+
+async def launcher_logs(
+    client: Client, node: ProcessNode, namespace: str, name: str
+) -> list[tuple[Object, str]]:
+    """The job's launcher pods, oldest first, each with its first container's output."""
+    found = []
+    for pod in await launcher_pods(client, namespace, name):
+        container = pod["spec"]["containers"][0]["name"]
+        try:
+            found.append((pod, node.logs(namespace, pod["metadata"]["name"], container)))
+        except KeyError:
+            found.append((pod, "(it has not run)"))
+    return found
+
+
+async def run_to_end(client: Client, node: ProcessNode, job: Object, *, timeout: float = 90) -> Run:
+    """Create `job` and wait until it Succeeded or Failed; fail the test, with the launcher's
+    output, if it does not end in `timeout` or if its launcher Job made more than one pod (a
+    first launcher that failed and was replaced)."""
+    name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+    await client.create(MPIJOBS, job)
+
+    async def ended() -> bool:
+        return finished(await job_status(client, MPIJOBS, namespace, name)) is not None
+
+    try:
+        await eventually(ended, timeout=timeout, interval=0.2)
+    except TimeoutError:
+        status = await job_status(client, MPIJOBS, namespace, name)
+        logs = await launcher_logs(client, node, namespace, name)
+        raise AssertionError(f"{name} did not end in {timeout} s: {status}\n{logs}") from None
+    status = await job_status(client, MPIJOBS, namespace, name)
+    launchers = await launcher_logs(client, node, namespace, name)
+    assert len(launchers) == 1, launchers
+    ((launcher, log),) = launchers
+    return Run(namespace, name, status, launcher, log)
+
+
+async def assert_succeeded(client: Client, run: Run) -> None:
+    """The status the seed shows for a job that ran to success: Created, Running (no longer)
+    and Succeeded; the launcher succeeded, no worker counted once they are gone."""
+    namespace, name, status = run.namespace, run.name, run.status
+    conditions = {c["type"]: c["status"] for c in status.get("conditions") or ()}
+    assert conditions == {"Created": "True", "Running": "False", "Succeeded": "True"}, status
+    succeeded = condition(status, "Succeeded")
+    assert succeeded["reason"] == "MPIJobSucceeded", status
+    assert succeeded["message"] == f"MPIJob {namespace}/{name} successfully completed.", status
+    await wait_for_replicas(client, namespace, name, {"Launcher": {"succeeded": 1}, "Worker": {}})
+
+
+@pytest.mark.timeout(180)
+async def test_the_seeds_launcher_command_runs_open_mpi_between_two_workers(
+    client: Client, namespace: str, node: ProcessNode, tmp_path: Path
+) -> None:
+    require(frameworks.missing("openmpi4"))
+    program = realjobs.mpi_program("openmpi", tmp_path)
+    job = root_job(namespace, "seed", MPIS["openmpi"], [*SEED_MPIRUN, *program])
+    run = await run_to_end(client, node, job)
+    ranks = sorted(line for line in run.log.splitlines() if line.startswith("rank "))
+    assert ranks == [
+        "rank 0 of 2 on seed-worker-0: sum=3",
+        "rank 1 of 2 on seed-worker-1: sum=3",
+    ], run.log
+    launcher = run.launcher["metadata"]["name"]
+    assert re.fullmatch(r"seed-launcher-[a-z0-9]{5}", launcher), launcher
+    assert run.launcher["spec"]["hostname"] == "seed-launcher"
+    await assert_succeeded(client, run)
+    # cleanPodPolicy Running: the workers' sshd still ran, so they went; the launcher stays.
+    await wait_for_pods(client, namespace, {launcher})
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("mpi", MPIS)
+async def test_kubeflows_pi_example_runs_as_a_non_root_user(
+    client: Client, namespace: str, node: ProcessNode, user: pwd.struct_passwd, image: Image
+) -> None:
+    run = await run_to_end(client, node, pi_job(namespace, "pi", image, user))
+    # The entrypoint found each worker under the name the job's hostfile gives it.
+    for index in range(2):
+        assert f"Resolved pi-worker-{index}.pi.{namespace}.svc\n" in run.log, run.log
+    assert "Workers: 2\n" in run.log, run.log
+    hosts = dict(re.findall(r"^Rank (\d) on host (\S+)$", run.log, re.M))
+    assert hosts == {"0": "pi-worker-0", "1": "pi-worker-1"}, run.log
+    ids = set(re.findall(r"^Rank \d runs as uid (\d+) gid (\d+)$", run.log, re.M))
+    assert ids == {(str(user.pw_uid), str(user.pw_gid))}, run.log
+    estimate = re.search(r"^pi is approximately (\d+\.\d+)$", run.log, re.M)
+    assert estimate and math.isclose(float(estimate[1]), math.pi, abs_tol=0.01), run.log
+    await assert_succeeded(client, run)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+async def test_a_rank_exiting_3_fails_the_job_with_the_launcher_jobs_reason(
+    client: Client, namespace: str, node: ProcessNode, tmp_path: Path, mpi: str
+) -> None:
+    chosen = MPIS[mpi]
+    require(frameworks.missing(chosen.framework))
+    program = realjobs.mpi_program(mpi, tmp_path, failing_rank=1)
+    mpirun = SEED_MPIRUN if mpi == "openmpi" else ["mpirun", "-n", "2"]
+    job = root_job(namespace, "rank3", chosen, [*mpirun, *program], backoffLimit=0)
+    run = await run_to_end(client, node, job)
+    assert "rank 0 of 2 on rank3-worker-0: sum=3" in run.log, run.log
+    (container,) = run.launcher["status"]["containerStatuses"]
+    assert container["state"]["terminated"]["exitCode"] == 3, run.log
+    assert finished(run.status) == "Failed", run.status
+    # Kubernetes' Job controller failed the launcher Job, and the MPIJob says so in its words
+    # (Kubeflow appends "/" and the last failed launcher pod's reason: this pod has none).
+    launcher_job = await client.get(BATCH_JOBS, "rank3-launcher", namespace)
+    job_failed = condition(launcher_job["status"], "Failed")
+    assert job_failed["reason"] == "BackoffLimitExceeded", launcher_job["status"]
+    failed = condition(run.status, "Failed")
+    assert failed["reason"].split("/")[0] == job_failed["reason"], run.status
+    assert failed["message"].startswith(job_failed["message"]), (run.status, job_failed)
+    await wait_for_replicas(client, namespace, "rank3", {"Launcher": {"failed": 1}, "Worker": {}})
