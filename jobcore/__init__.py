@@ -66,6 +66,7 @@ from jobcore._jobkind import JOB_NAME_LABEL
 from jobcore._jobkind import REPLICA_INDEX_LABEL
 from jobcore._jobkind import REPLICA_TYPE_LABEL
 from jobcore._jobkind import FieldError
+from jobcore._jobkind import GangPolicy
 from jobcore._jobkind import Job
 from jobcore._jobkind import JobKind
 from jobcore._jobkind import JobPolicy
@@ -176,6 +177,7 @@ __all__ = [
     "FieldError",
     "ForbiddenError",
     "FuncPredicate",
+    "GangPolicy",
     "GangScheduler",
     "GenerationChanged",
     "GoneError",

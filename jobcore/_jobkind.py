@@ -44,6 +44,19 @@ class FieldError:
 
 
 @dataclass(frozen=True, slots=True)
+class GangPolicy:
+    """A job's own PodGroup settings for the controller's gang scheduler (Volcano or
+    scheduler-plugins), each left to the scheduler's default when None: Kubeflow's
+    `schedulingPolicy`."""
+
+    min_available: int | None = None
+    queue: str | None = None
+    min_resources: Mapping[str, Any] | None = None
+    priority_class: str | None = None
+    schedule_timeout_seconds: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobPolicy:
     """What the job layer obeys in a job: its run policy, run mode and gang scheduler.
 
@@ -55,6 +68,7 @@ class JobPolicy:
     run_policy: RunPolicy = field(default_factory=RunPolicy)
     run_mode: RunMode | None = None
     scheduler: SchedulerPolicy | None = None
+    gang: GangPolicy | None = None
 
     @classmethod
     def of(cls, spec: JobSpec) -> JobPolicy:

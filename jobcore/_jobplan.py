@@ -78,6 +78,11 @@ def plan(
     children = kind.render(job, observed)
     if job.paused:  # no pods, nor batch Jobs that would run some
         return [child for child in children if child.get("kind") not in _WORKLOADS]
+    for child in children:
+        if scheduler is not None and child.get("kind") == BATCH_JOBS.kind:
+            template = child["spec"]["template"]
+            template.setdefault("metadata", {})
+            scheduler.decorate(job, template)  # its pods join the gang too
     for pod in children:
         if pod.get("kind") != PODS.kind:
             continue

@@ -13,6 +13,7 @@ from typing import Any
 from typing import Protocol
 
 from jobcore._jobkind import REPLICA_TYPE_LABEL
+from jobcore._jobkind import GangPolicy
 from jobcore._jobkind import Job
 from jobcore._resources import Object
 from jobcore._resources import Resource
@@ -40,6 +41,14 @@ def _pod_group(resource: Resource, job: Job[Any], spec: dict[str, Any]) -> Objec
         "metadata": {"name": job.name},
         "spec": spec,
     }
+
+
+def _gang_spec(gang: GangPolicy, min_member: int) -> dict[str, Any]:
+    """minMember (the job's own minAvailable, else all its pods) and its minResources."""
+    spec: dict[str, Any] = {"minMember": gang.min_available or min_member}
+    if gang.min_resources:
+        spec["minResources"] = dict(gang.min_resources)
+    return spec
 
 
 def _priority_class(pods: Sequence[Object]) -> str | None:
@@ -97,10 +106,11 @@ class Volcano:
 
     def pod_group(self, job: Job[Any], min_member: int, pods: Sequence[Object]) -> Object:
         annotations = job.obj["metadata"].get("annotations") or {}
-        spec: dict[str, Any] = {"minMember": min_member}
-        if queue := annotations.get(self.QUEUE_ANNOTATION) or self.queue:
+        gang = job.policy.gang or GangPolicy()
+        spec = _gang_spec(gang, min_member)
+        if queue := gang.queue or annotations.get(self.QUEUE_ANNOTATION) or self.queue:
             spec["queue"] = queue
-        if priority_class := _priority_class(pods):
+        if priority_class := gang.priority_class or _priority_class(pods):
             spec["priorityClassName"] = priority_class
         return _pod_group(self.resource, job, spec)
 
@@ -126,9 +136,11 @@ class SchedulerPlugins:
         self.schedule_timeout_seconds = schedule_timeout_seconds
 
     def pod_group(self, job: Job[Any], min_member: int, pods: Sequence[Object]) -> Object:
-        spec: dict[str, Any] = {"minMember": min_member}
-        if self.schedule_timeout_seconds is not None:
-            spec["scheduleTimeoutSeconds"] = self.schedule_timeout_seconds
+        gang = job.policy.gang or GangPolicy()
+        spec = _gang_spec(gang, min_member)
+        timeout = gang.schedule_timeout_seconds or self.schedule_timeout_seconds
+        if timeout is not None:
+            spec["scheduleTimeoutSeconds"] = timeout
         return _pod_group(self.resource, job, spec)
 
     def decorate(self, job: Job[Any], pod: Object) -> None:

@@ -32,7 +32,8 @@ NonNegative = Annotated[int, Field(ge=0)]
 
 
 class SchedulingPolicy(ApiModel):
-    """Kubeflow's PodGroup settings for a gang scheduler; stored, not yet applied per job."""
+    """Kubeflow's PodGroup settings, for the controller's gang scheduler (`--gang-scheduler
+    volcano` or `scheduler-plugins`): each overrides the scheduler's default."""
 
     min_available: NonNegative | None = Field(
         default=None, description="The PodGroup's minMember; by default every pod of the job."

@@ -28,6 +28,7 @@ from jobcore import SERVICES
 from jobcore import CleanUpPolicy
 from jobcore import EventRecorder
 from jobcore import FieldError
+from jobcore import GangPolicy
 from jobcore import Job
 from jobcore import JobPolicy
 from jobcore import JobStatus
@@ -52,6 +53,7 @@ from jobkinds.kubeflow import _metrics
 from jobkinds.kubeflow._api import MPI_OPERATOR
 from jobkinds.kubeflow._api import MULTIKUEUE
 from jobkinds.kubeflow._api import MPIJobSpec
+from jobkinds.kubeflow._api import RunPolicy as KubeflowRunPolicy
 from jobkinds.kubeflow._status import EVICTED
 from jobkinds.kubeflow._status import KubeflowStatus
 
@@ -88,7 +90,8 @@ class MPIJobKind:
         return managed_by in (None, "", MPI_OPERATOR)
 
     def policy(self, spec: MPIJobSpec) -> JobPolicy:
-        """Kubeflow's runPolicy for jobcore: its clean-up, deadline and TTL; suspend as a pause.
+        """Kubeflow's runPolicy for jobcore: its clean-up, deadline and TTL; suspend as a pause;
+        schedulingPolicy as the PodGroup's settings under the controller's gang scheduler.
 
         jobcore never restarts the whole job: backoffLimit is the launcher Job's.
         """
@@ -100,7 +103,7 @@ class MPIJobKind:
             ttl_seconds_after_finished=given.ttl_seconds_after_finished,
         )
         pause = RunMode(pause=PauseMode(enabled=True)) if given.suspend else None
-        return JobPolicy(run_policy=run_policy, run_mode=pause)
+        return JobPolicy(run_policy=run_policy, run_mode=pause, gang=_gang(given))
 
     def validate(self, job: Job[MPIJobSpec]) -> list[FieldError]:
         """Kubeflow's rules beyond the schema, and what the API server would refuse later."""
@@ -134,10 +137,8 @@ class MPIJobKind:
         return errors
 
     def replicas(self, job: Job[MPIJobSpec]) -> Mapping[str, int]:
-        """The launcher and the workers. Under a gang scheduler the gang is the workers alone:
-        jobcore points pods at the scheduler but not the pods of a batch Job, so a launcher
-        counted in the PodGroup would keep the workers from ever being admitted."""
-        return {LAUNCHER: 0 if job.gang else 1, WORKER: _children.worker_count(job)}
+        """The launcher and the workers: under a gang scheduler, its PodGroup's members."""
+        return {LAUNCHER: 1, WORKER: _children.worker_count(job)}
 
     def render(self, job: Job[MPIJobSpec], observed: Observed) -> list[Object]:
         """Secret, ConfigMap, Service, workers, and the launcher Job when it is due.
@@ -202,6 +203,20 @@ class MPIJobKind:
     ) -> None:
         _events.announce(recorder, obj, previous, status)
         _metrics.announce(obj, previous, status)
+
+
+def _gang(policy: KubeflowRunPolicy) -> GangPolicy | None:
+    """schedulingPolicy as jobcore's per-job PodGroup settings."""
+    given = policy.scheduling_policy
+    if given is None:
+        return None
+    return GangPolicy(
+        min_available=given.min_available,
+        queue=given.queue,
+        min_resources=given.min_resources,
+        priority_class=given.priority_class,
+        schedule_timeout_seconds=given.schedule_timeout_seconds,
+    )
 
 
 def _job_condition(batch_job: Object | None, kind: str) -> dict[str, Any] | None:

@@ -19,13 +19,17 @@ from jobcore import BATCH_JOBS
 from jobcore import JOB_KIND_LABEL
 from jobcore import JOB_NAME_LABEL
 from jobcore import REPLICA_TYPE_LABEL
+from jobcore import GangScheduler
 from jobcore import Job
 from jobcore import Object
 from jobcore import Observed
 from jobcore import Outcome
 from jobcore import RunPolicy
+from jobcore import SchedulerPlugins
+from jobcore import Volcano
 from jobcore import parse_job
 from jobcore import plan
+from jobcore import pod_group
 from jobcore.testing import by_name
 from jobcore.testing import env_of
 from jobcore.testing import error_messages
@@ -309,12 +313,38 @@ def test_wait_for_workers_ready_holds_the_launcher_until_every_worker_is_ready()
     assert launcher in render(job, batch_job(job))  # never taken back once created
 
 
-def test_under_a_gang_scheduler_the_launcher_is_created_at_once_outside_the_gang() -> None:
+def test_under_a_gang_scheduler_the_launcher_joins_the_gang_at_once() -> None:
     job = make_job(spec_with(openmpi_spec(), launcherCreationPolicy="WaitForWorkersReady"))
     gang = dataclasses.replace(job, gang=True)
     assert f"{NAME}-launcher" in render(gang)
-    assert KIND.replicas(gang) == {"launcher": 0, "worker": 2}
-    assert KIND.replicas(job) == {"launcher": 1, "worker": 2}
+    assert KIND.replicas(gang) == KIND.replicas(job) == {"launcher": 1, "worker": 2}
+    children = by_name(plan(KIND, gang, observed(), scheduler=Volcano()))
+    template = children[f"{NAME}-launcher"]["spec"]["template"]
+    assert template["spec"]["schedulerName"] == "volcano"
+    assert template["metadata"]["annotations"][Volcano.GROUP_ANNOTATION] == NAME
+
+
+@pytest.mark.parametrize("scheduler", [Volcano(queue="default"), SchedulerPlugins()])
+def test_scheduling_policy_sets_the_jobs_pod_group(scheduler: GangScheduler) -> None:
+    policy = {
+        "minAvailable": 2,
+        "queue": "team-a",
+        "minResources": {"cpu": "3"},
+        "priorityClass": "high",
+        "scheduleTimeoutSeconds": 180,
+    }
+    spec = spec_with(openmpi_spec(), runPolicy={"schedulingPolicy": policy})
+    job = dataclasses.replace(make_job(spec), gang=True)
+    group = pod_group(KIND, job, scheduler, plan(KIND, job, observed(), scheduler=scheduler))
+    assert group["spec"]["minMember"] == 2
+    assert group["spec"]["minResources"] == {"cpu": "3"}
+    if isinstance(scheduler, Volcano):
+        assert (group["spec"]["queue"], group["spec"]["priorityClassName"]) == ("team-a", "high")
+    else:
+        assert group["spec"]["scheduleTimeoutSeconds"] == 180
+    unset = dataclasses.replace(make_job(), gang=True)
+    default = pod_group(KIND, unset, scheduler, plan(KIND, unset, observed(), scheduler=scheduler))
+    assert default["spec"]["minMember"] == 3  # the launcher and both workers
 
 
 def test_a_launcher_only_job_has_no_workers_and_launches_at_once() -> None:
