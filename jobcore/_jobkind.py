@@ -75,6 +75,10 @@ class JobPolicy:
         return cls(spec.run_policy, spec.run_mode, spec.scheduler)
 
 
+_FROM_SPEC = JobPolicy()
+"""A Job built without a policy takes its spec's (how plugins built Jobs before policies)."""
+
+
 def policy_of(kind: object, spec: Any) -> JobPolicy:
     """The kind's `policy(spec)` if it has one, else the spec's own `JobSpec` fields."""
     translate = getattr(kind, "policy", None)
@@ -97,7 +101,12 @@ class Job(Generic[SpecT]):
     status: JobStatus
     obj: Object = field(repr=False)
     gang: bool = False
-    policy: JobPolicy = field(default_factory=JobPolicy)
+    policy: JobPolicy = field(default=_FROM_SPEC)
+    """What the job layer obeys; when not given, a `JobSpec`'s own fields."""
+
+    def __post_init__(self) -> None:
+        if self.policy is _FROM_SPEC and isinstance(self.spec, JobSpec):
+            object.__setattr__(self, "policy", JobPolicy.of(self.spec))
 
     @property
     def debugging(self) -> bool:

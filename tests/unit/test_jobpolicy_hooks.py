@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from jobcore import ApiModel
+from jobcore import Job
 from jobcore import JobPolicy
 from jobcore import JobSpec
 from jobcore import JobStatus
@@ -65,6 +66,11 @@ def test_a_spec_without_a_policy_method_is_read_from_its_jobspec_fields() -> Non
     plain = ModelKind(Resource("example.dev", "v1", "Plain", "plains"), JobSpec)
     obj = job_manifest(plain, {"runMode": {"pause": {"enabled": True}}}, name="p", namespace="ns")
     assert job_of(plain, obj).paused
+    # A Job a plugin builds itself, without a policy, as plugins did before there were any.
+    spec = JobSpec.model_validate(obj["spec"])
+    assert Job(
+        kind="Plain", name="p", namespace="ns", uid="", spec=spec, status=JobStatus(), obj=obj
+    ).paused
 
 
 def paused_at(time: str, status: Literal["True", "False"], reason: str) -> JobStatus:
