@@ -31,8 +31,8 @@ from controllers.kinds import installed_kinds
 from controllers.kinds import kind_names
 from jobcore import T9K_STATUS
 from jobcore import JobKind
-from jobcore import StatusPart
 from jobcore import crd_for
+from jobcore import status_part
 
 REGENERATE = "python -m controllers.apidocs docs/reference"
 """The command that rewrites the committed pages."""
@@ -76,7 +76,7 @@ def api_reference(kind: JobKind[Any], *, status_doc: str = STATUS_DOC) -> str:
     names = crd["spec"]["names"]
     resource = kind.resource
     api_version = f"`{resource.group}/{resource.version}`"
-    t9k_status = _status_part(kind) is T9K_STATUS
+    t9k_status = status_part(kind) is T9K_STATUS
     status_link = f"[Job status]({status_doc})"
     written = (
         f"Written by the controller: {status_link}." if t9k_status else "Written by the controller."
@@ -205,7 +205,7 @@ class _Page:
     """The sections of one kind's page: one per model reachable from its spec and status."""
 
     def __init__(self, kind: JobKind[Any]) -> None:
-        status = _status_part(kind).model
+        status = status_part(kind).model
         refs, schema = models_json_schema(
             [(kind.spec_model, "validation"), (status, "validation")],
             by_alias=True,
@@ -296,12 +296,6 @@ class _Page:
             else:
                 rows += self._flat_rows(ref, f"{prefix}{field}{suffix}.", seen)
         return rows
-
-
-def _status_part(kind: JobKind[Any]) -> StatusPart:
-    """The kind's status part, as jobcore finds it: T9K_STATUS unless it names its own."""
-    part: StatusPart | None = getattr(kind, "status_part", None)
-    return part if part is not None else T9K_STATUS
 
 
 def _codes(values: Iterable[str]) -> str:

@@ -95,6 +95,8 @@ from jobcore._jobplan import pod_group
 from jobcore._jobplan import run_mode_errors
 from jobcore._jobplan import unserved_kinds
 from jobcore._jobreconciler import JobReconciler
+from jobcore._jobstatus import INVALID_SPEC
+from jobcore._jobstatus import parse_time
 from jobcore._labels import parse_selector
 from jobcore._labels import selector_to_string
 from jobcore._leaderelection import LeaderElectionConfig
@@ -139,6 +141,7 @@ from jobcore._server import ProbeServer
 from jobcore._statuspart import T9K_STATUS
 from jobcore._statuspart import StatusPart
 from jobcore._statuspart import T9kStatus
+from jobcore._statuspart import status_part
 
 __all__ = [
     "BATCH_JOBS",
@@ -147,6 +150,7 @@ __all__ = [
     "CUSTOM_RESOURCE_DEFINITIONS",
     "DEFAULT_MAX_CONNECTIONS",
     "EVENTS",
+    "INVALID_SPEC",
     "JOB_KIND_LABEL",
     "JOB_NAME_LABEL",
     "LEASES",
@@ -245,6 +249,7 @@ __all__ = [
     "owner_reference",
     "parse_job",
     "parse_selector",
+    "parse_time",
     "plan",
     "pod_group",
     "reconcile_context",
@@ -253,6 +258,7 @@ __all__ = [
     "requests_for_owner",
     "run_mode_errors",
     "selector_to_string",
+    "status_part",
     "strip_bulk",
     "structural_schema",
     "unserved_kinds",

@@ -28,6 +28,7 @@ from jobcore._jobpolicy import PodFailure
 from jobcore._jobpolicy import pending_too_long
 from jobcore._jobpolicy import pod_failures
 from jobcore._jobpolicy import should_retry
+from jobcore._jobstatus import INVALID_SPEC
 from jobcore._jobstatus import Lifecycle
 from jobcore._jobstatus import PauseState
 from jobcore._resources import PODS
@@ -52,7 +53,7 @@ def frozen_outcome(status: JobStatus) -> Outcome:
 def is_invalid(status: JobStatus) -> bool:
     """Whether the status marks the spec invalid (a job that may run again once fixed)."""
     failed = status.condition("Failed")
-    return failed is not None and failed.reason == "InvalidSpec" and failed.status == "True"
+    return failed is not None and failed.reason == INVALID_SPEC and failed.status == "True"
 
 
 def is_initialized(status: JobStatus) -> bool:

@@ -39,6 +39,10 @@ _CONTAINER_STATES: tuple[Literal["waiting", "running", "terminated"], ...] = (
 )
 
 
+INVALID_SPEC = "InvalidSpec"
+"""The Failed reason of a job whose spec the controller refuses; it may run once fixed."""
+
+
 def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -274,7 +278,7 @@ _PHASES: dict[str, JobPhase] = {
 def invalid_status(previous: JobStatus, message: str, timestamp: str | None = None) -> JobStatus:
     """The status of a job whose spec is invalid: Failed, naming the field, nothing created."""
     conditions = ConditionSetter(previous.conditions, timestamp or now())
-    conditions.set("Failed", True, "InvalidSpec", message)
+    conditions.set("Failed", True, INVALID_SPEC, message)
     return previous.model_copy(update={"conditions": conditions.conditions, "phase": "Failed"})
 
 

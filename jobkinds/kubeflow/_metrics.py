@@ -9,11 +9,11 @@ from __future__ import annotations
 from prometheus_client import Counter
 from prometheus_client import Gauge
 
+from jobcore import INVALID_SPEC
 from jobcore import REGISTRY
 from jobcore import JobStatus
 from jobcore import Object
 from jobkinds.kubeflow._status import EVICTED
-from jobkinds.kubeflow._status import INVALID_SPEC
 
 JOBS_CREATED = Counter(
     "mpi_operator_jobs_created_total", "Counts number of MPI jobs created", registry=REGISTRY

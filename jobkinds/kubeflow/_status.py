@@ -29,8 +29,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from jobcore import INVALID_SPEC
 from jobcore import JobStatus
 from jobcore import Object
+from jobcore import parse_time
 from jobkinds._launch import LAUNCHER
 from jobkinds._launch import WORKER
 from jobkinds.kubeflow._api import JobCondition
@@ -45,8 +47,6 @@ EVICTED = "MPIJobEvicted"
 """The Failed reason of a job whose workers were evicted."""
 MAX_COUNT = 10_000
 """The most pods of one phase `read` stands in for: a count a pod list could reach."""
-INVALID_SPEC = "InvalidSpec"
-"""jobcore's Failed reason for a spec it refuses: the job may run once the spec is fixed."""
 _ENDS: tuple[tuple[str, Literal["Completed", "Failed"]], ...] = (
     ("Succeeded", "Completed"),
     ("Failed", "Failed"),
@@ -274,8 +274,7 @@ def _completion_time(status: JobStatus) -> str | None:
 
 def _moment(timestamp: str | None) -> datetime:
     """An API timestamp as a time; the earliest time when missing or malformed."""
-    try:
-        moment = datetime.fromisoformat(timestamp or "")
-    except ValueError:
+    moment = parse_time(timestamp)
+    if moment is None:
         return _EPOCH
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
