@@ -40,7 +40,7 @@ from jobcore._resources import Object
 from jobcore._resources import ObjectKey
 from jobcore._resources import Resource
 from jobcore._resources import controller_of
-from jobcore._resources import is_batch_jobs
+from jobcore._resources import run_by_batch_job
 from jobcore._scheduling import GangScheduler
 
 RECHECK_SECONDS = 30.0
@@ -93,13 +93,12 @@ class JobChildren(Generic[SpecT]):
             }
             for resource, informer in self.informers.items()
         }
-        pods = children.get(PODS)
-        for batch_job in children.get(BATCH_JOBS, {}).values():
-            if pods is not None:
-                by_job = self.informers[PODS].by_index(
+        if (pods := children.get(PODS)) is not None:
+            for batch_job in children.get(BATCH_JOBS, {}).values():
+                run = self.informers[PODS].by_index(
                     CONTROLLER_UID_INDEX, batch_job["metadata"]["uid"]
                 )
-                pods.update((o["metadata"]["name"], o) for o in by_job)
+                pods.update((o["metadata"]["name"], o) for o in run)
         return Observed(children)
 
     async def create_missing(
@@ -204,7 +203,7 @@ class JobChildren(Generic[SpecT]):
 
         The pods of the job's batch Jobs are their Job controller's to delete, never these.
         """
-        pods = {name: pod for name, pod in observed.pods.items() if not is_batch_jobs(pod)}
+        pods = {name: pod for name, pod in observed.pods.items() if not run_by_batch_job(pod)}
         return await self._delete(request, PODS, pods, keep)
 
     async def delete_batch_jobs(

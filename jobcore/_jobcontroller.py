@@ -21,7 +21,7 @@ from jobcore._resources import BATCH_JOBS
 from jobcore._resources import Object
 from jobcore._resources import Resource
 from jobcore._resources import controller_of
-from jobcore._resources import is_batch_jobs
+from jobcore._resources import run_by_batch_job
 from jobcore._scheduling import GangScheduler
 
 CHILD_EVENT_DELAY = 0.5
@@ -60,17 +60,18 @@ def add_job_controller(
     jobs = manager.informer(kind.resource, namespace=namespace, keep=getattr(kind, "manages", None))
     owned = requests_for_owner(kind.resource)
     children: dict[Resource, Informer] = {}
+    runs_batch_jobs = BATCH_JOBS in kind.child_resources
 
     def to_job(obj: Object) -> Iterable[Request]:
         """A child's job: its controller, or for a pod of a batch Job, that Job's."""
-        if BATCH_JOBS in children and is_batch_jobs(obj):
+        if runs_batch_jobs and run_by_batch_job(obj):
             ref, meta = controller_of(obj) or {}, obj["metadata"]
             batch_job = children[BATCH_JOBS].get(ref.get("name", ""), meta.get("namespace"))
             return owned(batch_job) if batch_job is not None else ()
         return owned(obj)
 
     def controlled(obj: Object) -> bool:
-        if BATCH_JOBS in kind.child_resources and is_batch_jobs(obj):
+        if runs_batch_jobs and run_by_batch_job(obj):
             # Kept by its labels: the batch Job may not be cached yet.
             return (obj["metadata"].get("labels") or {}).get(JOB_KIND_LABEL) == kind.resource.kind
         return bool(owned(obj))

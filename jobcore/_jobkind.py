@@ -80,9 +80,9 @@ _FROM_SPEC = JobPolicy()
 
 
 def policy_of(kind: object, spec: Any) -> JobPolicy:
-    """The kind's `policy(spec)` if it has one, else the spec's own `JobSpec` fields."""
+    """The kind's `policy(spec)` if it has one; else what `Job` derives from a `JobSpec`."""
     translate = getattr(kind, "policy", None)
-    return translate(spec) if translate is not None else JobPolicy.of(spec)
+    return translate(spec) if translate is not None else _FROM_SPEC
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,7 +80,7 @@ def controller_of(obj: Object) -> dict[str, Any] | None:
     return None
 
 
-def is_batch_jobs(obj: Object) -> bool:
+def run_by_batch_job(obj: Object) -> bool:
     """Whether a batch Job controls `obj` (a pod that Kubernetes' Job controller runs)."""
     ref = controller_of(obj)
     return ref is not None and (ref.get("apiVersion"), ref.get("kind")) == (
