@@ -95,6 +95,23 @@ def test_the_kind_serves_kubeflows_mpijobs() -> None:
 # A job's life ---------------------------------------------------------------------------------
 
 
+async def lists_hosts(
+    client: Client, namespace: str, name: str, hosts: list[str], *, slots: int
+) -> Object:
+    """The job's ConfigMap, whose hostfile lists `hosts` with `slots` each, and whose
+    discover_hosts.sh echoes them once they run."""
+    config = await client.get(CONFIGMAPS, f"{name}-config", namespace)
+    assert config["data"]["hostfile"] == "".join(f"{h} slots={slots}\n" for h in hosts)
+    discovery = "#!/bin/sh\n" + "".join(f"echo {h}\n" for h in hosts)
+
+    async def discovers_them() -> bool:
+        data = (await client.get(CONFIGMAPS, f"{name}-config", namespace))["data"]
+        return bool(data.get("discover_hosts.sh") == discovery)
+
+    await eventually(discovers_them)
+    return config
+
+
 async def test_a_job_runs_with_kubeflows_children_status_and_events(
     client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
@@ -135,16 +152,8 @@ async def test_a_job_runs_with_kubeflows_children_status_and_events(
     assert not service["spec"].get("publishNotReadyAddresses")
 
     hosts = [host(w, "pi", namespace) for w in workers]
-    config = await client.get(CONFIGMAPS, "pi-config", namespace)
+    config = await lists_hosts(client, namespace, "pi", hosts, slots=1)
     assert config["metadata"]["labels"]["app"] == "pi"
-    assert config["data"]["hostfile"] == "".join(f"{h} slots=1\n" for h in hosts)
-    discovery = "#!/bin/sh\n" + "".join(f"echo {h}\n" for h in hosts)
-
-    async def discovers_running_workers() -> bool:
-        data = (await client.get(CONFIGMAPS, "pi-config", namespace))["data"]
-        return bool(data.get("discover_hosts.sh") == discovery)
-
-    await eventually(discovers_running_workers)
 
     secret = await client.get(SECRETS, "pi-ssh", namespace)
     assert secret["metadata"]["labels"]["app"] == "pi"
@@ -440,15 +449,7 @@ async def test_run_launcher_as_worker_lists_the_launcher_first(
     await client.create(MPIJOBS, job)
     await running_launcher(client, namespace, "law")
     hosts = [host(pod, "law", namespace) for pod in ("law-launcher", *worker_names("law"))]
-    config = await client.get(CONFIGMAPS, "law-config", namespace)
-    assert config["data"]["hostfile"] == "".join(f"{h} slots=2\n" for h in hosts)
-    discovery = "#!/bin/sh\n" + "".join(f"echo {h}\n" for h in hosts)
-
-    async def discovers_every_host() -> bool:
-        data = (await client.get(CONFIGMAPS, "law-config", namespace))["data"]
-        return bool(data.get("discover_hosts.sh") == discovery)
-
-    await eventually(discovers_every_host)
+    await lists_hosts(client, namespace, "law", hosts, slots=2)
     service = await client.get(SERVICES, "law", namespace)
     assert service["spec"]["publishNotReadyAddresses"] is True
     # Replica indices are unique across the group: the launcher is 0, the workers 1 and 2.
