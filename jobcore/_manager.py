@@ -18,6 +18,7 @@ from jobcore._informer import Informer
 from jobcore._informer import Keep
 from jobcore._leaderelection import LeaderElectionConfig
 from jobcore._leaderelection import LeaderElector
+from jobcore._loopmonitor import LoopMonitor
 from jobcore._resources import Resource
 from jobcore._server import HealthChecks
 from jobcore._server import ProbeServer
@@ -71,7 +72,7 @@ class Manager:
         self._elector = LeaderElector(client, leader_election) if leader_election else None
         self._informers: dict[tuple[Any, ...], Informer] = {}
         self._controllers: list[Controller] = []
-        self._runnables: list[tuple[Runnable, bool]] = []
+        self._runnables: list[tuple[Runnable, bool]] = [(LoopMonitor(), False)]
         self._servers: list[ProbeServer] = []
         if metrics_address is not None:
             host, port = metrics_address

@@ -142,6 +142,12 @@ leader_election_master_status = _gauge(
     "name",
 )
 
+event_loop_lag_seconds = _histogram(
+    "jobcore_event_loop_lag_seconds",
+    "How late the event loop woke a sleeping timer: how long some step held the loop.",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+
 rest_client_requests_total = _counter(
     "rest_client_requests_total",
     "Number of HTTP requests, partitioned by status code, method, and host.",
