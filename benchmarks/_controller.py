@@ -119,12 +119,7 @@ def requests(samples: dict[str, float], method: str | None = None) -> float:
 
 def quantile(samples: dict[str, float], q: float) -> float:
     """A quantile of the reconcile-time histogram, by linear interpolation in its buckets."""
-    prefix = "controller_runtime_reconcile_time_seconds_bucket{"
-    buckets = sorted(
-        (float(key.split('le="')[1].split('"')[0]), value)
-        for key, value in samples.items()
-        if key.startswith(prefix)
-    )
+    buckets = _buckets(samples, "controller_runtime_reconcile_time_seconds")
     total = buckets[-1][1] if buckets else 0.0
     lower_bound, lower_count = 0.0, 0.0
     for bound, count in buckets:
@@ -136,3 +131,26 @@ def quantile(samples: dict[str, float], q: float) -> float:
             )
         lower_bound, lower_count = bound, count
     return lower_bound
+
+
+def _buckets(samples: dict[str, float], histogram: str) -> list[tuple[float, float]]:
+    """A histogram's cumulative buckets as (upper bound, count), lowest bound first."""
+    prefix = f"{histogram}_bucket{{"
+    return sorted(
+        (float(key.split('le="')[1].split('"')[0]), value)
+        for key, value in samples.items()
+        if key.startswith(prefix)
+    )
+
+
+def loop_lag(before: dict[str, float], after: dict[str, float]) -> tuple[float, float]:
+    """Between two readings of /metrics: how many of the event loop monitor's wake-ups came
+    more than 0.1 s late, and the bucket bound the latest one stayed within (inf: above 10 s).
+    """
+    histogram = "jobcore_event_loop_lag_seconds"
+    old = dict(_buckets(before, histogram))
+    counts = [(bound, count - old.get(bound, 0.0)) for bound, count in _buckets(after, histogram)]
+    everything = counts[-1][1] if counts else 0.0
+    within = dict(counts).get(0.1, 0.0)
+    longest = next((bound for bound, count in counts if count >= everything), 0.0)
+    return everything - within, longest

@@ -8,6 +8,7 @@ every kind, so that two kinds' figures differ by the kinds alone.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import uuid
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -122,6 +123,23 @@ KUBEFLOW_MPIJOB = BenchKind(
     upstream=ClientDefaults("Kubeflow MPI Operator", qps=5, burst=10),
 )
 KINDS = {bench.name: bench for bench in (MPIJOB, KUBEFLOW_MPIJOB)}
+
+
+def with_template_env(bench: BenchKind, count: int) -> BenchKind:
+    """`bench` whose jobs give every worker container `count` env entries of about 33 bytes
+    each in JSON: a large spec (2,000 entries make 66 KB), as a job with a big environment has.
+    """
+    if not count:
+        return bench
+    env = [{"name": f"E{i:04d}", "value": f"{i:06d}"} for i in range(count)]
+
+    def manifest(namespace: str, name: str, workers: int) -> Object:
+        job = bench.manifest(namespace, name, workers)
+        for container in bench.worker_template(job)["spec"]["containers"]:
+            container["env"] = env
+        return job
+
+    return dataclasses.replace(bench, manifest=manifest)
 
 
 def bench_kind(name: str) -> BenchKind:

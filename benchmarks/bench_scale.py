@@ -1,7 +1,7 @@
 """MPIJobs at scale, driven to Succeeded: the controller process against the API server's floor.
 
     python -m benchmarks.bench_scale [--jobs 200] [--workers 8] [--rounds 5] [--cache-pods 10000]
-        [--kind mpijob|kubeflow-mpijob]
+        [--kind mpijob|kubeflow-mpijob] [--template-env 0]
 
 One fresh control plane; `jobcore run` as its own process (so its RSS and CPU are its own);
 the simulated node in this process binds, starts and ends the pods (launchers exit 0 after
@@ -43,12 +43,14 @@ from benchmarks._common import run_benchmark
 from benchmarks._common import server_cpu
 from benchmarks._common import steal_seconds
 from benchmarks._controller import controller
+from benchmarks._controller import loop_lag
 from benchmarks._controller import quantile
 from benchmarks._controller import requests
 from benchmarks._controller import total
 from benchmarks._kinds import MPIJOB
 from benchmarks._kinds import BenchKind
 from benchmarks._kinds import bench_kind
+from benchmarks._kinds import with_template_env
 from jobcore import JOB_NAME_LABEL
 from jobcore import NAMESPACES
 from jobcore import PODS
@@ -64,6 +66,7 @@ from jobcore.testing import install_crd
 
 LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 WARM_UP = floor_client.WARM_UP
+warm_up_workers = floor_client.warm_up_workers
 """Jobs run before each measurement, by the controller as by the floor's client."""
 
 
@@ -74,6 +77,16 @@ class Batch:
     bench: BenchKind
     jobs: int
     workers: int
+    template_env: int = 0
+    """Env entries in each worker container of every job (`with_template_env`)."""
+
+    @property
+    def workers_with_warm_up(self) -> int:
+        return WARM_UP * warm_up_workers(self.workers) + self.jobs * self.workers
+
+    @property
+    def pods_with_warm_up(self) -> int:
+        return WARM_UP * (warm_up_workers(self.workers) + 1) + self.jobs * (self.workers + 1)
 
     @property
     def creations(self) -> int:
@@ -126,6 +139,7 @@ async def floor(plane: ControlPlane, client: Client, batch: Batch, namespace: st
             str(jobs),
             str(workers),
             batch.bench.name,
+            str(batch.template_env),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
         )
@@ -134,7 +148,9 @@ async def floor(plane: ControlPlane, client: Client, batch: Batch, namespace: st
             if await process.stdout.readline() != b"ready\n":
                 raise RuntimeError("the floor's client did not start")
             await eventually(
-                lambda: pods_seen(node, WARM_UP * (workers + 1), "warm-up-", *STARTED),
+                lambda: pods_seen(
+                    node, WARM_UP * (warm_up_workers(workers) + 1), "warm-up-", *STARTED
+                ),
                 timeout=120,
                 interval=0.05,
             )
@@ -143,7 +159,7 @@ async def floor(plane: ControlPlane, client: Client, batch: Batch, namespace: st
             process.stdin.write(b"go\n")
             await process.stdin.drain()
             await eventually(
-                lambda: pods_seen(node, (WARM_UP + jobs) * workers, "-worker-"),
+                lambda: pods_seen(node, batch.workers_with_warm_up, "-worker-"),
                 timeout=600,
                 interval=0.01,
             )
@@ -154,7 +170,7 @@ async def floor(plane: ControlPlane, client: Client, batch: Batch, namespace: st
                 raise RuntimeError("the floor's client failed")
         finally:
             await process.wait()
-        pods = (WARM_UP + jobs) * (workers + 1)
+        pods = batch.pods_with_warm_up
         await eventually(lambda: pods_seen(node, pods, "", *STARTED), timeout=600, interval=0.01)
         return Floor(created, time.perf_counter() - started, server, node_started, steal)
 
@@ -189,8 +205,8 @@ async def run_jobs(
     await client.create(NAMESPACES, {"metadata": {"name": namespace}})
     node = SimulatedNode(client, name=f"node-{namespace}", namespace=namespace, workers=64)
     node.when(LAUNCHER, exit_code=0, after=0.5)
-    workers_wanted = (WARM_UP + jobs) * workers
-    pods_wanted = (WARM_UP + jobs) * (workers + 1)
+    workers_wanted = batch.workers_with_warm_up
+    pods_wanted = batch.pods_with_warm_up
 
     async def all_in(*phases: str, count: int = WARM_UP + jobs) -> bool:
         listed = (await client.list(bench.kind.resource, namespace))["items"]
@@ -204,7 +220,8 @@ async def run_jobs(
         await asyncio.gather(
             *(
                 client.create(
-                    bench.kind.resource, bench.manifest(namespace, f"warm-up-{j}", workers)
+                    bench.kind.resource,
+                    bench.manifest(namespace, f"warm-up-{j}", warm_up_workers(workers)),
                 )
                 for j in range(WARM_UP)
             )
@@ -238,6 +255,7 @@ async def run_jobs(
         succeeded = time.perf_counter() - started
         await asyncio.sleep(2.0)  # the last status writes and Events
         after = await proc.metrics()
+        late, longest = loop_lag(before, after)
         return {
             "created": created,
             "running": running,
@@ -264,6 +282,8 @@ async def run_jobs(
             )
             / jobs,
             "errors": total(after, "controller_runtime_reconcile_errors_total"),
+            "late": late,
+            "longest": longest,
         }
 
 
@@ -359,9 +379,10 @@ async def main(
     rounds: int,
     cache_pods: int,
     max_concurrent_reconciles: int | None,
+    template_env: int,
 ) -> None:
     configure_logging(format="console", level="warning")
-    batch = Batch(kind, jobs, workers)
+    batch = Batch(with_template_env(kind, template_env), jobs, workers, template_env)
     options = (
         ["--max-concurrent-reconciles", str(max_concurrent_reconciles)]
         if max_concurrent_reconciles
@@ -389,7 +410,9 @@ async def main(
     run, plain = runs[median], floors[median]
     print(f"machine: {machine()}")
     print(
-        f"{jobs} {kind.title} x {workers} workers, driven to Succeeded by the simulated node; "
+        f"{jobs} {kind.title} x {workers} workers"
+        + (f" ({template_env} env entries per worker container)" if template_env else "")
+        + ", driven to Succeeded by the simulated node; "
         f"the plain client creates their {batch.creations} objects;"
     )
     server = "API server + etcd"
@@ -444,6 +467,12 @@ async def main(
         ("controller peak RSS / RSS at the end", f"{run['rss']:.0f} / {run['rss_end']:.0f} MB"),
         ("reconciles per job", f"{run['reconciles']:.1f}"),
         ("reconcile p50 / p99", f"{run['p50']:.1f} / {run['p99']:.0f} ms"),
+        (
+            "controller CPU per reconcile",
+            f"{run['cpu'] / (run['reconciles'] * jobs) * 1000:.1f} ms",
+        ),
+        ("event loop wake-ups > 0.1 s late", f"{run['late']:.0f}", "0"),
+        ("  the latest within", f"{run['longest']:g} s"),
         ("reconcile errors", f"{run['errors']:.0f}", "0"),
     ]
     if rss is not None:
@@ -463,4 +492,5 @@ if __name__ == "__main__":
         rounds=(odd_count, 5),
         cache_pods=(int, 10_000),
         max_concurrent_reconciles=(int, None, "passed to jobcore run (default: its own)"),
+        template_env=(int, 0, "env entries in each worker container's template"),
     )

@@ -1,11 +1,13 @@
 """The floor's plain client, as its own process: the controller is one too.
 
-    python -m benchmarks.floor_client KUBECONFIG NAMESPACE JOBS WORKERS [KIND]
+    python -m benchmarks.floor_client KUBECONFIG NAMESPACE JOBS WORKERS [KIND [TEMPLATE_ENV]]
 
 Creates the children of WARM_UP jobs of KIND (a name in benchmarks._kinds.KINDS, `mpijob` by
-default) named `warm-up-{j}` in NAMESPACE (which must exist), so that its connections are open
-and the namespace is known to the API server's admission, as the controller's are after its
-warm-up jobs. Then prints `ready`, waits for a line on stdin, creates the children of JOBS
+default; with TEMPLATE_ENV env entries in each worker container, as `bench_scale
+--template-env` gives the controller's jobs) named `warm-up-{j}`, of at most WARM_UP_WIDTH
+workers, in NAMESPACE (which must exist), so that its connections are open and the
+namespace is known to the API server's admission, as the controller's are after its warm-up
+jobs. Then prints `ready`, waits for a line on stdin, creates the children of JOBS
 jobs named `job-{j}`, launchers included (a late launcher last), all requests at once, and
 prints `done`. It runs on uvloop, as `jobcore run` does. When the kind needs Kubernetes' Job
 controller, its garbage collector runs too and would delete children whose job does not
@@ -25,11 +27,19 @@ import uvloop
 from benchmarks._kinds import KINDS
 from benchmarks._kinds import BenchKind
 from benchmarks._kinds import children
+from benchmarks._kinds import with_template_env
 from jobcore import Client
 from jobcore import Object
 
 WARM_UP = 10
 """Jobs whose children are created before the measured ones."""
+WARM_UP_WIDTH = 8
+"""The most workers a warm-up job has: enough to open the connections a wide job uses."""
+
+
+def warm_up_workers(workers: int) -> int:
+    """The workers of each warm-up job before jobs of `workers` workers."""
+    return min(workers, WARM_UP_WIDTH)
 
 
 async def created_jobs(
@@ -64,10 +74,9 @@ async def create_all(
 async def main(kubeconfig: str, namespace: str, jobs: int, workers: int, bench: BenchKind) -> None:
     client = await Client.from_kubeconfig(kubeconfig)
     try:
-        warm_up = await created_jobs(client, bench, namespace, WARM_UP, workers, prefix="warm-up")
-        await create_all(
-            client, bench, namespace, WARM_UP, workers, prefix="warm-up", owners=warm_up
-        )
+        width = warm_up_workers(workers)
+        warm_up = await created_jobs(client, bench, namespace, WARM_UP, width, prefix="warm-up")
+        await create_all(client, bench, namespace, WARM_UP, width, prefix="warm-up", owners=warm_up)
         owners = await created_jobs(client, bench, namespace, jobs, workers, prefix="job")
         print("ready", flush=True)
         await asyncio.to_thread(sys.stdin.readline)
@@ -80,4 +89,5 @@ async def main(kubeconfig: str, namespace: str, jobs: int, workers: int, bench: 
 if __name__ == "__main__":
     kubeconfig, namespace, jobs, workers = sys.argv[1:5]
     bench = KINDS[sys.argv[5] if len(sys.argv) > 5 else "mpijob"]
+    bench = with_template_env(bench, int(sys.argv[6]) if len(sys.argv) > 6 else 0)
     uvloop.run(main(kubeconfig, namespace, int(jobs), int(workers), bench))
