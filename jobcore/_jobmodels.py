@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Mapping
 from typing import Annotated
 from typing import Any
 from typing import Literal
@@ -111,6 +113,26 @@ class PodTemplateSpec(OpenModel):
 
     def container(self, name: str) -> Container | None:
         return next((c for c in self.spec.containers if c.name == name), None)
+
+    @functools.cached_property
+    def api(self) -> Mapping[str, Any]:
+        """The template as the API server takes it (`to_api`), made once per parsed template
+        and shared by every pod made from it: read it, never change it."""
+        return self.to_api()
+
+    def pod_spec(self) -> dict[str, Any]:
+        """A pod's spec from this template, for a kind to adapt: a new dict, with new dicts for
+        each container and init container, whose fields a kind may set.
+
+        Every other part (env, volumes, resources...) is the template's own, shared by all the
+        pods made from it, so that a job's thousand pods cost one template: replace such a
+        part (`spec["volumes"] = [*spec.get("volumes", ()), mine]`), never change it in place.
+        """
+        spec = dict(self.api["spec"])
+        for key in ("containers", "initContainers"):
+            if key in spec:
+                spec[key] = [dict(container) for container in spec[key]]
+        return spec
 
 
 # Policies --------------------------------------------------------------------------------

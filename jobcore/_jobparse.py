@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Generic
+
 from pydantic import ValidationError
 
 from jobcore._jobkind import FieldError
@@ -11,7 +13,9 @@ from jobcore._jobkind import SpecT
 from jobcore._jobkind import policy_of
 from jobcore._jobmodels import JobStatus
 from jobcore._jobplan import run_mode_errors
+from jobcore._json import dumps
 from jobcore._resources import Object
+from jobcore._resources import ObjectKey
 
 
 def field_errors(error: ValidationError) -> list[FieldError]:
@@ -25,6 +29,10 @@ def field_errors(error: ValidationError) -> list[FieldError]:
 MAX_DEPTH = 100
 """How deeply a spec may nest: far beyond any Pod template, and within what pydantic serializes
 and `copy.deepcopy` recurses through."""
+MAX_SPEC_BYTES = 256 * 1024
+"""The largest spec, as JSON, that the controller renders: four times a worker template with
+2,000 environment variables. A job's pods share its template in the controller's memory, but
+each pod the API server stores carries a copy."""
 
 
 def parse_job(
@@ -37,14 +45,20 @@ def parse_job(
     `spec.worker.replicas: Input should be greater than or equal to 1`), then the replica
     types `spec.runMode` names, then `kind.validate`. `obj` needs a `metadata.name` (else that
     is the error); a missing namespace or uid reads as "". A spec nested deeper than
-    `MAX_DEPTH` is refused before it is read. `status` is the job's last status (none yet by
-    default).
+    `MAX_DEPTH`, or larger than `MAX_SPEC_BYTES`, is refused before it is read. `status` is the
+    job's last status (none yet by default).
     """
     if errors := _metadata_errors(obj):
         return None, errors
     raw = obj.get("spec") or {}
     if too_deep := _too_deep(raw):
         return None, [FieldError(too_deep, f"nests deeper than {MAX_DEPTH} levels")]
+    if (size := len(dumps(raw))) > MAX_SPEC_BYTES:
+        message = (
+            f"is {size:,} bytes as JSON, more than the {MAX_SPEC_BYTES:,} bytes the controller "
+            "renders: move bulk data into a ConfigMap or a volume"
+        )
+        return None, [FieldError("spec", message)]
     try:
         spec = kind.spec_model.model_validate(raw)
     except ValidationError as error:
@@ -101,3 +115,36 @@ def _too_deep(spec: object) -> str | None:
             continue
         stack += [(item, depth + 1, field if depth else f"spec.{key}") for key, item in children]
     return None
+
+
+class ParsedSpecs(Generic[SpecT]):
+    """The last parse of each of `kind`'s jobs: a job is parsed again only when its spec
+    changed (a new `metadata.generation`), so a pass over an unchanged job validates nothing,
+    and the spec's models (with the template its pods share) live from one pass to the next.
+    A job without a generation (never stored by an API server) is parsed every time.
+    """
+
+    def __init__(self, kind: JobKind[SpecT]) -> None:
+        self.kind = kind
+        self._parsed: dict[ObjectKey, tuple[tuple[str, int], SpecT | None, list[FieldError]]] = {}
+
+    def parse(
+        self, obj: Object, status: JobStatus | None = None
+    ) -> tuple[Job[SpecT] | None, list[FieldError]]:
+        """`parse_job(kind, obj, status)`, from the last parse if the spec is the same."""
+        meta = obj.get("metadata") or {}
+        generation = meta.get("generation")
+        if not isinstance(generation, int):
+            return parse_job(self.kind, obj, status)
+        key = ObjectKey(meta.get("namespace") or "", str(meta.get("name")))
+        version = (str(meta.get("uid")), generation)
+        known = self._parsed.get(key)
+        if known is not None and known[0] == version:
+            _, spec, errors = known
+            return (None, errors) if spec is None else (job_with(self.kind, obj, spec, status), [])
+        job, errors = parse_job(self.kind, obj, status)
+        self._parsed[key] = (version, job.spec if job else None, errors)
+        return job, errors
+
+    def forget(self, key: ObjectKey) -> None:
+        self._parsed.pop(key, None)

@@ -141,9 +141,14 @@ def run_mode_of(pod: Object) -> str:
 
 
 def _main_container(kind: JobKind[Any], pod: Object, replica_type: str) -> dict[str, Any]:
-    containers: list[dict[str, Any]] = pod["spec"]["containers"]
+    """The replica's main container, copied into the pod first: a kind may share its
+    containers' parts between pods (`PodTemplateSpec.pod_spec`), and only this pod changes."""
+    containers: list[dict[str, Any]] = list(pod["spec"]["containers"])
     name = kind.containers.get(replica_type)
-    return next((c for c in containers if c["name"] == name), containers[0])
+    index = next((i for i, c in enumerate(containers) if c["name"] == name), 0)
+    containers[index] = dict(containers[index])
+    pod["spec"]["containers"] = containers
+    return containers[index]
 
 
 def _debug(kind: JobKind[Any], job: Job[Any], pod: Object, replica_type: str) -> None:

@@ -2,8 +2,8 @@
 
 A pass over a job is a list of steps, each in a module of its own:
 
-1. read the job, its last status and its children (`parse_job`, `StatusWriter.latest`,
-   `JobChildren.observe`);
+1. read the job, its last status and its children (`ParsedSpecs.parse`, which parses a spec
+   once per generation, `StatusWriter.latest`, `JobChildren.observe`);
 2. decide its lifecycle and run mode (`jobcore._jobdecide`: ended, paused, resumed,
    debugging, its deadline) and plan its children (`plan`, with gang scheduling);
 3. create and delete children (`JobChildren`): the plan's missing ones, ConfigMaps brought up
@@ -56,7 +56,7 @@ from jobcore._jobkind import Observed
 from jobcore._jobkind import Outcome
 from jobcore._jobkind import SpecT
 from jobcore._jobmodels import JobStatus
-from jobcore._jobparse import parse_job
+from jobcore._jobparse import ParsedSpecs
 from jobcore._jobplan import gang_scheduling
 from jobcore._jobplan import plan
 from jobcore._jobpolicy import deadline_left
@@ -129,6 +129,7 @@ class JobReconciler(Generic[SpecT]):
         self.gang_scheduler = gang_scheduler
         self.clock = clock
         self.expectations = Expectations()
+        self.specs = ParsedSpecs(kind)
         self.children = JobChildren(kind, client, children, self.expectations)
         self.announcer = Announcer(
             recorder, kind.resource.kind, also=getattr(kind, "announce", None)
@@ -155,7 +156,7 @@ class JobReconciler(Generic[SpecT]):
         if not self.expectations.satisfied(request):
             return Result(requeue_after=5.0)  # our own creations' events bring us back sooner
         previous = self.writer.latest(obj)
-        job, errors = parse_job(self.kind, obj, previous)
+        job, errors = self.specs.parse(obj, previous)
         if job is None:
             await self._invalid(request, obj, previous, errors)
             return Result()
@@ -341,6 +342,7 @@ class JobReconciler(Generic[SpecT]):
 
     def _forget(self, request: Request) -> None:
         self.expectations.forget(request)
+        self.specs.forget(request)
         self.writer.forget(request)
         self.children.forget(request)
         self._refusals.pop(request, None)

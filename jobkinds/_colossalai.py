@@ -217,7 +217,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec], ssh: _ssh.Access) -> Object:
         ],
     }
     # As the workers' user, whose ~/.ssh the keys are mounted at: fabric reads them there.
-    security = job.spec.worker.template.spec.to_api().get("securityContext")
+    security = job.spec.worker.template.api["spec"].get("securityContext")
     if security:
         spec["securityContext"] = security
     return {

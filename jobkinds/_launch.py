@@ -139,7 +139,7 @@ def template_pod(job: Job[Any], replica_type: str, index: int, name: str) -> Obj
     pod_meta = meta(job, name, labels)
     if metadata and metadata.annotations:
         pod_meta["annotations"] = dict(metadata.annotations)
-    spec = template.spec.to_api()
+    spec = template.pod_spec()
     spec["volumes"] = [
         *spec.get("volumes", ()),
         _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
@@ -176,7 +176,7 @@ def sshd_worker_pod(
         if c["name"] != container:
             continue
         c.pop("args", None)
-        c["command"] = _ssh.sshd_command(job.spec.ssh.sshd_path, ssh)
+        c["command"] = list(_ssh.sshd_command(job.spec.ssh.sshd_path, ssh))
         c["volumeMounts"] = [*c.get("volumeMounts", ()), ssh_mount(SSH_VOLUME, ssh.mount_path)]
         c.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
         c["readinessProbe"] = readiness_probe(ssh.port)

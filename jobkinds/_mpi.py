@@ -329,8 +329,9 @@ def worker_pod(job: Job[MPIJobSpec], index: int, ssh: _ssh.Access) -> Object:
         ssh=ssh,
     )
     if not flavour(job.spec.mpi_implementation).open_mpi:
-        dns = pod["spec"].setdefault("dnsConfig", {})
-        dns["searches"] = [*dns.get("searches", ()), f"{job.name}.{job.namespace}.{CLUSTER_DOMAIN}"]
+        dns = pod["spec"].get("dnsConfig") or {}
+        searches = [*dns.get("searches", ()), f"{job.name}.{job.namespace}.{CLUSTER_DOMAIN}"]
+        pod["spec"]["dnsConfig"] = {**dns, "searches": searches}  # the template's is shared
     return pod
 
 

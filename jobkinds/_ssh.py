@@ -14,6 +14,7 @@ A Secret made before host keys existed holds no host key: such a job keeps the o
 from __future__ import annotations
 
 import base64
+import functools
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -128,13 +129,15 @@ def secret_volume(volume: str, secret: str) -> dict[str, Any]:
     return {"name": volume, "secret": {"secretName": secret, "defaultMode": SECRET_MODE}}
 
 
-def sshd_command(sshd_path: str, ssh: Access) -> list[str]:
+@functools.lru_cache(maxsize=64)
+def sshd_command(sshd_path: str, ssh: Access) -> tuple[str, ...]:
     """sshd in the foreground on `ssh.port`, logging to stderr, trusting the mounted
     authorized_keys and, when pinned, presenting the mounted host key.
 
     A Secret volume's directory is world-writable (sticky), which sshd's default
     `StrictModes yes` rejects; the keys file is named explicitly so the mount path need not
     be the user's `~/.ssh`. No pid file: a non-root sshd could not write the default one.
+    Made once for all the workers of a job, which share it.
     """
     command = [
         sshd_path,
@@ -153,7 +156,7 @@ def sshd_command(sshd_path: str, ssh: Access) -> list[str]:
         command += ["-o", f"HostKey={ssh.file(HOST_KEY)}"]
     if ssh.tunnel:
         command += ["-o", "AllowTcpForwarding=local"]
-    return command
+    return tuple(command)
 
 
 def client_args(ssh: Access) -> str:

@@ -150,8 +150,7 @@ def _pod_template(
     """Metadata and spec of a pod from `replica`'s template: its labels and annotations, plus
     Kubeflow's labels and jobcore's; host name and subdomain in the job's Service; `env` after
     the first container's own, and the ssh keys mounted there."""
-    template = replica.template.to_api()
-    given = template.get("metadata") or {}
+    given = replica.template.api.get("metadata") or {}
     name = worker_name(job, index) if index is not None else launcher_name(job)
     labels = {
         **(given.get("labels") or {}),
@@ -167,7 +166,7 @@ def _pod_template(
     pod_meta = meta(job, name, {**labels, **job.labels(role, index)})
     if given.get("annotations"):
         pod_meta["annotations"] = dict(given["annotations"])
-    spec: dict[str, Any] = template["spec"]
+    spec = replica.template.pod_spec()
     spec.update(hostname=name, subdomain=job.name)
     if spec.get("hostNetwork"):
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
@@ -211,11 +210,9 @@ def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
     )
     spec["restartPolicy"] = _restart_policy(replica, "Never")
     # The Service's domain is searched, so Hydra's proxies reach the launcher by its hostname.
-    dns = spec.setdefault("dnsConfig", {})
-    dns["searches"] = [
-        *dns.get("searches", ()),
-        f"{job.name}.{job.namespace}.{_mpi.CLUSTER_DOMAIN}",
-    ]
+    dns = spec.get("dnsConfig") or {}
+    searches = [*dns.get("searches", ()), f"{job.name}.{job.namespace}.{_mpi.CLUSTER_DOMAIN}"]
+    spec["dnsConfig"] = {**dns, "searches": searches}  # the template's is shared
     container = spec["containers"][0]
     if not container.get("command") and not container.get("args"):
         container["command"] = list(SSHD_COMMAND)

@@ -95,7 +95,7 @@ def pod(
     metadata: dict[str, Any] = {"name": name, "labels": labels}
     if meta and meta.annotations:
         metadata["annotations"] = dict(meta.annotations)
-    spec = template.spec.to_api()
+    spec = template.pod_spec()
     spec.update(hostname=name, subdomain=job.name, restartPolicy="Never")
     for container in spec["containers"]:
         if container["name"] == CONTAINER:
