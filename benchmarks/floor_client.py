@@ -20,6 +20,7 @@ with the node.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 
 import uvloop
@@ -28,8 +29,10 @@ from benchmarks._kinds import KINDS
 from benchmarks._kinds import BenchKind
 from benchmarks._kinds import children
 from benchmarks._kinds import with_template_env
+from jobcore import AlreadyExistsError
 from jobcore import Client
 from jobcore import Object
+from jobcore import Resource
 
 WARM_UP = 10
 """Jobs whose children are created before the measured ones."""
@@ -68,7 +71,14 @@ async def create_all(
     objects = children(
         bench, namespace, jobs, workers, launchers=True, prefix=prefix, owners=owners
     )
-    await asyncio.gather(*(client.create(resource, obj) for resource, obj in objects))
+    await asyncio.gather(*(create(client, resource, obj) for resource, obj in objects))
+
+
+async def create(client: Client, resource: Resource, obj: Object) -> None:
+    """Create `obj`; one already there was made by an earlier send of this create, which the
+    client sent again when its answer was lost (on a loaded API server, a time-out)."""
+    with contextlib.suppress(AlreadyExistsError):
+        await client.create(resource, obj)
 
 
 async def main(kubeconfig: str, namespace: str, jobs: int, workers: int, bench: BenchKind) -> None:
