@@ -165,7 +165,12 @@ def test_hostile_yaml_is_refused_at_once(
     deep.write_text("[" * 100_000)
     start = time.monotonic()
     code, out, err = run(capsys, command, str(bomb), str(deep))
-    assert time.monotonic() - start < 2
+    seconds = time.monotonic() - start
+    with capsys.disabled():
+        print(
+            f"\njobcore {command}: alias bomb and 100,000 nested lists refused in {seconds:.2f} s"
+        )
+    assert seconds < 2
     assert code == 1
     assert out == ""
     assert err.splitlines() == [
