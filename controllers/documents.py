@@ -1,4 +1,10 @@
-"""YAML documents read for the offline tools, each able to tell the line of a field path."""
+"""YAML documents read for the offline tools, each able to tell the line of a field path.
+
+The loader refuses, while it composes the node tree, what would make later work explode: a
+file whose aliases expand to more than MAX_ALIAS_NODES nodes (a "billion laughs" alias
+bomb), collections nested deeper than MAX_DEPTH (aliases counted at their full depth) and an
+alias inside the node it names. So reading a file costs time linear in its size.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,10 @@ STDIN = "-"
 """The file name that reads standard input."""
 
 _INDEX = re.compile(r"\[(\d+)\]|(\d+)(?=$|[.\[])")
+MAX_DEPTH = 100
+"""How deep a document's collections may nest; a job nests about 15 deep."""
+MAX_ALIAS_NODES = 1_000_000
+"""How many nodes the aliases of a file may add, each counted at its anchor's expanded size."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +112,70 @@ class UnreadableInput(Exception):
         self.problem = problem
 
 
+class _Refused(yaml.MarkedYAMLError):
+    """YAML that `_BoundedLoader` does not read: too deep, too many aliases, a recursive one."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, measuring each node as it composes it: the nodes and depth it
+    stands for once aliases are expanded, without expanding them (an alias reuses its
+    anchor's measure). Raises `_Refused` past MAX_DEPTH or MAX_ALIAS_NODES."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._measures: dict[yaml.Node, tuple[int, int]] = {}
+        """Each composed node's expanded (node count, height); a node being composed has none."""
+        self._depth = 0
+        self._alias_nodes = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        alias = self.check_event(yaml.AliasEvent)
+        mark = self.current_event.start_mark  # the event check_event looked at
+        if not alias and self._depth == MAX_DEPTH:
+            raise _Refused(
+                problem=f"collections nested more than {MAX_DEPTH} deep", problem_mark=mark
+            )
+        self._depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        assert node is not None  # every event composes to a node
+        if not alias:
+            self._measures[node] = self._measure(node)
+            return node
+        measure = self._measures.get(node)
+        if measure is None:
+            raise _Refused(problem="an alias inside the node it names", problem_mark=mark)
+        nodes, height = measure
+        self._alias_nodes += nodes
+        if self._alias_nodes > MAX_ALIAS_NODES:
+            raise _Refused(
+                problem=f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?)",
+                problem_mark=mark,
+            )
+        if self._depth + height > MAX_DEPTH:
+            raise _Refused(
+                problem=f"collections nested more than {MAX_DEPTH} deep, with this alias expanded",
+                problem_mark=mark,
+            )
+        return node
+
+    def _measure(self, node: yaml.Node) -> tuple[int, int]:
+        """A composed node's expanded node count and height, from its children's."""
+        if isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            return 1, 1
+        measures = [self._measures[child] for child in children]
+        return 1 + sum(n for n, _ in measures), 1 + max((h for _, h in measures), default=0)
+
+
 def parse_documents(text: str, source: str) -> list[Document]:
     """Every non-empty document of a YAML stream, in order; raise `UnreadableInput`."""
-    loader = yaml.SafeLoader(text)
+    loader = _BoundedLoader(text)
     documents = []
     try:
         while loader.check_node():
@@ -120,7 +191,8 @@ def parse_documents(text: str, source: str) -> list[Document]:
         reason = getattr(error, "problem", None) or str(error)
         if context := getattr(error, "context", None):
             reason = f"{reason} ({context})"
-        problem = Problem(source, line, f"not valid YAML: {reason}")
+        verdict = "not accepted" if isinstance(error, _Refused) else "not valid YAML"
+        problem = Problem(source, line, f"{verdict}: {reason}")
         raise UnreadableInput(problem) from error
     finally:
         loader.dispose()

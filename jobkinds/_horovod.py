@@ -13,6 +13,7 @@ from typing import Any
 
 from jobcore import Job
 from jobcore import Object
+from jobkinds import _checks
 from jobkinds import _launch
 from jobkinds import _ssh
 from jobkinds._launch import LAUNCHER
@@ -49,6 +50,8 @@ LAUNCHER_SCRIPT = (
 exec horovodrun "$@"
 """
 )
+_MPI_SCRIPT = _checks.open_mpi_env_script("horovodrun") + LAUNCHER_SCRIPT
+"""With `--mpi`, the environment horovodrun hands to Open MPI's mpirun is checked first."""
 
 
 # Names -----------------------------------------------------------------------------------
@@ -113,11 +116,13 @@ def horovodrun_args(job: Job[HorovodJobSpec]) -> list[str]:
 
 
 def launcher_command(job: Job[HorovodJobSpec]) -> list[str]:
-    """Static: wait for every hostfile host, then exec horovodrun. Elastic: horovodrun at once,
-    as it waits for `--min-np` slots from the discovery script itself."""
+    """Static: wait for every hostfile host, then exec horovodrun (with `mpi`, once Open MPI's
+    environment passed `_checks.open_mpi_env_script`). Elastic (gloo only): horovodrun at
+    once, as it waits for `--min-np` slots from the discovery script itself."""
     if elastic(job):
         return ["horovodrun", *horovodrun_args(job)]
-    return ["/bin/bash", "-c", LAUNCHER_SCRIPT, "jobcore-horovod-launcher", *horovodrun_args(job)]
+    script = _MPI_SCRIPT if job.spec.horovod.backend == "mpi" else LAUNCHER_SCRIPT
+    return ["/bin/bash", "-c", script, "jobcore-horovod-launcher", *horovodrun_args(job)]
 
 
 def discovery_text(hosts: Sequence[str], slots: int, port: int = _ssh.SSH_PORT) -> str:

@@ -134,6 +134,8 @@ echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: $*"
 exec "$@"
 """
 )
+_OPEN_MPI_SCRIPT = _checks.open_mpi_env_script("mpirun") + LAUNCHER_SCRIPT
+"""Open MPI's launcher refuses, first, an environment it would copy unsafely to the workers."""
 
 
 def slots(extra_mpi_args: Sequence[str], mpi: Flavour = OPEN_MPI) -> int:
@@ -233,9 +235,11 @@ def launcher_args(
     return [*args, *extra_mpi_args, *cmd]
 
 
-def launcher_command(launcher: Sequence[str]) -> list[str]:
-    """bash runs the wait script, then `exec "$@"` with the launcher as positional args."""
-    return ["/bin/bash", "-c", LAUNCHER_SCRIPT, "jobcore-mpi-launcher", *launcher]
+def launcher_command(launcher: Sequence[str], mpi: Flavour) -> list[str]:
+    """bash runs the wait script, then `exec "$@"` with the launcher as positional args;
+    for Open MPI, it first checks the environment (`_checks.open_mpi_env_script`)."""
+    script = _OPEN_MPI_SCRIPT if mpi.open_mpi else LAUNCHER_SCRIPT
+    return ["/bin/bash", "-c", script, "jobcore-mpi-launcher", *launcher]
 
 
 def launcher_env(
@@ -362,7 +366,7 @@ def launcher_pod(job: Job[MPIJobSpec], ssh: _ssh.Access) -> Object:
             extra_mpi_args=spec.worker.extra_mpi_args,
             cmd=spec.worker.cmd,
         )
-        return launcher_command(launcher)
+        return launcher_command(launcher, mpi)
 
     pod = _launch.copied_launcher_pod(
         job,

@@ -306,13 +306,15 @@ def _horovod_errors(spec: HorovodJobSpec) -> list[FieldError]:
 def _launcher_shell_errors(spec: HorovodJobSpec) -> list[FieldError]:
     """What horovodrun writes unquoted into a shell command, from the worker container it runs
     in: every env name (gloo: `env NAME=...` on each worker; mpi: `mpirun -x NAME` in a local
-    shell), gloo's `cd <workingDir>` on each worker, and the MCA variables mpirun copies."""
+    shell), so `envFrom` prefixes too, gloo's `cd <workingDir>` on each worker, and the
+    variables mpirun copies."""
     found = _checks.template_container(spec, WORKER_CONTAINER)
     if found is None:
         return []
     path, container = found
     env = container.env or ()
     errors = _checks.env_name_errors(env, f"{path}.env", reader="horovodrun")
+    errors += _checks.env_from_errors(container, f"{path}.envFrom", reader="horovodrun")
     if spec.horovod.backend == "gloo":
         errors += _checks.path_errors({f"{path}.workingDir": container.working_dir})
     else:

@@ -8,15 +8,18 @@ accepts is planned (`jobcore.plan`), and its launcher container's command runs u
 its env, the wait pointed at an empty hostfile. The launchers it starts are stubs first on
 PATH (tests/shell_canary_stubs), each modelling which strings the real program writes into a
 shell command and how it quotes them, down to the worker's shell: a stub ssh runs its remote
-command through `sh -c` here. The real Open MPI 4 mpirun runs a share of the MPIJobs, with the
-stub ssh as its agent. Not covered: ColossalAIJob's env values, which colossalai run puts in
-double quotes on purpose (docs/colossalaijob.md), and values a kind cannot see (`valueFrom`).
+command through `sh -c` here. The launcher's environment is what the kubelet would give it
+(`jobcore.testing`'s `environment`): literal values, `valueFrom` and `envFrom` resolved from
+the job's ConfigMaps and Secrets, which validation does not see. The real Open MPI 4 mpirun
+runs a share of the MPIJobs, with the stub ssh as its agent. Not covered: ColossalAIJob's env
+values, which colossalai run puts in double quotes on purpose (docs/colossalaijob.md).
 
 `python -m tests.shell_canary` prints the counts; tests/unit/test_shell_canary.py asserts them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import shutil
 import subprocess
@@ -34,14 +37,18 @@ from hypothesis import strategies as st
 
 from jobcore import PODS
 from jobcore import JobKind
-from jobcore import Object
 from jobcore import Observed
+from jobcore import Resource
 from jobcore import parse_job
 from jobcore import plan
+from jobcore.testing._podsetup import Sources
+from jobcore.testing._podsetup import environment
+from jobkinds import _checks
 from jobkinds import _mpi
 from tests.shell_canary_jobs import KINDS
 from tests.shell_canary_jobs import OPEN_MPI_MPIJOB
 from tests.shell_canary_jobs import CanaryKind
+from tests.shell_canary_jobs import Case
 
 STUBS = Path(__file__).resolve().parent / "shell_canary_stubs"
 REAL_MPIRUN = Path("/usr/bin/mpirun")
@@ -76,7 +83,8 @@ class Counts:
     tried: int = _count("adversarial inputs tried")
     rejected: int = _count("rejected by validation")
     scripts_run: int = _count("launcher scripts run")
-    real_mpirun_runs: int = _count("of them by the real Open MPI mpirun")
+    refused_at_launch: int = _count("of them refusing their environment")
+    real_mpirun_runs: int = _count("by the real Open MPI mpirun")
     remote_commands: int = _count("remote commands run by sh")
     """Commands the launchers handed to the stub ssh, run by `sh -c`."""
     executed: int = _count("payloads executed")
@@ -146,10 +154,28 @@ def adversarial(box: Sandbox) -> st.SearchStrategy[str]:
 # Running the launcher -------------------------------------------------------------------------
 
 
-def launcher_container(kind: JobKind[Any], job_doc: Object) -> dict[str, Any] | None:
-    """The launcher container the controller would create for `job_doc`, or None if the kind
-    rejects the job. A launcher that exists is rendered again, so no worker needs to be Ready."""
-    job, errors = parse_job(kind, job_doc)
+class CanarySources(Sources):
+    """The ConfigMaps and Secrets a canary job refers to, by name, as the kubelet reads them."""
+
+    def __init__(self, objects: dict[str, dict[str, str]]) -> None:
+        self._objects = objects
+
+    async def data(self, resource: Resource, name: str, *, optional: bool) -> dict[str, bytes]:
+        return {key: value.encode() for key, value in self._objects[name].items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Launcher:
+    """The launcher container the controller would create, and its environment in the pod."""
+
+    container: dict[str, Any]
+    env: dict[str, str]
+
+
+def launcher_of(kind: JobKind[Any], case: Case) -> Launcher | None:
+    """The launcher the controller would create for `case`, or None if the kind rejects the
+    job. A launcher that exists is rendered again, so no worker needs to be Ready."""
+    job, errors = parse_job(kind, case.doc)
     if job is None or errors:
         return None
     name = f"{job.name}-launcher"
@@ -157,19 +183,31 @@ def launcher_container(kind: JobKind[Any], job_doc: Object) -> dict[str, Any] | 
     pod = next(p for p in pods if p["kind"] == "Pod" and p["metadata"]["name"] == name)
     container = kind.containers["launcher"]
     found: dict[str, Any] = next(c for c in pod["spec"]["containers"] if c["name"] == container)
-    return found
+    sources = CanarySources(case.sources)
+    env, _ = asyncio.run(environment(sources, pod, found, base={}, ip="10.0.0.2", host_ip=""))
+    return Launcher(found, env)
 
 
-def run_launcher(container: dict[str, Any], box: Sandbox, *, real_mpirun: bool = False) -> int:
-    """The container's command under bash (or as it is), with the container's literal env, the
-    stubs first on PATH and the wait pointed at an empty hostfile; raises CanaryFired.
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What one launcher did: whether it refused its environment, and how many commands it
+    handed to the stub ssh."""
 
-    Returns how many commands the launcher handed to the stub ssh.
-    """
+    refused: bool
+    remote_commands: int
+
+
+def run_launcher(launcher: Launcher, box: Sandbox, *, real_mpirun: bool = False) -> Run:
+    """The container's command under bash (or as it is), with its environment, the stubs first
+    on PATH and the wait pointed at an empty hostfile; raises CanaryFired."""
+    container = launcher.container
     argv = [*container["command"], *container.get("args", ())]
-    env = {e["name"]: e["value"] for e in container.get("env", ()) if "value" in e}
-    for launcher in _LAUNCHERS:
-        env |= {f"{launcher}_HOSTFILE": str(box.root / "empty"), f"{launcher}_WAIT_SECONDS": "1"}
+    env = dict(launcher.env)
+    for launcher_prefix in _LAUNCHERS:
+        env |= {
+            f"{launcher_prefix}_HOSTFILE": str(box.root / "empty"),
+            f"{launcher_prefix}_WAIT_SECONDS": "1",
+        }
     env |= {
         "PATH": f"{box.bin(real_mpirun=real_mpirun)}:/usr/bin:/bin",
         "HOME": str(box.root),
@@ -193,7 +231,10 @@ def run_launcher(container: dict[str, Any], box: Sandbox, *, real_mpirun: bool =
             f"the canary ran: launcher {argv!r}\nenv {env!r}\nremote commands {remote!r}\n"
             f"output {run.stdout!r} {run.stderr!r}"
         )
-    return remote.count(b"\0")
+    refused = run.returncode == _checks.UNSAFE_ENV_EXIT and run.stderr.startswith(
+        b"jobcore: not starting"
+    )
+    return Run(refused, remote.count(b"\0"))
 
 
 def check_kind(
@@ -217,20 +258,21 @@ def check_kind(
         suppress_health_check=list(HealthCheck),
     )
     @given(case=canary.jobs(adversarial(box)))
-    def one(case: tuple[Object, list[tuple[str, str]]]) -> None:
-        job_doc, _ = case
+    def one(case: Case) -> None:
         counts.tried += 1
-        container = launcher_container(canary.kind, job_doc)
-        if container is None:
+        launcher = launcher_of(canary.kind, case)
+        if launcher is None:
             counts.rejected += 1
             return
         counts.scripts_run += 1
-        counts.real_mpirun_runs += real_mpirun
         try:
-            counts.remote_commands += run_launcher(container, box, real_mpirun=real_mpirun)
+            run = run_launcher(launcher, box, real_mpirun=real_mpirun)
         except CanaryFired:
             counts.executed += 1
             raise
+        counts.refused_at_launch += run.refused
+        counts.real_mpirun_runs += real_mpirun and not run.refused
+        counts.remote_commands += run.remote_commands
 
     one()
 

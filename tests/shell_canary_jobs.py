@@ -3,7 +3,10 @@ to put values into: what tests/shell_canary.py fills with adversarial strings.
 
 Each kind comes in its variants (MPIJob's Open MPI and MPICH; HorovodJob's gloo, mpi and
 elastic); a field is a name and a function that puts a value where it goes, made absolute for
-a path (so a check that only wants a leading `/` would let the rest through).
+a path (so a check that only wants a leading `/` would let the rest through). A value may also
+arrive as the kubelet would bring it, unseen by validation: from a ConfigMap or Secret
+(`valueFrom`, `envFrom` and its `prefix`) or from the pod's annotations (`fieldRef`); the job's
+`Draft` holds those objects' data beside its spec.
 """
 
 from __future__ import annotations
@@ -23,14 +26,39 @@ from jobkinds.mpijob import MPIJobKind
 from tests.jobdocs import FieldPath
 from tests.jobdocs import at
 
-Setter = Callable[[dict[str, Any], str], None]
-"""Puts a value into a spec (a dict, changed in place)."""
 Changes = list[tuple[str, str]]
 
 
+@dataclasses.dataclass
+class Draft:
+    """A job's spec being written, and the ConfigMaps and Secrets (name: data) it refers to."""
+
+    spec: dict[str, Any]
+    sources: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+
+    def source(self, data: dict[str, str]) -> str:
+        """A new ConfigMap or Secret holding `data`: its name."""
+        name = f"canary-{len(self.sources)}"
+        self.sources[name] = data
+        return name
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A job document, the data its env refers to, and which fields were set to what."""
+
+    doc: Object
+    sources: dict[str, dict[str, str]]
+    changes: Changes
+
+
+Setter = Callable[[Draft, str], None]
+"""Puts a value into a draft (changed in place)."""
+
+
 def _put(*path: str | int) -> Setter:
-    def put(spec: dict[str, Any], value: str) -> None:
-        at(spec, path[:-1])[path[-1]] = value
+    def put(draft: Draft, value: str) -> None:
+        at(draft.spec, path[:-1])[path[-1]] = value
 
     return put
 
@@ -41,15 +69,15 @@ def _absolute(value: str) -> str:
 
 
 def _put_path(*path: str | int) -> Setter:
-    def put(spec: dict[str, Any], value: str) -> None:
-        at(spec, path[:-1])[path[-1]] = _absolute(value)
+    def put(draft: Draft, value: str) -> None:
+        at(draft.spec, path[:-1])[path[-1]] = _absolute(value)
 
     return put
 
 
 def _add(*path: str | int, entries: Callable[[str], list[Any]] = lambda v: [v]) -> Setter:
-    def add(spec: dict[str, Any], value: str) -> None:
-        at(spec, path).extend(entries(value))
+    def add(draft: Draft, value: str) -> None:
+        at(draft.spec, path).extend(entries(value))
 
     return add
 
@@ -61,19 +89,74 @@ def _mpi_args(*before: str, after: str | None = None) -> Setter:
     )
 
 
-def _named(name: str) -> list[dict[str, str]]:
-    """An env entry named `name`, without the `=` the API server refuses in a name."""
-    return [{"name": name.replace("=", "") or "_", "value": "1"}]
+def _named(name: str) -> str:
+    """`name` without the `=` the API server refuses in an env name or prefix."""
+    return name.replace("=", "") or "_"
+
+
+def _named_entry(name: str) -> list[dict[str, str]]:
+    """An env entry named `name` (see `_named`)."""
+    return [{"name": _named(name), "value": "1"}]
+
+
+def _value_from(container: FieldPath, name: str | None, ref: str) -> Setter:
+    """An env entry whose value comes from a `ref` (configMapKeyRef, secretKeyRef, or a
+    fieldRef to an annotation of the template); named `name`, or by the value itself."""
+
+    def add(draft: Draft, value: str) -> None:
+        if ref == "fieldRef":
+            metadata = draft.spec["worker"]["template"].setdefault("metadata", {})
+            metadata.setdefault("annotations", {})["canary"] = value
+            source: dict[str, Any] = {"fieldPath": "metadata.annotations['canary']"}
+        else:
+            source = {"name": draft.source({"key": value if name else "1"}), "key": "key"}
+        entry = {"name": name or _named(value), "valueFrom": {ref: source}}
+        at(draft.spec, container).setdefault("env", []).append(entry)
+
+    return add
+
+
+def _env_from(
+    container: FieldPath, ref: str, *, key: str | None = None, prefix: str | None = None
+) -> Setter:
+    """An envFrom source: `key` set to the value, or the value (after `prefix`) as its prefix."""
+
+    def add(draft: Draft, value: str) -> None:
+        data = {key: value} if key else {"canary": "1"}
+        source: dict[str, Any] = {ref: {"name": draft.source(data)}}
+        if not key:
+            source["prefix"] = _named((prefix or "") + value)
+        at(draft.spec, container).setdefault("envFrom", []).append(source)
+
+    return add
 
 
 def _env(container: FieldPath) -> dict[str, Setter]:
-    """The env of the container the launcher is made from: a name, and literal values."""
+    """The env of the container the launcher is made from: a name, literal values, values
+    from a ConfigMap, a Secret or an annotation, and what envFrom brings."""
     return {
-        "env name": _add(*container, "env", entries=_named),
+        "env name": _add(*container, "env", entries=_named_entry),
         "env value": _add(*container, "env", entries=lambda v: [{"name": "CANARY", "value": v}]),
         "env OMPI_MCA_ value": _add(
             *container, "env", entries=lambda v: [{"name": "OMPI_MCA_canary", "value": v}]
         ),
+        "valueFrom ConfigMap OMPI_MCA_": _value_from(
+            container, "OMPI_MCA_canary", "configMapKeyRef"
+        ),
+        "valueFrom Secret launch agent": _value_from(
+            container, "OMPI_MCA_orte_launch_agent", "secretKeyRef"
+        ),
+        "valueFrom annotation PRTE_MCA_ launch agent": _value_from(
+            container, "PRTE_MCA_prte_launch_agent", "fieldRef"
+        ),
+        "valueFrom ConfigMap OPAL_PREFIX": _value_from(container, "OPAL_PREFIX", "configMapKeyRef"),
+        "envFrom ConfigMap PMIX_MCA_": _env_from(container, "configMapRef", key="PMIX_MCA_canary"),
+        "envFrom Secret launch agent": _env_from(
+            container, "secretRef", key="OMPI_MCA_orte_launch_agent"
+        ),
+        "envFrom ConfigMap PMIX_PREFIX": _env_from(container, "configMapRef", key="PMIX_PREFIX"),
+        "envFrom prefix": _env_from(container, "configMapRef"),
+        "envFrom OMPI_MCA_ prefix": _env_from(container, "secretRef", prefix="OMPI_MCA_"),
     }
 
 
@@ -84,8 +167,8 @@ class CanaryKind:
     """Valid specs the fields are put into: the kind's variants (MPI, backend, elastic)."""
     fields: dict[str, Setter]
 
-    def jobs(self, values: st.SearchStrategy[str]) -> st.SearchStrategy[tuple[Object, Changes]]:
-        """A job with one to three fields set to `values`, and which fields to what."""
+    def jobs(self, values: st.SearchStrategy[str]) -> st.SearchStrategy[Case]:
+        """A job with one to three fields set to `values`."""
         changes = st.lists(
             st.tuples(st.sampled_from(sorted(self.fields)), values),
             min_size=1,
@@ -93,14 +176,14 @@ class CanaryKind:
         )
         return st.builds(self._job, st.sampled_from(self.specs), changes)
 
-    def _job(self, spec: dict[str, Any], changes: Changes) -> tuple[Object, Changes]:
-        spec = copy.deepcopy(spec)
+    def _job(self, spec: dict[str, Any], changes: Changes) -> Case:
+        draft = Draft(copy.deepcopy(spec))
         for field, value in changes:
-            self.fields[field](spec, value)
+            self.fields[field](draft, value)
         metadata = {"name": "canary", "namespace": "team", "uid": "0d1e2f3a"}
         kind = self.kind.resource
         doc = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata}
-        return {**doc, "spec": spec}, changes
+        return Case({**doc, "spec": draft.spec}, draft.sources, changes)
 
 
 def _container(name: str, **fields: Any) -> dict[str, Any]:
@@ -130,7 +213,7 @@ MPIJOB = CanaryKind(
         "spec.ssh.sshdPath": _put_path("ssh", "sshdPath"),
         "spec.ssh.sshAuthMountPath": _put_path("ssh", "sshAuthMountPath"),
         "spec.mca value": _put("mca", "canary"),
-        "spec.mca name": lambda spec, value: spec["mca"].update({value: "1"}),
+        "spec.mca name": lambda draft, value: draft.spec["mca"].update({value: "1"}),
         "extraMPIArgs": _add("worker", "extraMPIArgs"),
         **{f"extraMPIArgs {flag}": _mpi_args(flag) for flag in ("-am", "--tune", "-x")},
         "extraMPIArgs --launch-agent": _mpi_args("--launch-agent"),
@@ -190,10 +273,14 @@ COLOSSALAIJOB = CanaryKind(
         "spec.ssh.sshAuthMountPath": _put_path("ssh", "sshAuthMountPath"),
         "spec.launcher.workingDir": _put_path("launcher", "workingDir"),
         "command": _add("worker", "command"),
-        "command script": lambda spec, value: spec["worker"]["command"].insert(0, value + ".py"),
+        "command script": lambda draft, value: draft.spec["worker"]["command"].insert(
+            0, value + ".py"
+        ),
         "torchArgs option": _add("worker", "torchArgs", entries=lambda v: ["--" + v]),
         "torchArgs value": _add("worker", "torchArgs", entries=lambda v: ["--rdzv_id=" + v]),
-        "env name": _add("launcher", "env", entries=_named),
+        "env name": _add("launcher", "env", entries=_named_entry),
+        "env name valueFrom": _value_from(("launcher",), None, "configMapKeyRef"),
+        "envFrom prefix": _env_from(("launcher",), "configMapRef"),
     },
 )
 KINDS = {"MPIJob": MPIJOB, "HorovodJob": HOROVODJOB, "ColossalAIJob": COLOSSALAIJOB}

@@ -7,6 +7,7 @@ import io
 import logging
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from importlib.metadata import EntryPoint
 from importlib.metadata import entry_points
@@ -21,6 +22,7 @@ import yaml
 from controllers import cli
 from controllers import kinds
 from controllers.kinds import ENTRY_POINT_GROUP
+from tests.unit.test_render import billion_laughs
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 SAMPLES = sorted(p for p in SAMPLES_DIR.glob("*.yaml") if p.name != "kustomization.yaml")
@@ -146,6 +148,35 @@ def test_validate_fails_on_unreadable_or_empty_input(
         f"{files[1]}: no documents",
     ]
     assert err.splitlines()[2].startswith(f"{files[2]}:2: not valid YAML: ")
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_hostile_yaml_is_refused_at_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    """An alias bomb (10^10 nodes once expanded) as a job's spec, and 100,000 nested lists."""
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(
+        "apiVersion: batch.tensorstack.dev/v1beta1\nkind: MPIJob\nmetadata: {name: bomb}\n"
+        + billion_laughs().replace("\n", "\n  ").replace("a0:", "x:\n  a0:", 1)
+        + "spec: {worker: *a9}\n"
+    )
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("[" * 100_000)
+    start = time.monotonic()
+    code, out, err = run(capsys, command, str(bomb), str(deep))
+    seconds = time.monotonic() - start
+    with capsys.disabled():
+        print(
+            f"\njobcore {command}: alias bomb and 100,000 nested lists refused in {seconds:.2f} s"
+        )
+    assert seconds < 2
+    assert code == 1
+    assert out == ""
+    assert err.splitlines() == [
+        f"{bomb}:10: not accepted: aliases expand to more than 1,000,000 nodes (an alias bomb?)",
+        f"{deep}:1: not accepted: collections nested more than 100 deep",
+    ]
 
 
 def test_validate_reads_stdin(

@@ -29,6 +29,7 @@ from jobcore.testing import pod_of
 from jobcore.testing import run_command
 from jobcore.testing import spec_with
 from jobcore.testing import terminated
+from jobkinds import _checks
 from jobkinds import _horovod
 from jobkinds import _ssh
 from jobkinds.horovodjob import HorovodJobKind
@@ -177,6 +178,23 @@ def test_what_horovodrun_writes_into_a_shell_command_is_checked() -> None:
         "spec.ssh.sshAuthMountPath",
         f"{WORKER}.env[1].name",
         f"{WORKER}.env[2].value",
+    }
+
+
+@pytest.mark.parametrize("backend", ["gloo", "mpi"])
+def test_an_env_from_prefix_must_be_a_shell_name(backend: str) -> None:
+    """horovodrun writes every name unquoted; a ConfigMap's keys are safe, a prefix may not be."""
+    spec = base_spec(horovod={"backend": backend})
+    spec["worker"]["template"]["spec"]["containers"][0]["envFrom"] = [
+        {"prefix": "APP_", "configMapRef": {"name": "settings"}},
+        {"prefix": "X;id;", "secretRef": {"name": "keys"}},
+        {"configMapRef": {"name": "more"}},
+    ]
+    errors = errors_of(spec)
+    assert errors == {
+        f"{WORKER}.envFrom[1].prefix": "must be a shell variable name ([A-Za-z_][A-Za-z0-9_]*): "
+        "horovodrun writes the names it makes unquoted into the command the workers' shell "
+        "runs, got 'X;id;'"
     }
 
 
@@ -563,24 +581,51 @@ def ssh_port() -> Iterator[int]:
         yield port
 
 
-def test_static_launcher_script_execs_horovodrun_with_arguments_intact(
-    tmp_path: Path, ssh_port: int
-) -> None:
+def run_launcher(
+    tmp_path: Path, command: list[str], port: int, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The static launcher's command, waiting for 127.0.0.1 on `port`; horovodrun prints its
+    arguments."""
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("127.0.0.1 slots=2\n")
-    command = _horovod.launcher_command(make_job())
-    result = run_command(
+    return run_command(
         command,
         tmp_path,
         programs={"horovodrun": '#!/bin/bash\nprintf "%s\\n" "$@"\n'},
         env={
             "JOBCORE_HOROVOD_HOSTFILE": str(hostfile),
             "JOBCORE_HOROVOD_WAIT_SECONDS": "5",
-            _ssh.PORT_ENV: str(ssh_port),
+            _ssh.PORT_ENV: str(port),
+            **(env or {}),
         },
     )
+
+
+def test_static_launcher_script_execs_horovodrun_with_arguments_intact(
+    tmp_path: Path, ssh_port: int
+) -> None:
+    command = _horovod.launcher_command(make_job())
+    result = run_launcher(tmp_path, command, ssh_port)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-len(command[4:]) :] == command[4:]
+
+
+def test_with_mpi_the_launcher_refuses_variables_open_mpi_would_copy_unsafely(
+    tmp_path: Path, ssh_port: int
+) -> None:
+    """From valueFrom, envFrom or the image: validation cannot see them; the script checks."""
+    hostile = {"OMPI_MCA_plm_rsh_agent": "ssh $(id)", "OPAL_PREFIX": "/opt/a b"}
+    mpi = _horovod.launcher_command(make_job(base_spec(horovod={"backend": "mpi"})))
+    refused = run_launcher(tmp_path, mpi, ssh_port, hostile)
+    assert refused.returncode == _checks.UNSAFE_ENV_EXIT
+    assert refused.stderr.startswith(
+        "jobcore: not starting horovodrun: unsafe for the workers' shell: "
+        "OMPI_MCA_plm_rsh_agent OPAL_PREFIX (Open MPI writes these variables"
+    )
+    assert refused.stdout == ""
+    # gloo starts no Open MPI.
+    gloo = run_launcher(tmp_path, _horovod.launcher_command(make_job()), ssh_port, hostile)
+    assert gloo.returncode == 0, gloo.stderr
 
 
 def test_static_launcher_script_gives_up_on_unresolvable_workers(tmp_path: Path) -> None:

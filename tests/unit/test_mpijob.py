@@ -38,6 +38,7 @@ from jobcore.testing import secret_text
 from jobcore.testing import spec_with
 from jobcore.testing import terminated
 from jobcore.testing import waiting
+from jobkinds import _checks
 from jobkinds import _mpi
 from jobkinds import _ssh
 from jobkinds.mpijob import MPIJobKind
@@ -227,16 +228,23 @@ def test_open_mpi_variables_and_the_working_directory_of_the_template_are_checke
     container = spec["worker"]["template"]["spec"]["containers"][0]
     container["workingDir"] = "/code/$(id)"
     container["env"] = env_list(
-        {"NOTE": "$(not Open MPI's)", "OMPI_MCA_btl": "tcp;`id`", "PRTE_MCA_a;b": "1"}
+        {
+            "NOTE": "$(not Open MPI's)",
+            "OMPI_MCA_btl": "tcp;`id`",
+            "PRTE_MCA_a;b": "1",
+            "OPAL_PREFIX": "/opt/ompi $(id)",
+        }
     )
     errors = errors_of(spec)
     assert set(errors) == {
         f"{MPI_WORKER}.workingDir",
         f"{MPI_WORKER}.env[1].value",
         f"{MPI_WORKER}.env[2].name",
+        f"{MPI_WORKER}.env[3].value",
     }
     assert MCA_CHARACTERS in errors[f"{MPI_WORKER}.env[1].value"]
     assert "'PRTE_MCA_a;b'" in errors[f"{MPI_WORKER}.env[2].name"]
+    assert "'/opt/ompi $(id)'" in errors[f"{MPI_WORKER}.env[3].value"]
     spec["mca"], spec["mpiImplementation"] = {}, "MPICH"  # Hydra copies none of them
     assert errors_of(spec) == {}
 
@@ -614,11 +622,12 @@ def run_script(
     mpi_home: str = "",
     mpi: _mpi.Flavour = _mpi.OPEN_MPI,
     port: int = _ssh.SSH_PORT,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text(_mpi.hostfile_text(hosts, 2, mpi))
     return run_command(
-        _mpi.launcher_command(args),
+        _mpi.launcher_command(args, mpi),
         tmp_path,
         programs={"mpirun": '#!/bin/bash\nprintf "%s\\n" "$@"\n'},
         env={
@@ -626,6 +635,7 @@ def run_script(
             "JOBCORE_MPI_WAIT_SECONDS": str(wait),
             "JOBCORE_MPI_HOME": mpi_home,
             _ssh.PORT_ENV: str(port),
+            **(env or {}),
         },
     )
 
@@ -645,6 +655,32 @@ def ssh_port() -> Iterator[int]:
     """A free port accepting TCP on 127.0.0.1, as a Ready worker's sshd would."""
     with accepting_connections(0) as port:
         yield port
+
+
+def test_open_mpi_launcher_refuses_variables_it_would_copy_into_the_workers_shell(
+    tmp_path: Path, ssh_port: int
+) -> None:
+    """What valueFrom, envFrom or the image bring, validation cannot see: the script checks."""
+    canary = tmp_path / "canary"
+    good = {"OMPI_MCA_btl": "^openib", "OPAL_PREFIX": "/opt/ompi", "NOTE": "$(not Open MPI's)"}
+    hostile = {
+        "OMPI_MCA_orte_launch_agent": f"orted;touch {canary}",
+        "PRTE_MCA_a;b": "1",
+        "PMIX_PREFIX": "/opt/$(id)",
+    }
+    args = ["mpirun", "./prog"]
+    result = run_script(tmp_path, ["127.0.0.1"], args, port=ssh_port, env={**good, **hostile})
+    assert result.returncode == _checks.UNSAFE_ENV_EXIT
+    assert result.stdout == ""  # before the wait; mpirun never ran
+    refusal = "jobcore: not starting mpirun: unsafe for the workers' shell: "
+    assert result.stderr.startswith(refusal)
+    named = result.stderr.removeprefix(refusal).split(" (Open MPI writes")[0].split()
+    assert sorted(named) == ["OMPI_MCA_orte_launch_agent", "PMIX_PREFIX", "PRTE_MCA_a\\;b"]
+    assert not canary.exists()
+    started = run_script(tmp_path, ["127.0.0.1"], args, port=ssh_port, env=good)
+    assert started.stdout.splitlines()[-1] == "./prog", started
+    hydra = run_script(tmp_path, ["127.0.0.1"], args, port=ssh_port, env=hostile, mpi=_mpi.MPICH)
+    assert hydra.stdout.splitlines()[-1] == "./prog", hydra  # Hydra copies none of them
 
 
 @pytest.mark.parametrize("wait", ["a[$(touch CANARY)]", "1+$(touch CANARY)", "0x10", "-1", "1 "])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from typing import Any
 
 import pytest
@@ -125,6 +126,63 @@ def test_invalid_yaml_names_its_line() -> None:
     problem = caught.value.problem
     assert (problem.source, problem.line) == ("bad.yaml", 3)
     assert problem.message.startswith("not valid YAML: ")
+
+
+def billion_laughs(levels: int = 10) -> str:
+    """An alias bomb: each level names the one before it ten times; 10 levels are 10^10 nodes."""
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def refusal(text: str) -> tuple[Problem, float]:
+    """The problem that reading `text` raises, and how long reading it took."""
+    start = time.monotonic()
+    with pytest.raises(UnreadableInput) as caught:
+        parse_documents(text, "hostile.yaml")
+    return caught.value.problem, time.monotonic() - start
+
+
+def test_an_alias_bomb_is_refused_at_once_where_it_goes_off() -> None:
+    problem, seconds = refusal("kind: MPIJob\n" + billion_laughs())
+    assert str(problem) == (
+        "hostile.yaml:7: not accepted: aliases expand to more than 1,000,000 nodes (an alias bomb?)"
+    )
+    assert seconds < 2
+
+
+def test_absurd_nesting_is_refused_at_once() -> None:
+    for text in ("[" * 100_000, "a:\n" + "- " * 100_000 + "x\n"):
+        problem, seconds = refusal(text)
+        assert problem.message == "not accepted: collections nested more than 100 deep"
+        assert seconds < 2
+
+
+def test_nesting_through_aliases_counts_and_a_recursive_alias_is_refused() -> None:
+    nested = "[" * 60 + "1" + "]" * 60
+    problem, _ = refusal(f"a: &a {nested}\nb: [{nested.replace('1', '*a', 1)}]\n")
+    assert (problem.line, problem.message) == (
+        2,
+        "not accepted: collections nested more than 100 deep, with this alias expanded",
+    )
+    problem, _ = refusal("a: &a [1, *a]\n")
+    assert problem.message == "not accepted: an alias inside the node it names"
+
+
+def test_ordinary_anchors_aliases_and_merges_still_read() -> None:
+    docs = parse_documents(
+        "base: &base {image: mpi, env: &env [{name: A, value: '1'}]}\n"
+        "worker: {<<: *base, name: w, more: *env}\n"
+        "---\n"
+        "again: &x [1, 2]\n"
+        "twice: [*x, *x]\n",
+        "ok.yaml",
+    )
+    env = [{"name": "A", "value": "1"}]
+    assert docs[0].data["worker"] == {"image": "mpi", "env": env, "name": "w", "more": env}
+    assert docs[1].data == {"again": [1, 2], "twice": [[1, 2], [1, 2]]}
+    assert docs[1].line_of("twice") == 5
 
 
 def test_a_problem_reads_like_a_compiler_error() -> None:

@@ -235,7 +235,7 @@ def run_wait(tmp_path: Path, port: str) -> subprocess.CompletedProcess[str]:
         "JOBCORE_MPI_WAIT_SECONDS": "1",
         "JOBCORE_SSH_PORT": port,
     }
-    command = _mpi.launcher_command(["echo", "launched"])
+    command = _mpi.launcher_command(["echo", "launched"], _mpi.OPEN_MPI)
     return subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=30)
 
 
