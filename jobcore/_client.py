@@ -31,10 +31,12 @@ from jobcore._resources import Resource
 from jobcore._retry import is_repeatable
 from jobcore._retry import parse_retry_after
 from jobcore._retry import should_retry
+from jobcore._watchstream import MAX_EVENT_BYTES
+from jobcore._watchstream import SkippedEvents
+from jobcore._watchstream import WatchEvent
+from jobcore._watchstream import watch_events
 
 PatchType = Literal["merge", "strategic", "json"]
-WatchEvent = tuple[str, Object]
-"""`(type, object)` with type ADDED, MODIFIED, DELETED or BOOKMARK."""
 
 _PATCH_CONTENT_TYPES: Mapping[str, str] = {
     "merge": "application/merge-patch+json",
@@ -61,7 +63,7 @@ class Client:
     AlreadyExistsError for the object its first send made. Every other failure is raised as
     the matching `ApiError` subclass, so a conflict reaches the caller, who re-reads and
     decides. (aiohttp itself resends a GET, PUT or DELETE once when a kept-alive connection
-    turns out closed.)
+    turns out closed.) A watch reads events of up to `max_event_bytes`, whatever their size.
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class Client:
         retry_max_wait: float = 5.0,
         retry_after_max: float = 5.0,
         request_timeout: float = 60.0,
+        max_event_bytes: int = MAX_EVENT_BYTES,
     ) -> None:
         self._api_client = api_client
         self._config = api_client.configuration
@@ -95,6 +98,8 @@ class Client:
         self._retry_after_max = retry_after_max
         self._backoff = wait_random_exponential(multiplier=0.1, max=retry_max_wait)
         self._request_timeout = aiohttp.ClientTimeout(total=request_timeout)
+        self._max_event_bytes = max_event_bytes
+        self._skipped = SkippedEvents()
 
     @classmethod
     async def from_kubeconfig(
@@ -368,7 +373,9 @@ class Client:
         watches again from the last resourceVersion it saw. A stream broken midway (a reset, or
         a cut inside an event) raises a retryable `ApiError` (status 0), after the events that
         arrived whole; the caller watches again the same way. An expired resourceVersion raises
-        `GoneError`; the caller must list again.
+        `GoneError`; the caller must list again. An event longer than `max_event_bytes` (by
+        default more than any object the server stores makes), or a line that is not an event,
+        is skipped and logged once per client (`jobcore._watchstream`).
         """
         query = {
             "watch": "true",
@@ -378,7 +385,8 @@ class Client:
             "timeoutSeconds": timeout_seconds,
             "allowWatchBookmarks": "true" if allow_bookmarks else None,
         }
-        args = self._request_args("GET", resource.path(namespace), query)
+        what = resource.path(namespace)
+        args = self._request_args("GET", what, query)
         args["headers"] = await self._headers("application/json")
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=inactivity_timeout)
         try:
@@ -392,21 +400,11 @@ class Client:
                         decode_error(await resp.read()),
                         retry_after=parse_retry_after(resp.headers.get("Retry-After")),
                     )
-                async for line in resp.content:
-                    if not line.strip():
-                        continue
-                    try:
-                        event = loads(line)
-                        kind, obj = event["type"], event["object"]
-                    except (ValueError, KeyError, TypeError) as exc:
-                        # A stream cut inside an event: as a broken connection, resumable.
-                        raise ApiError(
-                            0, "ConnectionError", f"watch {resource.plural}: torn event {exc!r}"
-                        ) from exc
-                    if kind == "ERROR":
-                        raise api_error(int(obj.get("code") or 500), obj)
-                    yield kind, obj
+                async for event in watch_events(
+                    resp.content.iter_any(), what, self._skipped, limit=self._max_event_bytes
+                ):
+                    yield event
         except (TimeoutError, aiohttp.ServerTimeoutError):
             _log.debug("watch inactive, ending it", resource=resource.plural)
         except (aiohttp.ClientError, OSError) as exc:
-            raise ApiError(0, "ConnectionError", f"watch {resource.plural}: {exc!r}") from exc
+            raise ApiError(0, "ConnectionError", f"watch {what}: {exc!r}") from exc
