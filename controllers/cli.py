@@ -14,13 +14,13 @@ from typing import Any
 
 from controllers import realjobs
 from controllers import render
+from controllers.apiclient import add_client_arguments
+from controllers.apiclient import client_from
 from controllers.kinds import ENTRY_POINT_GROUP
 from controllers.kinds import KindLoadError
 from controllers.kinds import installed_kinds
 from controllers.kinds import kind_names
 from controllers.kinds import load_all_kinds
-from jobcore import DEFAULT_MAX_CONNECTIONS
-from jobcore import Client
 from jobcore import GangScheduler
 from jobcore import JobKind
 from jobcore import LeaderElectionConfig
@@ -116,7 +116,6 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run the controller against the current cluster")
-    run.add_argument("--kubeconfig", help="default: in-cluster config, else $KUBECONFIG")
     run.add_argument("--kinds", help="comma-separated kinds to run (default: all installed)")
     run.add_argument("--namespace", help="watch one namespace only (default: all)")
     run.add_argument(
@@ -130,12 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-election-namespace", default="default")
     run.add_argument("--leader-election-id", default="jobcore-controller")
     run.add_argument("--max-concurrent-reconciles", type=int, default=32, help="per kind")
-    run.add_argument(
-        "--api-connections",
-        type=int,
-        default=DEFAULT_MAX_CONNECTIONS,
-        help="connections to the API server at most (each holds about 0.3 MB)",
-    )
+    add_client_arguments(run)
     _add_gang_arguments(run)
 
     raw = argparse.RawDescriptionHelpFormatter
@@ -216,10 +210,7 @@ def _gang_scheduler(args: argparse.Namespace) -> GangScheduler | None:
 
 async def _run(args: argparse.Namespace) -> int:
     kinds = _kinds(args.kinds)
-    if args.kubeconfig:
-        client = await Client.from_kubeconfig(args.kubeconfig, max_connections=args.api_connections)
-    else:
-        client = await Client.from_environment(max_connections=args.api_connections)
+    client = await client_from(args)
     election = None
     if args.leader_elect:
         election = LeaderElectionConfig(

@@ -26,7 +26,6 @@ Everything a plugin may use is imported here; the underscored modules are privat
 from jobcore._client import DEFAULT_MAX_CONNECTIONS
 from jobcore._client import Client
 from jobcore._client import PatchType
-from jobcore._client import WatchEvent
 from jobcore._controller import Controller
 from jobcore._controller import Reconciler
 from jobcore._controller import Result
@@ -142,6 +141,7 @@ from jobcore._statuspart import T9K_STATUS
 from jobcore._statuspart import StatusPart
 from jobcore._statuspart import T9kStatus
 from jobcore._statuspart import status_part
+from jobcore._watchstream import WatchEvent
 
 __all__ = [
     "BATCH_JOBS",

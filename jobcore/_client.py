@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import copy
+import functools
 import os
 from collections.abc import AsyncIterator
 from collections.abc import Mapping
@@ -14,11 +17,6 @@ import aiohttp
 import structlog
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
-from tenacity import AsyncRetrying
-from tenacity import RetryCallState
-from tenacity import retry_if_exception
-from tenacity import stop_after_attempt
-from tenacity import wait_random_exponential
 
 from jobcore import _metrics
 from jobcore._errors import ApiError
@@ -26,15 +24,18 @@ from jobcore._errors import api_error
 from jobcore._json import decode_error
 from jobcore._json import dumps
 from jobcore._json import loads
+from jobcore._ratelimit import BucketRateLimiter
 from jobcore._resources import Object
 from jobcore._resources import Resource
+from jobcore._retry import Retries
 from jobcore._retry import is_repeatable
 from jobcore._retry import parse_retry_after
-from jobcore._retry import should_retry
+from jobcore._watchstream import MAX_EVENT_BYTES
+from jobcore._watchstream import SkippedEvents
+from jobcore._watchstream import WatchEvent
+from jobcore._watchstream import watch_events
 
 PatchType = Literal["merge", "strategic", "json"]
-WatchEvent = tuple[str, Object]
-"""`(type, object)` with type ADDED, MODIFIED, DELETED or BOOKMARK."""
 
 _PATCH_CONTENT_TYPES: Mapping[str, str] = {
     "merge": "application/merge-patch+json",
@@ -52,16 +53,19 @@ DEFAULT_MAX_CONNECTIONS = 100
 class Client:
     """Reads and writes any resource as plain dicts; one per process, closed on exit.
 
+    With `qps`, a token bucket spaces the requests: `burst` may go at once, then `qps` a
+    second; each send waits for its token, a retry's and a watch's start included.
     Transient failures (connection errors, timeouts, 429, 5xx) are retried, up to
     `retry_attempts` sends in all, with jittered exponential backoff of at most
-    `retry_max_wait` seconds, or longer when the server's `Retry-After` asks for it, up to
-    `retry_after_max`. A failure that leaves open whether the server acted (a reset, a timeout,
-    a 5xx) is retried only for a request that is safe to repeat: GET, PUT, DELETE, a patch
-    that sets values, a create of a named object; such a create may then raise
-    AlreadyExistsError for the object its first send made. Every other failure is raised as
-    the matching `ApiError` subclass, so a conflict reaches the caller, who re-reads and
-    decides. (aiohttp itself resends a GET, PUT or DELETE once when a kept-alive connection
-    turns out closed.)
+    `retry_max_wait` seconds, or longer when the server's `Retry-After` asks for it; an answer
+    asking for more than `retry_after_max` is raised at once (`jobcore._retry.Retries`). A
+    failure that leaves open whether the server acted (a reset, a timeout, a 5xx) is retried
+    only for a request that is safe to repeat: GET, PUT, DELETE, a patch that sets values, a
+    create of a named object; such a create may then raise AlreadyExistsError for the object
+    its first send made. Every other failure is raised as the matching `ApiError` subclass,
+    so a conflict reaches the caller, who re-reads and decides. (aiohttp itself resends a
+    GET, PUT or DELETE once when a kept-alive connection turns out closed.) A watch reads
+    events of up to `max_event_bytes`, whatever their size.
     """
 
     def __init__(
@@ -73,6 +77,9 @@ class Client:
         retry_max_wait: float = 5.0,
         retry_after_max: float = 5.0,
         request_timeout: float = 60.0,
+        max_event_bytes: int = MAX_EVENT_BYTES,
+        qps: float | None = None,
+        burst: int = 1,
     ) -> None:
         self._api_client = api_client
         self._config = api_client.configuration
@@ -90,11 +97,12 @@ class Client:
         self._host = str(self._config.host).rstrip("/")
         self._metrics_host = urlsplit(self._host).netloc
         self.field_manager = field_manager
-        self._retry_attempts = retry_attempts
-        self._retry_max_wait = retry_max_wait
-        self._retry_after_max = retry_after_max
-        self._backoff = wait_random_exponential(multiplier=0.1, max=retry_max_wait)
+        self._retries = Retries(retry_attempts, retry_max_wait, retry_after_max)
+        self._rate = (qps, burst)
+        self._bucket = BucketRateLimiter(qps, burst) if qps is not None else None
         self._request_timeout = aiohttp.ClientTimeout(total=request_timeout)
+        self._max_event_bytes = max_event_bytes
+        self._skipped = SkippedEvents()
 
     @classmethod
     async def from_kubeconfig(
@@ -136,6 +144,26 @@ class Client:
         configuration.connection_pool_maxsize = max_connections
         return cls(k8s_client.ApiClient(configuration), **options)
 
+    def with_own_rate_limit(self) -> Client:
+        """This client with a token bucket of its own (of the same `qps` and `burst`): it
+        shares the connections, but its requests never wait behind this one's. Lease renewals
+        go through one, so a burst of reconciles cannot cost the lease. Close the original."""
+        twin = copy.copy(self)
+        qps, burst = self._rate
+        twin._bucket = BucketRateLimiter(qps, burst) if qps is not None else None
+        return twin
+
+    async def _throttle(self, method: str) -> None:
+        """Wait for this request's token, when the client has a rate limit."""
+        if self._bucket is None:
+            return
+        delay = self._bucket.when(None)
+        _metrics.rest_client_rate_limiter_duration_seconds.labels(
+            method, self._metrics_host
+        ).observe(delay)
+        if delay > 0:
+            await asyncio.sleep(delay)
+
     async def close(self) -> None:
         await self._session.close()
         await self._api_client.close()
@@ -171,6 +199,7 @@ class Client:
         body: Any,
         content_type: str,
     ) -> Any:
+        await self._throttle(method)
         args = self._request_args(method, path, query)
         args["headers"] = await self._headers(content_type)
         if body is not None:
@@ -188,14 +217,6 @@ class Client:
             raise api_error(status, decode_error(data), retry_after=retry_after)
         return loads(data) if data else None
 
-    def _wait(self, state: RetryCallState) -> float:
-        """Backoff before the next send: at least what `Retry-After` asked, within its cap."""
-        backoff: float = self._backoff(state)
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, ApiError) and exc.retry_after is not None:
-            return max(backoff, min(exc.retry_after, self._retry_after_max))
-        return backoff
-
     async def request(
         self,
         method: str,
@@ -205,40 +226,13 @@ class Client:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Any:
-        """Send one request, retrying transient failures; return the decoded JSON body.
-
-        Most requests succeed at once, so tenacity (whose set-up was a tenth of the
-        controller's CPU while it created pods) takes over only after a failure it may retry,
-        counting that failure as its first attempt.
-        """
-        repeatable = is_repeatable(method, body, content_type)
-        try:
-            return await self._request_once(method, path, query, body, content_type)
-        except Exception as exc:
-            if not should_retry(exc, repeatable=repeatable):
-                raise
-            failures = [exc]
-
-        async def send() -> Any:
-            if failures:
-                raise failures.pop()  # the first send's, as tenacity's first attempt
-            return await self._request_once(method, path, query, body, content_type)
-
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(lambda exc: should_retry(exc, repeatable=repeatable)),
-            stop=stop_after_attempt(self._retry_attempts),
-            wait=self._wait,
-            reraise=True,
-            before_sleep=lambda state: _log.debug(
-                "retrying request",
-                method=method,
-                path=path,
-                attempt=state.attempt_number,
-                wait=round(state.upcoming_sleep, 3),
-                error=str(state.outcome.exception()) if state.outcome else None,
-            ),
+        """Send one request, retrying transient failures; return the decoded JSON body."""
+        return await self._retries.send(
+            functools.partial(self._request_once, method, path, query, body, content_type),
+            repeatable=is_repeatable(method, body, content_type),
+            method=method,
+            path=path,
         )
-        return await retrying(send)
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
         result: Object = await self.request("GET", resource.path(namespace, name))
@@ -368,7 +362,9 @@ class Client:
         watches again from the last resourceVersion it saw. A stream broken midway (a reset, or
         a cut inside an event) raises a retryable `ApiError` (status 0), after the events that
         arrived whole; the caller watches again the same way. An expired resourceVersion raises
-        `GoneError`; the caller must list again.
+        `GoneError`; the caller must list again. An event longer than `max_event_bytes` (by
+        default more than any object the server stores makes), or a line that is not an event,
+        is skipped and logged once per client (`jobcore._watchstream`).
         """
         query = {
             "watch": "true",
@@ -378,7 +374,9 @@ class Client:
             "timeoutSeconds": timeout_seconds,
             "allowWatchBookmarks": "true" if allow_bookmarks else None,
         }
-        args = self._request_args("GET", resource.path(namespace), query)
+        what = resource.path(namespace)
+        await self._throttle("WATCH")
+        args = self._request_args("GET", what, query)
         args["headers"] = await self._headers("application/json")
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=inactivity_timeout)
         try:
@@ -392,21 +390,11 @@ class Client:
                         decode_error(await resp.read()),
                         retry_after=parse_retry_after(resp.headers.get("Retry-After")),
                     )
-                async for line in resp.content:
-                    if not line.strip():
-                        continue
-                    try:
-                        event = loads(line)
-                        kind, obj = event["type"], event["object"]
-                    except (ValueError, KeyError, TypeError) as exc:
-                        # A stream cut inside an event: as a broken connection, resumable.
-                        raise ApiError(
-                            0, "ConnectionError", f"watch {resource.plural}: torn event {exc!r}"
-                        ) from exc
-                    if kind == "ERROR":
-                        raise api_error(int(obj.get("code") or 500), obj)
-                    yield kind, obj
+                async for event in watch_events(
+                    resp.content.iter_any(), what, self._skipped, limit=self._max_event_bytes
+                ):
+                    yield event
         except (TimeoutError, aiohttp.ServerTimeoutError):
             _log.debug("watch inactive, ending it", resource=resource.plural)
         except (aiohttp.ClientError, OSError) as exc:
-            raise ApiError(0, "ConnectionError", f"watch {resource.plural}: {exc!r}") from exc
+            raise ApiError(0, "ConnectionError", f"watch {what}: {exc!r}") from exc

@@ -28,6 +28,7 @@ from jobcore._queue import WorkQueue
 from jobcore._ratelimit import RateLimiter
 from jobcore._ratelimit import default_controller_rate_limiter
 from jobcore._resources import Object
+from jobcore._retry import asked_wait
 
 _log = structlog.get_logger("jobcore.controller")
 
@@ -167,7 +168,8 @@ class Controller:
                 self._total["error"].inc()
                 self._log.error("reconcile failed terminally", error=str(exc))
             except Exception as exc:
-                self.queue.add_rate_limited(request)
+                # Not sooner than the server asked, when it throttled a request (429).
+                self.queue.add_rate_limited(request, at_least=asked_wait(exc))
                 self._errors.inc()
                 self._total["error"].inc()
                 self._log.warning(

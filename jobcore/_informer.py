@@ -16,12 +16,12 @@ import structlog
 
 from jobcore._client import Client
 from jobcore._compact import compact
-from jobcore._errors import ApiError
 from jobcore._errors import GoneError
 from jobcore._resources import Object
 from jobcore._resources import ObjectKey
 from jobcore._resources import Resource
 from jobcore._resources import controller_of
+from jobcore._retry import asked_wait
 
 IndexFunc = Callable[[Object], Iterable[str]]
 """Maps an object to the index values it is filed under."""
@@ -211,7 +211,7 @@ class Informer:
         failures = 0
         while True:
             started: float | None = None
-            delay: float | None = None
+            asked = 0.0
             try:
                 if self._resource_version is None:
                     await self._list_and_replace()
@@ -233,9 +233,8 @@ class Informer:
                     failures = 0
                 failures += 1
                 self._log.warning("list/watch failed", error=str(exc), failures=failures)
-                if isinstance(exc, ApiError) and exc.retry_after is not None:
-                    delay = min(exc.retry_after, self._max_backoff)  # the server asked a pause
-            await asyncio.sleep(max(delay or 0.0, self._backoff(failures)))
+                asked = asked_wait(exc)  # a pause the server asked for (429 Retry-After)
+            await asyncio.sleep(max(asked, self._backoff(failures)))
 
     def _backoff(self, failures: int) -> float:
         delay: float = min(self._max_backoff, 0.1 * 2.0 ** min(failures, 10))

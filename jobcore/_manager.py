@@ -69,7 +69,10 @@ class Manager:
         self.readyz.add("informers-synced", self._informers_synced)
         self.elected = asyncio.Event()
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
-        self._elector = LeaderElector(client, leader_election) if leader_election else None
+        self._elector = None
+        if leader_election is not None:
+            # Lease renewals never wait behind the controllers' requests for tokens.
+            self._elector = LeaderElector(client.with_own_rate_limit(), leader_election)
         self._informers: dict[tuple[Any, ...], Informer] = {}
         self._controllers: list[Controller] = []
         self._runnables: list[tuple[Runnable, bool]] = [(LoopMonitor(), False)]

@@ -155,6 +155,13 @@ rest_client_requests_total = _counter(
     "method",
     "host",
 )
+rest_client_rate_limiter_duration_seconds = _histogram(
+    "rest_client_rate_limiter_duration_seconds",
+    "Client side rate limiter latency in seconds, by method and host (only with a rate limit).",
+    "method",
+    "host",
+    buckets=_LATENCY_BUCKETS,
+)
 
 jobs_created_total = _counter(
     "jobcore_jobs_created_total",

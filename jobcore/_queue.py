@@ -219,13 +219,14 @@ class WorkQueue(Generic[T]):
     def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
         self._timer, self._timer_at = loop.call_at(when, self._add_due, when), when
 
-    def add_rate_limited(self, item: T) -> None:
-        """Add `item` after its rate limiter's delay: the retry path for a failed item."""
+    def add_rate_limited(self, item: T, *, at_least: float = 0.0) -> None:
+        """Add `item` after its rate limiter's delay, or `at_least` seconds if longer: the
+        retry path for a failed item."""
         if self._shutting_down:
             return
         if self._metrics is not None:
             self._metrics.retries.inc()
-        self.add_after(item, self._rate_limiter.when(item))
+        self.add_after(item, max(self._rate_limiter.when(item), at_least))
 
     def forget(self, item: T) -> None:
         """Reset `item`'s backoff (it succeeded); it still runs if queued."""

@@ -102,8 +102,13 @@ def rss_mb(pid: int) -> float:
 
 
 @contextlib.asynccontextmanager
-async def ready_controller(kubeconfig: str, namespace: str) -> AsyncIterator[int]:
-    """`jobcore run` with the bundled kinds for `namespace`, once its /readyz passes; its pid."""
+async def ready_controller(
+    client: Client, kubeconfig: str, namespace: str, *options: str
+) -> AsyncIterator[int]:
+    """`jobcore run` with the bundled kinds for `namespace` (and `options`), once their CRDs are
+    installed and its /readyz passes; its pid."""
+    for installed in installed_kinds(BUNDLED_KINDS):
+        await install_crd(client, crd_for(installed.kind))
     process = await start_jobcore(
         "--log-format",
         "json",
@@ -118,6 +123,7 @@ async def ready_controller(kubeconfig: str, namespace: str) -> AsyncIterator[int
         "off",
         "--health-probe-bind-address",
         "127.0.0.1:0",
+        *options,
     )
     port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
@@ -147,10 +153,8 @@ async def ready_controller(kubeconfig: str, namespace: str) -> AsyncIterator[int
 async def test_labelled_configmaps_no_job_controls_do_not_grow_the_controllers_memory(
     client: Client, namespace: str, kubeconfig_path: str, simulated_node: SimulatedNode
 ) -> None:
-    for installed in installed_kinds(BUNDLED_KINDS):
-        await install_crd(client, crd_for(installed.kind))
     simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
-    async with ready_controller(kubeconfig_path, namespace) as pid:
+    async with ready_controller(client, kubeconfig_path, namespace) as pid:
         # A first job warms the controller's code paths up, so only the cache can grow after.
         await create_until_phase(client, MPIJOBS, mpijob(namespace, "warm-up"), "Succeeded")
         before = rss_mb(pid)

@@ -347,3 +347,26 @@ async def test_graceful_shutdown_is_bounded_by_its_timeout(client: Client, names
     assert run.done() and (run.cancelled() or run.exception() is None)
     assert took < 3
     assert reconciler.cancelled == [Request(namespace, "stuck")]
+
+
+async def test_the_lease_is_won_and_held_past_a_rate_limited_clients_backlog(
+    kubeconfig_path: str, namespace: str
+) -> None:
+    async with await Client.from_kubeconfig(kubeconfig_path, qps=10.0, burst=1) as slow:
+        # 300 requests take the client's tokens for the next 30 s; lease requests, 5 a
+        # second at most here, have tokens of their own.
+        backlog = [
+            asyncio.create_task(slow.get(CONFIGMAPS, f"none-{i}", namespace)) for i in range(300)
+        ]
+        manager = build(
+            slow, namespace, Reconciler(), name="backlog", election=election(namespace, "only")
+        )
+        try:
+            async with background(manager.run()):
+                await asyncio.wait_for(manager.elected.wait(), timeout=5)
+                await asyncio.sleep(3.0)  # renewed every 0.2 s, within 1.5 s each
+                assert manager.elected.is_set()
+        finally:
+            for task in backlog:
+                task.cancel()
+            await asyncio.gather(*backlog, return_exceptions=True)

@@ -287,3 +287,20 @@ def test_commands_run_on_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(cli._COMMANDS, "kinds", probe)
     assert cli.main(["kinds"]) == 0
     assert loops == [uvloop.Loop]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--kube-api-qps", "-1"), "argument --kube-api-qps: must be at least 0, not -1"),
+        (("--kube-api-burst", "0"), "argument --kube-api-burst: must be at least 1, not 0"),
+        (("--kube-api-qps", "fast"), "argument --kube-api-qps: invalid float value: 'fast'"),
+    ],
+)
+def test_run_refuses_a_rate_limit_it_cannot_keep_before_it_connects(
+    capsys: pytest.CaptureFixture[str], flags: tuple[str, str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        run(capsys, "run", "--kubeconfig", "/nonexistent", *flags)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err

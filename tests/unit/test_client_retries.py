@@ -24,6 +24,8 @@ from jobcore import Client
 from jobcore import ConflictError
 from jobcore import EventRecorder
 from jobcore import NotFoundError
+from jobcore._retry import MAX_ASKED_WAIT
+from jobcore._retry import asked_wait
 from jobcore._retry import parse_retry_after
 from jobcore.testing import api_requests
 
@@ -204,23 +206,26 @@ async def test_retry_after_in_the_status_details_counts_too(serve: Serve) -> Non
     assert gaps(server)[0] >= 0.95
 
 
-async def test_retry_after_is_capped(serve: Serve) -> None:
-    server, client = await serve(
-        lambda n: throttled(after="3600") if n < 3 else (200, OK), retry_after_max=0.2
-    )
+@pytest.mark.parametrize("code", [429, 503])
+async def test_a_retry_after_beyond_the_cap_is_raised_at_once_not_sent_sooner(
+    serve: Serve, code: int
+) -> None:
+    server, client = await serve(lambda n: throttled(code, after="3600"), retry_after_max=0.2)
     started = time.monotonic()
-    assert await client.get(CONFIGMAPS, "x", "ns") == OK
-    assert server.requests == 3
-    assert all(0.15 <= gap < 1.0 for gap in gaps(server))
-    assert time.monotonic() - started < 2.0
+    with pytest.raises(ApiError) as failure:
+        await client.get(CONFIGMAPS, "x", "ns")
+    assert failure.value.status == code
+    assert failure.value.retry_after == 3600.0  # for the caller to come back then
+    assert server.requests == 1
+    assert time.monotonic() - started < 0.5
 
 
 async def test_throttling_still_ends_after_the_last_attempt(serve: Serve) -> None:
-    server, client = await serve(lambda n: throttled(), retry_attempts=3, retry_after_max=0.05)
+    server, client = await serve(lambda n: throttled(after="0.05"), retry_attempts=3)
     with pytest.raises(ApiError) as failure:
         await client.get(CONFIGMAPS, "x", "ns")
     assert failure.value.status == 429
-    assert failure.value.retry_after == 1.0
+    assert failure.value.retry_after == 0.05
     assert server.requests == 3
 
 
@@ -376,3 +381,46 @@ async def test_a_timed_out_read_is_retried(serve: Serve) -> None:
     server, client = await serve(lambda n: (HANG, OK) if n < 3 else (200, OK), request_timeout=0.2)
     assert await client.get(CONFIGMAPS, "x", "ns") == OK
     assert server.requests == 3
+
+
+async def test_a_rate_limited_client_sends_its_burst_at_once_then_qps_a_second(
+    serve: Serve,
+) -> None:
+    server, client = await serve(lambda n: (200, OK), qps=20.0, burst=3)
+    started = time.monotonic()
+    await asyncio.gather(*(client.get(CONFIGMAPS, f"x{i}", "ns") for i in range(13)))
+    assert all(t - started < 0.03 for t in server.times[:3])
+    # The n-th request after the burst waits n/20 s for its token.
+    late = [t - started - (n + 1) / 20 for n, t in enumerate(server.times[3:])]
+    assert all(-0.005 < lateness < 0.1 for lateness in late), late  # a loop tick early at most
+
+
+async def test_retries_and_watches_wait_for_their_tokens_too(serve: Serve) -> None:
+    answers = {1: throttled(after="0.01"), 2: (200, OK), 3: (200, "")}  # "": a watch's end
+    server, client = await serve(answers.__getitem__, qps=10.0, burst=1)
+    await client.get(CONFIGMAPS, "x", "ns")  # sent twice: throttled, then retried
+    async for _ in client.watch(CONFIGMAPS, "ns"):
+        pass
+    assert [method for method, _ in server.sent] == ["GET", "GET", "GET"]
+    assert all(gap >= 0.09 for gap in gaps(server)), gaps(server)
+
+
+async def test_a_client_with_its_own_rate_limit_does_not_wait_behind_the_other(
+    serve: Serve,
+) -> None:
+    server, client = await serve(lambda n: (200, OK), qps=1.0, burst=1)
+    await client.get(CONFIGMAPS, "x", "ns")  # the one token this second
+    started = time.monotonic()
+    await client.with_own_rate_limit().get(CONFIGMAPS, "lease", "ns")
+    assert time.monotonic() - started < 0.5
+    assert server.requests == 2
+
+
+def test_asked_wait_finds_retry_after_in_the_cause_and_bounds_it() -> None:
+    throttle = ApiError(429, "TooManyRequests", retry_after=3.0)
+    try:
+        raise RuntimeError("reconcile failed") from throttle
+    except RuntimeError as exc:
+        assert asked_wait(exc) == 3.0
+    assert asked_wait(ApiError(429, retry_after=10**9)) == MAX_ASKED_WAIT
+    assert asked_wait(ApiError(500)) == 0.0
