@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from controllers.apidocs import BUNDLED_KINDS
-from controllers.kinds import installed_kinds
 from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
-from jobcore import crd_for
 from jobcore.testing import SimulatedNode
 from jobcore.testing import create_until_phase
-from jobcore.testing import install_crd
 from tests.integration.test_cache_memory import ready_controller
 from tests.integration.test_cache_memory import rss_mb
 from tests.mpijobs import MPIJOBS
@@ -37,10 +33,8 @@ def peak_rss_mb(pid: int) -> float:
 async def test_a_wide_job_with_a_large_template_does_not_grow_the_controller_by_its_size(
     client: Client, namespace: str, kubeconfig_path: str, simulated_node: SimulatedNode
 ) -> None:
-    for installed in installed_kinds(BUNDLED_KINDS):
-        await install_crd(client, crd_for(installed.kind))
     simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=1.0)
-    async with ready_controller(kubeconfig_path, namespace) as pid:
+    async with ready_controller(client, kubeconfig_path, namespace) as pid:
         # A first job warms the controller's code paths up, so what grows after is the wide job.
         await create_until_phase(
             client, MPIJOBS, mpijob(namespace, "warm-up"), "Succeeded", timeout=120
