@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,7 +12,6 @@ from jobcore._handler import Request
 from jobcore._handler import requests_for_owner
 from jobcore._informer import Informer
 from jobcore._jobdecide import pod_ended
-from jobcore._jobkind import JOB_KIND_LABEL
 from jobcore._jobkind import JOB_NAME_LABEL
 from jobcore._jobkind import JobKind
 from jobcore._jobreconciler import JobReconciler
@@ -67,14 +67,16 @@ def add_job_controller(
         if runs_batch_jobs and run_by_batch_job(obj):
             ref, meta = controller_of(obj) or {}, obj["metadata"]
             batch_job = children[BATCH_JOBS].get(ref.get("name", ""), meta.get("namespace"))
-            return owned(batch_job) if batch_job is not None else ()
+            if batch_job is None or batch_job["metadata"].get("uid") != ref.get("uid"):
+                return ()
+            return owned(batch_job)
         return owned(obj)
 
     def controlled(obj: Object) -> bool:
-        if runs_batch_jobs and run_by_batch_job(obj):
-            # Kept by its labels: the batch Job may not be cached yet.
-            return (obj["metadata"].get("labels") or {}).get(JOB_KIND_LABEL) == kind.resource.kind
-        return bool(owned(obj))
+        """A child of this kind's jobs, or a pod of a batch Job one of them controls (the
+        batch Job is cached first: it exists before its Job controller creates pods, and a
+        pod seen too early is kept on its next event)."""
+        return bool(to_job(obj))
 
     for resource in kind.child_resources:
         children[resource] = manager.informer(
@@ -94,6 +96,8 @@ def add_job_controller(
         recorder=recorder,
         gang_scheduler=gang_scheduler,
     )
+    if (forget := getattr(kind, "forget", None)) is not None:
+        jobs.add_handler(_OnDelete(forget))
     controller = Controller(name, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     controller.watch(jobs, predicates=[GenerationChanged()])
     for informer in children.values():
@@ -105,3 +109,19 @@ def add_job_controller(
         )
     manager.add_controller(controller)
     return controller
+
+
+class _OnDelete:
+    """Tells a kind's `forget(obj)` of each of its jobs that is gone (its metric series)."""
+
+    def __init__(self, forget: Callable[[Object], None]) -> None:
+        self._forget = forget
+
+    def on_add(self, obj: Object) -> None:
+        pass
+
+    def on_update(self, old: Object, new: Object) -> None:
+        pass
+
+    def on_delete(self, obj: Object) -> None:
+        self._forget(obj)

@@ -170,7 +170,8 @@ class JobKind(Protocol[SpecT]):
 
     The generic reconciler parses the job with `spec_model` (pydantic errors become field
     errors), asks `validate` for the rest, creates whatever `render` returns that does not
-    exist yet — the non-Pod children, then the Pods, each group at once — updates ConfigMaps
+    exist yet — the other children, then the Pods and batch Jobs, each group at once (a
+    workload only once what it mounts exists) — updates ConfigMaps
     whose data changed, deletes owned Pods that `render` no longer returns, and derives the
     whole status from the pods plus `interpret`.
     `render` and `interpret` must be pure functions of the job and the observed children,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic import TypeAdapter
 from pydantic import ValidationError
 
 from jobcore._jobkind import FieldError
@@ -10,6 +13,7 @@ from jobcore._jobkind import JobKind
 from jobcore._jobkind import SpecT
 from jobcore._jobkind import policy_of
 from jobcore._jobmodels import JobStatus
+from jobcore._jobmodels import RunPolicy
 from jobcore._jobplan import run_mode_errors
 from jobcore._resources import Object
 
@@ -69,6 +73,27 @@ def job_with(
         obj=obj,
         policy=policy_of(kind, spec),
     )
+
+
+def run_policy_of(kind: JobKind[Any], obj: Object) -> RunPolicy:
+    """The run policy of a job whose spec may be invalid elsewhere, to clean it up as it says;
+    the default if its runPolicy is invalid too.
+
+    Only `spec.runPolicy` is read, through the kind's model and its `policy`, so that a kind
+    that says its policy its own way (Kubeflow's cleanPodPolicy) is obeyed as when the spec is
+    valid: `policy` gets a spec with that one field set (see `model_fields_set`).
+    """
+    model = kind.spec_model
+    field = next((n for n, f in model.model_fields.items() if f.alias == "runPolicy"), None)
+    spec = obj.get("spec")
+    given = spec.get("runPolicy") if isinstance(spec, dict) else None
+    if field is None:
+        return RunPolicy()
+    try:
+        value = TypeAdapter(model.model_fields[field].annotation).validate_python(given or {})
+    except ValidationError:
+        return RunPolicy()
+    return job_with(kind, obj, model.model_construct(**{field: value})).policy.run_policy
 
 
 def _metadata_errors(obj: Object) -> list[FieldError]:

@@ -46,7 +46,6 @@ from jobcore._jobdecide import has_ended
 from jobcore._jobdecide import is_invalid
 from jobcore._jobdecide import lifecycle_of
 from jobcore._jobdecide import other_mode_pods
-from jobcore._jobdecide import run_policy_of
 from jobcore._jobdecide import running_since
 from jobcore._jobdecide import soonest
 from jobcore._jobkind import FieldError
@@ -57,6 +56,7 @@ from jobcore._jobkind import Outcome
 from jobcore._jobkind import SpecT
 from jobcore._jobmodels import JobStatus
 from jobcore._jobparse import parse_job
+from jobcore._jobparse import run_policy_of
 from jobcore._jobplan import gang_scheduling
 from jobcore._jobplan import plan
 from jobcore._jobpolicy import deadline_left
@@ -330,14 +330,17 @@ class JobReconciler(Generic[SpecT]):
     async def _invalid(
         self, request: Request, obj: Object, previous: JobStatus, errors: list[FieldError]
     ) -> None:
-        """Mark the job Failed with its errors, then clean up its pods as its run policy says
-        (a job can become invalid while it runs, or through a child the server finds invalid).
+        """Mark the job Failed with its errors, then stop it: its batch Jobs go, its pods as its
+        run policy says (a job can become invalid while it runs, or through a child the server
+        finds invalid). The policy is the kind's reading of the spec's runPolicy alone.
         """
         message = "Invalid spec: " + "; ".join(str(error) for error in errors)
         await self.writer.write(obj, previous, invalid_status(previous, message), coalesce=False)
         observed = self.children.observe(obj["metadata"]["uid"])
-        doomed = doomed_after_end(run_policy_of(obj), observed.pods, self.kind.kept_after_cleanup)
+        policy = run_policy_of(self.kind, obj)
+        doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
         await self.children.delete_pods(request, observed, keep=set(observed.pods) - doomed)
+        await self.children.delete_batch_jobs(request, observed, keep=set())
 
     def _forget(self, request: Request) -> None:
         self.expectations.forget(request)

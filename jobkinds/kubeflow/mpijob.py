@@ -204,6 +204,10 @@ class MPIJobKind:
         _events.announce(recorder, obj, previous, status)
         _metrics.announce(obj, previous, status)
 
+    def forget(self, obj: Object) -> None:
+        """The job is deleted: its per-job metric series go with it."""
+        _metrics.forget(obj)
+
 
 def _gang(policy: KubeflowRunPolicy) -> GangPolicy | None:
     """schedulingPolicy as jobcore's per-job PodGroup settings."""
