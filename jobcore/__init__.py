@@ -136,6 +136,7 @@ from jobcore._scheduling import GangScheduler
 from jobcore._scheduling import SchedulerPlugins
 from jobcore._scheduling import T9kScheduler
 from jobcore._scheduling import Volcano
+from jobcore._scheduling import summed_requests
 from jobcore._server import HealthChecks
 from jobcore._server import ProbeServer
 from jobcore._statuspart import T9K_STATUS
@@ -261,6 +262,7 @@ __all__ = [
     "status_part",
     "strip_bulk",
     "structural_schema",
+    "summed_requests",
     "unserved_kinds",
     "write_crds",
 ]
