@@ -61,6 +61,7 @@ from jobcore._informer import Keep
 from jobcore._informer import Transform
 from jobcore._informer import strip_bulk
 from jobcore._jobcontroller import add_job_controller
+from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobkind import JOB_KIND_LABEL
 from jobcore._jobkind import JOB_NAME_LABEL
 from jobcore._jobkind import REPLICA_INDEX_LABEL
@@ -149,6 +150,7 @@ __all__ = [
     "CONFIGMAPS",
     "CONTROLLER_UID_INDEX",
     "CUSTOM_RESOURCE_DEFINITIONS",
+    "DEFAULT_CLUSTER_DOMAIN",
     "DEFAULT_MAX_CONNECTIONS",
     "EVENTS",
     "INVALID_SPEC",

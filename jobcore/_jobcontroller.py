@@ -12,6 +12,7 @@ from jobcore._handler import Request
 from jobcore._handler import requests_for_owner
 from jobcore._informer import Informer
 from jobcore._jobdecide import pod_ended
+from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobkind import JOB_NAME_LABEL
 from jobcore._jobkind import JobKind
 from jobcore._jobreconciler import JobReconciler
@@ -42,6 +43,7 @@ def add_job_controller(
     max_concurrent_reconciles: int = 32,
     gang_scheduler: GangScheduler | None = None,
     child_event_delay: float = CHILD_EVENT_DELAY,
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
 ) -> Controller:
     """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
 
@@ -52,7 +54,8 @@ def add_job_controller(
     `gang_scheduler` gives every job without `spec.scheduler` a PodGroup of that scheduler.
     A child's event reconciles its job `child_event_delay` seconds later, together with the
     other events of that time; a change to the job itself, a child's deletion and a Pod that
-    ended are reconciled at once.
+    ended are reconciled at once. `cluster_domain` is the cluster's DNS domain, given to the
+    kind as `Job.cluster_domain` for the names it builds.
     """
     # Named by its plural, unless two kinds share one (kubeflow.org's MPIJob and T9k's).
     name: str = getattr(kind, "controller_name", kind.resource.plural)
@@ -95,6 +98,7 @@ def add_job_controller(
         children=children,
         recorder=recorder,
         gang_scheduler=gang_scheduler,
+        cluster_domain=cluster_domain,
     )
     if (forget := getattr(kind, "forget", None)) is not None:
         jobs.add_handler(_OnDelete(forget))

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic import ValidationError
 
+from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobkind import FieldError
 from jobcore._jobkind import Job
 from jobcore._jobkind import JobKind
@@ -32,7 +33,11 @@ and `copy.deepcopy` recurses through."""
 
 
 def parse_job(
-    kind: JobKind[SpecT], obj: Object, status: JobStatus | None = None
+    kind: JobKind[SpecT],
+    obj: Object,
+    status: JobStatus | None = None,
+    *,
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
 ) -> tuple[Job[SpecT] | None, list[FieldError]]:
     """The job `obj` as `kind` sees it, or None and every problem with it, by field path.
 
@@ -42,7 +47,7 @@ def parse_job(
     types `spec.runMode` names, then `kind.validate`. `obj` needs a `metadata.name` (else that
     is the error); a missing namespace or uid reads as "". A spec nested deeper than
     `MAX_DEPTH` is refused before it is read. `status` is the job's last status (none yet by
-    default).
+    default); `cluster_domain` the cluster's DNS domain, for the names the kind builds.
     """
     if errors := _metadata_errors(obj):
         return None, errors
@@ -53,13 +58,18 @@ def parse_job(
         spec = kind.spec_model.model_validate(raw)
     except ValidationError as error:
         return None, field_errors(error)
-    job = job_with(kind, obj, spec, status)
+    job = job_with(kind, obj, spec, status, cluster_domain=cluster_domain)
     errors = [*run_mode_errors(job.policy, kind.replica_types), *kind.validate(job)]
     return (None, errors) if errors else (job, [])
 
 
 def job_with(
-    kind: JobKind[SpecT], obj: Object, spec: SpecT, status: JobStatus | None = None
+    kind: JobKind[SpecT],
+    obj: Object,
+    spec: SpecT,
+    status: JobStatus | None = None,
+    *,
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
 ) -> Job[SpecT]:
     """The job `obj` as `kind` sees it, with `spec` already read through its model."""
     meta = obj["metadata"]
@@ -72,6 +82,7 @@ def job_with(
         status=status if status is not None else JobStatus(),
         obj=obj,
         policy=policy_of(kind, spec),
+        cluster_domain=cluster_domain,
     )
 
 

@@ -48,6 +48,7 @@ from jobcore._jobdecide import lifecycle_of
 from jobcore._jobdecide import other_mode_pods
 from jobcore._jobdecide import running_since
 from jobcore._jobdecide import soonest
+from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobkind import FieldError
 from jobcore._jobkind import Job
 from jobcore._jobkind import JobKind
@@ -122,8 +123,10 @@ class JobReconciler(Generic[SpecT]):
         gang_scheduler: GangScheduler | None = None,
         clock: Callable[[], float] = time.time,
         status_interval: float = 1.0,
+        cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
     ) -> None:
         self.kind = kind
+        self.cluster_domain = cluster_domain
         self.client = client
         self.jobs = jobs
         self.gang_scheduler = gang_scheduler
@@ -155,7 +158,7 @@ class JobReconciler(Generic[SpecT]):
         if not self.expectations.satisfied(request):
             return Result(requeue_after=5.0)  # our own creations' events bring us back sooner
         previous = self.writer.latest(obj)
-        job, errors = parse_job(self.kind, obj, previous)
+        job, errors = parse_job(self.kind, obj, previous, cluster_domain=self.cluster_domain)
         if job is None:
             await self._invalid(request, obj, previous, errors)
             return Result()

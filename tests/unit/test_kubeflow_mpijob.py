@@ -280,7 +280,7 @@ def test_each_implementation_gets_its_environment_and_hostfile(
     children = render(make_job(spec_with(openmpi_spec(), mpiImplementation=implementation)))
     container = children[f"{NAME}-launcher"]["spec"]["template"]["spec"]["containers"][0]
     assert env_of(container) == {"K_MPI_JOB_ROLE": "launcher", **expected, **HIDDEN_GPUS}
-    hosts = [f"{NAME}-worker-{i}.{NAME}.{NS}.svc" for i in range(2)]
+    hosts = [f"{NAME}-worker-{i}.{NAME}.{NS}.svc.cluster.local" for i in range(2)]
     expected_hostfile = "".join(line.format(host=host) + "\n" for host in hosts)
     assert children[f"{NAME}-config"]["data"]["hostfile"] == expected_hostfile
 
@@ -288,13 +288,13 @@ def test_each_implementation_gets_its_environment_and_hostfile(
 def test_the_launcher_as_a_worker_is_listed_first_and_published_early() -> None:
     job = make_job(spec_with(openmpi_spec(), runLauncherAsWorker=True))
     children = render(job, worker(job, 1), worker(job, 0, phase="Pending"))
-    launcher_host = f"{NAME}-launcher.{NAME}.{NS}.svc"
+    launcher_host = f"{NAME}-launcher.{NAME}.{NS}.svc.cluster.local"
     data = children[f"{NAME}-config"]["data"]
     assert data["hostfile"].splitlines()[0] == f"{launcher_host} slots=2"
     assert len(data["hostfile"].splitlines()) == 3
     # Only running workers are discovered, after the launcher.
     assert data["discover_hosts.sh"] == (
-        f"#!/bin/sh\necho {launcher_host}\necho {NAME}-worker-1.{NAME}.{NS}.svc\n"
+        f"#!/bin/sh\necho {launcher_host}\necho {NAME}-worker-1.{NAME}.{NS}.svc.cluster.local\n"
     )
     assert children[NAME]["spec"]["publishNotReadyAddresses"] is True
     index = "training.kubeflow.org/replica-index"
