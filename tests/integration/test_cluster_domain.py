@@ -48,6 +48,7 @@ async def test_worker_names_and_search_domains_are_in_the_cluster_domain(
         lines = (await client.get(CONFIGMAPS, config, namespace))["data"]["hostfile"].splitlines()
         # MPICH's format: host:slots.
         hosts = [line.split(":")[0] for line in lines]
+        print(f"{config} under --cluster-domain {DOMAIN}: {lines[0]}")
         assert hosts == [f"{job}-worker-{i}.{job}.{namespace}.svc.{DOMAIN}" for i in (0, 1)]
     for job in ("kf", "t9"):
         worker = await client.get(PODS, f"{job}-worker-1", namespace)

@@ -94,6 +94,8 @@ async def test_a_pod_group_another_object_controls_is_never_applied_over(
             "ConfigMap keeper (v1)"
         ) in message["message"], message
         now = await client.get(Volcano.resource, "held", namespace)
+        changed = now["metadata"]["resourceVersion"] != theirs["metadata"]["resourceVersion"]
+        print(f"writes to a PodGroup another object controls: {int(changed)}")
         assert now["spec"] == theirs["spec"]
         assert now["metadata"]["ownerReferences"] == theirs["metadata"]["ownerReferences"]
         assert await live_pods(client, namespace) == {}
@@ -120,6 +122,7 @@ async def test_a_job_of_another_kind_with_the_same_name_is_refused_and_the_first
         await client.create(COLOSSALAIJOB.resource, COLOSSALAIJOB.job(namespace, "x"))
         second = await wait_for_phase(client, COLOSSALAIJOB.resource, namespace, "x", "Failed")
         failed = condition(second, "Failed")
+        print(f"ColossalAIJob x beside MPIJob x: {failed['reason']}: {failed['message']}")
         assert failed["reason"] == "InvalidSpec"
         assert (
             f"already exists and belongs to MPIJob x ({MPIJOBS.api_version}): give this "
@@ -176,7 +179,9 @@ async def test_pods_of_batch_jobs_no_job_controls_are_not_cached(
 
         await eventually(launcher_cached, timeout=20)
         cached = sorted(p["metadata"]["name"] for p in pods.list())
-    assert not [name for name in cached if name.startswith("mimic")], cached
+    mimics = [name for name in cached if name.startswith("mimic")]
+    print(f"pods of a batch Job no job controls, cached: {len(mimics)} (of {len(cached)})")
+    assert not mimics, cached
 
 
 async def test_a_deleted_jobs_metric_series_go_with_it(
@@ -203,3 +208,4 @@ async def test_a_deleted_jobs_metric_series_go_with_it(
             return series() == (None, None)
 
         await eventually(removed, timeout=15)
+        print(f"per-job metric series left after the job was deleted: {series()}")

@@ -48,6 +48,7 @@ async def test_min_resources_left_unset_are_summed_from_the_launcher_and_workers
 
         await eventually(grouped)
     group = await client.get(Volcano.resource, "sized", namespace)
+    print(f"PodGroup of minAvailable 3 of 4 pods: minResources {group['spec']['minResources']}")
     # minAvailable 3 of 4 pods: the launcher and two workers, as Kubeflow sums them.
     assert group["spec"]["minMember"] == 3
     assert group["spec"]["minResources"] == {

@@ -5,6 +5,7 @@ runPolicy says. The kind's controller, Kubernetes' Job controller and a real API
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -67,6 +68,7 @@ async def test_no_launcher_job_while_a_quota_refuses_the_ssh_secret(
         return created is not None and "exceeded quota: secrets" in (created["message"] or "")
 
     await eventually(refused, timeout=15, interval=0.05)
+    print(f"launcher Jobs created while a quota refused the ssh Secret: {len(batch_jobs.events)}")
     assert batch_jobs.events == [], "no launcher Job while its Secret is refused"
     assert await phases(client, namespace) == {}, "nor workers"
 
@@ -93,6 +95,7 @@ async def test_an_ssh_secret_someone_else_created_fails_the_job_before_any_launc
     await client.create(MPIJOBS, mpijob(namespace, "planted"))
 
     status = await wait_for_condition(client, namespace, "planted", "Failed")
+    print(f"launcher Jobs created beside a planted NAME-ssh Secret: {len(batch_jobs.events)}")
     assert batch_jobs.events == [], "no launcher Job mounts a Secret that is not the job's"
     message = condition_of(status, "Failed")["message"]
     assert "Secret planted-ssh already exists and belongs to no owner" in message, message
@@ -115,6 +118,7 @@ async def test_a_job_turned_invalid_stops_its_launcher_job_and_follows_its_clean
 
     relative = {"spec": {"sshAuthMountPath": "relative/.ssh"}}
     await client.patch(MPIJOBS, "turned", relative, namespace)
+    turned = time.monotonic()
     status = await wait_for_condition(client, namespace, "turned", "Failed")
     assert "spec.sshAuthMountPath" in condition_of(status, "Failed")["message"]
 
@@ -129,4 +133,6 @@ async def test_a_job_turned_invalid_stops_its_launcher_job_and_follows_its_clean
             in batch_jobs.events
         )
 
-    await eventually(stopped, timeout=20)
+    await eventually(stopped, timeout=20, interval=0.05)
+    took = time.monotonic() - turned
+    print(f"turned invalid: launcher Job deleted, running workers gone {took:.2f} s later")
