@@ -21,6 +21,7 @@ from controllers.kinds import KindLoadError
 from controllers.kinds import installed_kinds
 from controllers.kinds import kind_names
 from controllers.kinds import load_all_kinds
+from jobcore import DEFAULT_CLUSTER_DOMAIN
 from jobcore import GangScheduler
 from jobcore import JobKind
 from jobcore import LeaderElectionConfig
@@ -99,6 +100,16 @@ def _add_gang_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gang-scheduler-name", help="the gang scheduler's schedulerName")
 
 
+def _add_cluster_domain(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cluster-domain",
+        type=render.cluster_domain,
+        default=DEFAULT_CLUSTER_DOMAIN,
+        help="the cluster's DNS domain, in the workers' names in hostfiles and DNS search lists "
+        f"(default: {DEFAULT_CLUSTER_DOMAIN})",
+    )
+
+
 def _add_job_files(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="JOB.yaml", help='job files; "-" is stdin')
     parser.add_argument(
@@ -131,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-concurrent-reconciles", type=int, default=32, help="per kind")
     add_client_arguments(run)
     _add_gang_arguments(run)
+    _add_cluster_domain(run)
 
     raw = argparse.RawDescriptionHelpFormatter
     offline = {
@@ -158,6 +170,7 @@ def _parser() -> argparse.ArgumentParser:
         "--redact-secrets", action="store_true", help="replace Secret values with <redacted>"
     )
     _add_gang_arguments(rendering)
+    _add_cluster_domain(rendering)
 
     manifests = commands.add_parser("manifests", help="write CRDs, RBAC and the Deployment")
     manifests.add_argument("--output", default="manifests", help="folder (default: manifests)")
@@ -233,6 +246,7 @@ async def _run(args: argparse.Namespace) -> int:
             namespace=args.namespace,
             max_concurrent_reconciles=args.max_concurrent_reconciles,
             gang_scheduler=gang_scheduler,
+            cluster_domain=args.cluster_domain,
         )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -283,7 +297,9 @@ async def _validate(args: argparse.Namespace) -> int:
 
 
 async def _render(args: argparse.Namespace) -> int:
-    jobs, problems = render.load_jobs(args.files, _kinds(None), namespace=args.namespace)
+    jobs, problems = render.load_jobs(
+        args.files, _kinds(None), namespace=args.namespace, cluster_domain=args.cluster_domain
+    )
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:

@@ -27,6 +27,7 @@ from controllers.documents import Problem
 from controllers.documents import UnreadableInput
 from controllers.documents import read_documents
 from controllers.documents import source_name
+from jobcore import DEFAULT_CLUSTER_DOMAIN
 from jobcore import PODS
 from jobcore import SECRETS
 from jobcore import GangScheduler
@@ -72,6 +73,13 @@ class LoadedJob:
         return f"{self.document.source}:{self.document.line}: {self.job.kind} {self.job.name}"
 
 
+def cluster_domain(text: str) -> str:
+    """`--cluster-domain`'s value: a DNS subdomain (`cluster.local`), else ValueError."""
+    if len(text) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(text):
+        raise ValueError(f"not a DNS subdomain: {text!r}")
+    return text
+
+
 class RenderError(Exception):
     """A kind rendered something the controller would refuse (a plugin's bug)."""
 
@@ -80,9 +88,14 @@ class RenderError(Exception):
 
 
 def load_jobs(
-    paths: Iterable[str], kinds: Sequence[JobKind[Any]], *, namespace: str = DEFAULT_NAMESPACE
+    paths: Iterable[str],
+    kinds: Sequence[JobKind[Any]],
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
 ) -> tuple[list[LoadedJob], list[Problem]]:
-    """Every job document of every file, and every problem found, in file order.
+    """Every job document of every file, and every problem found, in file order; the jobs
+    read for a cluster of `cluster_domain`.
 
     A file that cannot be read, is not YAML or holds no document is a problem too.
     """
@@ -97,7 +110,9 @@ def load_jobs(
         if not documents:
             problems.append(Problem(source_name(path), None, "no documents"))
         for document in documents:
-            job, found = load_job(document, kinds, namespace=namespace)
+            job, found = load_job(
+                document, kinds, namespace=namespace, cluster_domain=cluster_domain
+            )
             problems += found
             if job is not None:
                 jobs.append(job)
@@ -105,7 +120,11 @@ def load_jobs(
 
 
 def load_job(
-    document: Document, kinds: Sequence[JobKind[Any]], *, namespace: str = DEFAULT_NAMESPACE
+    document: Document,
+    kinds: Sequence[JobKind[Any]],
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
 ) -> tuple[LoadedJob | None, list[Problem]]:
     """The job in `document`, or None and every problem with it, each with its line."""
     data = document.data
@@ -127,7 +146,7 @@ def load_job(
         if key not in ("status", "metadata")
     }
     obj["metadata"] = meta
-    job, errors = parse_job(kind, obj)
+    job, errors = parse_job(kind, obj, cluster_domain=cluster_domain)
     problems += [document.problem(str(error), error.path) for error in errors]
     if job is None or problems:
         return None, problems

@@ -60,6 +60,7 @@ from jobcore._informer import Keep
 from jobcore._informer import Transform
 from jobcore._informer import strip_bulk
 from jobcore._jobcontroller import add_job_controller
+from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobkind import JOB_KIND_LABEL
 from jobcore._jobkind import JOB_NAME_LABEL
 from jobcore._jobkind import REPLICA_INDEX_LABEL
@@ -135,6 +136,7 @@ from jobcore._scheduling import GangScheduler
 from jobcore._scheduling import SchedulerPlugins
 from jobcore._scheduling import T9kScheduler
 from jobcore._scheduling import Volcano
+from jobcore._scheduling import summed_requests
 from jobcore._server import HealthChecks
 from jobcore._server import ProbeServer
 from jobcore._statuspart import T9K_STATUS
@@ -148,6 +150,7 @@ __all__ = [
     "CONFIGMAPS",
     "CONTROLLER_UID_INDEX",
     "CUSTOM_RESOURCE_DEFINITIONS",
+    "DEFAULT_CLUSTER_DOMAIN",
     "DEFAULT_MAX_CONNECTIONS",
     "EVENTS",
     "INVALID_SPEC",
@@ -261,6 +264,7 @@ __all__ = [
     "status_part",
     "strip_bulk",
     "structural_schema",
+    "summed_requests",
     "unserved_kinds",
     "write_crds",
 ]

@@ -44,7 +44,11 @@ from jobcore._resources import run_by_batch_job
 from jobcore._scheduling import GangScheduler
 
 RECHECK_SECONDS = 30.0
-"""How often a job waits again for a PodGroup CRD that is not installed."""
+"""How often a job waits again for a PodGroup CRD that is not installed, or for a PodGroup of
+its name that is another's to go."""
+_WORKLOADS = (PODS.kind, BATCH_JOBS.kind)
+"""Children that run pods: created only once every other child was."""
+_PREDECESSOR = "the job's predecessor"
 
 
 @dataclasses.dataclass(slots=True)
@@ -104,11 +108,13 @@ class JobChildren(Generic[SpecT]):
     async def create_missing(
         self, request: Request, job: Job[SpecT], desired: Sequence[Object], observed: Observed
     ) -> Creation:
-        """Create what is missing, non-Pod children before Pods.
+        """Create what is missing: the other children first, then the workloads (Pods and
+        batch Jobs), which mount or read them.
 
         Children the API server forbids (a quota, a LimitRange, admission) are returned as
-        refused, and no Pod is created while a non-Pod child is refused; a child it finds
-        invalid raises `ChildRefused`; any other failure raises.
+        refused, and no workload is created while another child is refused; a child it finds
+        invalid, or one that exists and is not this job's, raises `ChildRefused`; any other
+        failure raises.
         """
         if unknown := unserved_kinds(self.kind, desired):
             raise TerminalError(f"{self._kind_name} rendered {unknown}, not in its child_resources")
@@ -118,8 +124,8 @@ class JobChildren(Generic[SpecT]):
         ]
         creation = Creation()
         for wave in (
-            [o for o in missing if o["kind"] != PODS.kind],
-            [o for o in missing if o["kind"] == PODS.kind],
+            [o for o in missing if o["kind"] not in _WORKLOADS],
+            [o for o in missing if o["kind"] in _WORKLOADS],
         ):
             if not wave or creation.refused:
                 continue
@@ -161,21 +167,32 @@ class JobChildren(Generic[SpecT]):
         """A child that exists already must be this job's: another's (a job of another kind
         with the same name wants the same children) is a conflict only a rename resolves."""
         existing = await self.client.get(resource, name, job.namespace)
-        owner = controller_of(existing)
-        if owner is not None and owner.get("uid") == job.uid:
+        if (held := self._held_by(job, existing)) is None:
             return
-        if owner is not None and (owner.get("kind"), owner.get("name")) == (
-            self._kind_name,
-            job.name,
-        ):
+        if held == _PREDECESSOR:
             # A job deleted and created again: its old children go with the garbage collector.
             raise JobcoreError(f"{resource.kind} {name} still belongs to the job's predecessor")
-        held = f"{owner['kind']} {owner['name']}" if owner else "no job"
         message = (
             f"{resource.kind} {name} already exists and belongs to {held}: give this "
             f"{self._kind_name} another name"
         )
         raise ChildRefused(FieldError("metadata.name", message))
+
+    def _held_by(self, job: Job[SpecT], existing: Object) -> str | None:
+        """Who controls `existing` if not `job`: `_PREDECESSOR` (a deleted job of the same
+        kind and name), another owner by kind, name and group, or "no owner"."""
+        owner = controller_of(existing)
+        if owner is not None and owner.get("uid") == job.uid:
+            return None
+        if owner is None:
+            return "no owner"
+        if (owner.get("apiVersion"), owner.get("kind"), owner.get("name")) == (
+            self.kind.resource.api_version,
+            self._kind_name,
+            job.name,
+        ):
+            return _PREDECESSOR
+        return f"{owner.get('kind')} {owner.get('name')} ({owner.get('apiVersion')})"
 
     async def update_config(self, desired: Sequence[Object], observed: Observed) -> None:
         """Bring existing ConfigMaps' data up to date (e.g. a hostfile after a scale change).
@@ -234,7 +251,8 @@ class JobChildren(Generic[SpecT]):
     async def apply_pod_group(
         self, job: Job[SpecT], scheduler: GangScheduler, desired: Sequence[Object]
     ) -> str | None:
-        """Create or update the job's PodGroup before its pods; why not, if its CRD is missing.
+        """Create or update the job's PodGroup before its pods; why not, if its CRD is missing
+        or a PodGroup of that name is not the job's (it is never applied over).
 
         Applied again only when it changed since this process last applied it.
         """
@@ -243,14 +261,27 @@ class JobChildren(Generic[SpecT]):
         if self._pod_groups.get(key) == (job.uid, group):
             return None
         resource = scheduler.resource
+        recheck = f"the controller checks again every {RECHECK_SECONDS:.0f} s."
+        try:
+            existing = await self.client.get(resource, job.name, job.namespace)
+        except NotFoundError:
+            existing = None  # or its CRD is missing: the apply says which
+        # A predecessor's (same kind and name) is taken over, as before the garbage collector
+        # gets to it; anyone else's is left alone.
+        held = self._held_by(job, existing) if existing is not None else None
+        if held is not None and held != _PREDECESSOR:
+            return (
+                f"{resource.kind} {job.name} ({resource.api_version}) already exists and "
+                f"belongs to {held}: give this {self._kind_name} another name, or delete that "
+                f"{resource.kind}; {recheck}"
+            )
         try:
             await self.client.apply(resource, group, force=True)
         except NotFoundError:
             return (
                 f"{resource.kind} {resource.api_version} is not installed in the cluster: "
                 f"install its scheduler or take the job off it (spec.scheduler, or the "
-                f"controller's --gang-scheduler); the controller checks again every "
-                f"{RECHECK_SECONDS:.0f} s."
+                f"controller's --gang-scheduler); {recheck}"
             )
         self._pod_groups[key] = (job.uid, group)
         return None

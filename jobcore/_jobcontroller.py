@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,7 +12,7 @@ from jobcore._handler import Request
 from jobcore._handler import requests_for_owner
 from jobcore._informer import Informer
 from jobcore._jobdecide import pod_ended
-from jobcore._jobkind import JOB_KIND_LABEL
+from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobkind import JOB_NAME_LABEL
 from jobcore._jobkind import JobKind
 from jobcore._jobreconciler import JobReconciler
@@ -42,6 +43,7 @@ def add_job_controller(
     max_concurrent_reconciles: int = 32,
     gang_scheduler: GangScheduler | None = None,
     child_event_delay: float = CHILD_EVENT_DELAY,
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
 ) -> Controller:
     """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
 
@@ -52,7 +54,8 @@ def add_job_controller(
     `gang_scheduler` gives every job without `spec.scheduler` a PodGroup of that scheduler.
     A child's event reconciles its job `child_event_delay` seconds later, together with the
     other events of that time; a change to the job itself, a child's deletion and a Pod that
-    ended are reconciled at once.
+    ended are reconciled at once. `cluster_domain` is the cluster's DNS domain, given to the
+    kind as `Job.cluster_domain` for the names it builds.
     """
     # Named by its plural, unless two kinds share one (kubeflow.org's MPIJob and T9k's).
     name: str = getattr(kind, "controller_name", kind.resource.plural)
@@ -67,14 +70,16 @@ def add_job_controller(
         if runs_batch_jobs and run_by_batch_job(obj):
             ref, meta = controller_of(obj) or {}, obj["metadata"]
             batch_job = children[BATCH_JOBS].get(ref.get("name", ""), meta.get("namespace"))
-            return owned(batch_job) if batch_job is not None else ()
+            if batch_job is None or batch_job["metadata"].get("uid") != ref.get("uid"):
+                return ()
+            return owned(batch_job)
         return owned(obj)
 
     def controlled(obj: Object) -> bool:
-        if runs_batch_jobs and run_by_batch_job(obj):
-            # Kept by its labels: the batch Job may not be cached yet.
-            return (obj["metadata"].get("labels") or {}).get(JOB_KIND_LABEL) == kind.resource.kind
-        return bool(owned(obj))
+        """A child of this kind's jobs, or a pod of a batch Job one of them controls (the
+        batch Job is cached first: it exists before its Job controller creates pods, and a
+        pod seen too early is kept on its next event)."""
+        return bool(to_job(obj))
 
     for resource in kind.child_resources:
         children[resource] = manager.informer(
@@ -93,7 +98,10 @@ def add_job_controller(
         children=children,
         recorder=recorder,
         gang_scheduler=gang_scheduler,
+        cluster_domain=cluster_domain,
     )
+    if (forget := getattr(kind, "forget", None)) is not None:
+        jobs.add_handler(_OnDelete(forget))
     controller = Controller(name, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     controller.watch(jobs, predicates=[GenerationChanged()])
     for informer in children.values():
@@ -105,3 +113,19 @@ def add_job_controller(
         )
     manager.add_controller(controller)
     return controller
+
+
+class _OnDelete:
+    """Tells a kind's `forget(obj)` of each of its jobs that is gone (its metric series)."""
+
+    def __init__(self, forget: Callable[[Object], None]) -> None:
+        self._forget = forget
+
+    def on_add(self, obj: Object) -> None:
+        pass
+
+    def on_update(self, old: Object, new: Object) -> None:
+        pass
+
+    def on_delete(self, obj: Object) -> None:
+        self._forget(obj)

@@ -30,6 +30,8 @@ JOB_NAME_LABEL = "jobcore.dev/job-name"
 JOB_KIND_LABEL = "jobcore.dev/job-kind"
 REPLICA_TYPE_LABEL = "jobcore.dev/replica-type"
 REPLICA_INDEX_LABEL = "jobcore.dev/replica-index"
+DEFAULT_CLUSTER_DOMAIN = "cluster.local"
+"""Kubernetes' default cluster DNS domain (kubelet's `clusterDomain`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,8 @@ class Job(Generic[SpecT]):
     gang: bool = False
     policy: JobPolicy = field(default=_FROM_SPEC)
     """What the job layer obeys; when not given, a `JobSpec`'s own fields."""
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
+    """The cluster's DNS domain (`jobcore run --cluster-domain`): see `service_domain`."""
 
     def __post_init__(self) -> None:
         if self.policy is _FROM_SPEC and isinstance(self.spec, JobSpec):
@@ -117,6 +121,11 @@ class Job(Generic[SpecT]):
     def paused(self) -> bool:
         """`spec.runMode.pause.enabled`: jobcore creates none of the job's pods."""
         return self.policy.run_mode is not None and self.policy.run_mode.paused
+
+    def service_domain(self, service: str | None = None) -> str:
+        """`<service>.<namespace>.svc.<cluster domain>`, the domain a headless Service names its
+        pods in (`<hostname>.<that>`): the job's own Service, named after it, by default."""
+        return f"{service or self.name}.{self.namespace}.svc.{self.cluster_domain}"
 
     def labels(self, replica_type: str | None = None, index: int | None = None) -> dict[str, str]:
         """The labels jobcore selects and reads children by; kinds put them on every child."""
@@ -170,7 +179,8 @@ class JobKind(Protocol[SpecT]):
 
     The generic reconciler parses the job with `spec_model` (pydantic errors become field
     errors), asks `validate` for the rest, creates whatever `render` returns that does not
-    exist yet — the non-Pod children, then the Pods, each group at once — updates ConfigMaps
+    exist yet — the other children, then the Pods and batch Jobs, each group at once (a
+    workload only once what it mounts exists) — updates ConfigMaps
     whose data changed, deletes owned Pods that `render` no longer returns, and derives the
     whole status from the pods plus `interpret`.
     `render` and `interpret` must be pure functions of the job and the observed children,

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
 from typing import Generic
 
+from pydantic import TypeAdapter
 from pydantic import ValidationError
 
+from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobkind import FieldError
 from jobcore._jobkind import Job
 from jobcore._jobkind import JobKind
 from jobcore._jobkind import SpecT
 from jobcore._jobkind import policy_of
 from jobcore._jobmodels import JobStatus
+from jobcore._jobmodels import RunPolicy
 from jobcore._jobplan import run_mode_errors
 from jobcore._json import dumps
 from jobcore._resources import Object
@@ -36,7 +40,11 @@ each pod the API server stores carries a copy."""
 
 
 def parse_job(
-    kind: JobKind[SpecT], obj: Object, status: JobStatus | None = None
+    kind: JobKind[SpecT],
+    obj: Object,
+    status: JobStatus | None = None,
+    *,
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
 ) -> tuple[Job[SpecT] | None, list[FieldError]]:
     """The job `obj` as `kind` sees it, or None and every problem with it, by field path.
 
@@ -46,7 +54,8 @@ def parse_job(
     types `spec.runMode` names, then `kind.validate`. `obj` needs a `metadata.name` (else that
     is the error); a missing namespace or uid reads as "". A spec nested deeper than
     `MAX_DEPTH`, or larger than `MAX_SPEC_BYTES`, is refused before it is read. `status` is the
-    job's last status (none yet by default).
+    job's last status (none yet by default); `cluster_domain` the cluster's DNS domain, for the
+    names the kind builds.
     """
     if errors := _metadata_errors(obj):
         return None, errors
@@ -63,13 +72,18 @@ def parse_job(
         spec = kind.spec_model.model_validate(raw)
     except ValidationError as error:
         return None, field_errors(error)
-    job = job_with(kind, obj, spec, status)
+    job = job_with(kind, obj, spec, status, cluster_domain=cluster_domain)
     errors = [*run_mode_errors(job.policy, kind.replica_types), *kind.validate(job)]
     return (None, errors) if errors else (job, [])
 
 
 def job_with(
-    kind: JobKind[SpecT], obj: Object, spec: SpecT, status: JobStatus | None = None
+    kind: JobKind[SpecT],
+    obj: Object,
+    spec: SpecT,
+    status: JobStatus | None = None,
+    *,
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
 ) -> Job[SpecT]:
     """The job `obj` as `kind` sees it, with `spec` already read through its model."""
     meta = obj["metadata"]
@@ -82,7 +96,29 @@ def job_with(
         status=status if status is not None else JobStatus(),
         obj=obj,
         policy=policy_of(kind, spec),
+        cluster_domain=cluster_domain,
     )
+
+
+def run_policy_of(kind: JobKind[Any], obj: Object) -> RunPolicy:
+    """The run policy of a job whose spec may be invalid elsewhere, to clean it up as it says;
+    the default if its runPolicy is invalid too.
+
+    Only `spec.runPolicy` is read, through the kind's model and its `policy`, so that a kind
+    that says its policy its own way (Kubeflow's cleanPodPolicy) is obeyed as when the spec is
+    valid: `policy` gets a spec with that one field set (see `model_fields_set`).
+    """
+    model = kind.spec_model
+    field = next((n for n, f in model.model_fields.items() if f.alias == "runPolicy"), None)
+    spec = obj.get("spec")
+    given = spec.get("runPolicy") if isinstance(spec, dict) else None
+    if field is None:
+        return RunPolicy()
+    try:
+        value = TypeAdapter(model.model_fields[field].annotation).validate_python(given or {})
+    except ValidationError:
+        return RunPolicy()
+    return job_with(kind, obj, model.model_construct(**{field: value})).policy.run_policy
 
 
 def _metadata_errors(obj: Object) -> list[FieldError]:
@@ -124,25 +160,30 @@ class ParsedSpecs(Generic[SpecT]):
     A job without a generation (never stored by an API server) is parsed every time.
     """
 
-    def __init__(self, kind: JobKind[SpecT]) -> None:
+    def __init__(
+        self, kind: JobKind[SpecT], *, cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
+    ) -> None:
         self.kind = kind
+        self.cluster_domain = cluster_domain
         self._parsed: dict[ObjectKey, tuple[tuple[str, int], SpecT | None, list[FieldError]]] = {}
 
     def parse(
         self, obj: Object, status: JobStatus | None = None
     ) -> tuple[Job[SpecT] | None, list[FieldError]]:
-        """`parse_job(kind, obj, status)`, from the last parse if the spec is the same."""
+        """`parse_job(kind, obj, status, ...)`, from the last parse if the spec is the same."""
         meta = obj.get("metadata") or {}
         generation = meta.get("generation")
         if not isinstance(generation, int):
-            return parse_job(self.kind, obj, status)
+            return parse_job(self.kind, obj, status, cluster_domain=self.cluster_domain)
         key = ObjectKey(meta.get("namespace") or "", str(meta.get("name")))
         version = (str(meta.get("uid")), generation)
         known = self._parsed.get(key)
         if known is not None and known[0] == version:
             _, spec, errors = known
-            return (None, errors) if spec is None else (job_with(self.kind, obj, spec, status), [])
-        job, errors = parse_job(self.kind, obj, status)
+            if spec is None:
+                return None, errors
+            return job_with(self.kind, obj, spec, status, cluster_domain=self.cluster_domain), []
+        job, errors = parse_job(self.kind, obj, status, cluster_domain=self.cluster_domain)
         self._parsed[key] = (version, job.spec if job else None, errors)
         return job, errors
 

@@ -46,9 +46,9 @@ from jobcore._jobdecide import has_ended
 from jobcore._jobdecide import is_invalid
 from jobcore._jobdecide import lifecycle_of
 from jobcore._jobdecide import other_mode_pods
-from jobcore._jobdecide import run_policy_of
 from jobcore._jobdecide import running_since
 from jobcore._jobdecide import soonest
+from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobkind import FieldError
 from jobcore._jobkind import Job
 from jobcore._jobkind import JobKind
@@ -57,6 +57,7 @@ from jobcore._jobkind import Outcome
 from jobcore._jobkind import SpecT
 from jobcore._jobmodels import JobStatus
 from jobcore._jobparse import ParsedSpecs
+from jobcore._jobparse import run_policy_of
 from jobcore._jobplan import gang_scheduling
 from jobcore._jobplan import plan
 from jobcore._jobpolicy import deadline_left
@@ -122,14 +123,16 @@ class JobReconciler(Generic[SpecT]):
         gang_scheduler: GangScheduler | None = None,
         clock: Callable[[], float] = time.time,
         status_interval: float = 1.0,
+        cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
     ) -> None:
         self.kind = kind
+        self.cluster_domain = cluster_domain
         self.client = client
         self.jobs = jobs
         self.gang_scheduler = gang_scheduler
         self.clock = clock
         self.expectations = Expectations()
-        self.specs = ParsedSpecs(kind)
+        self.specs = ParsedSpecs(kind, cluster_domain=cluster_domain)
         self.children = JobChildren(kind, client, children, self.expectations)
         self.announcer = Announcer(
             recorder, kind.resource.kind, also=getattr(kind, "announce", None)
@@ -331,14 +334,17 @@ class JobReconciler(Generic[SpecT]):
     async def _invalid(
         self, request: Request, obj: Object, previous: JobStatus, errors: list[FieldError]
     ) -> None:
-        """Mark the job Failed with its errors, then clean up its pods as its run policy says
-        (a job can become invalid while it runs, or through a child the server finds invalid).
+        """Mark the job Failed with its errors, then stop it: its batch Jobs go, its pods as its
+        run policy says (a job can become invalid while it runs, or through a child the server
+        finds invalid). The policy is the kind's reading of the spec's runPolicy alone.
         """
         message = "Invalid spec: " + "; ".join(str(error) for error in errors)
         await self.writer.write(obj, previous, invalid_status(previous, message), coalesce=False)
         observed = self.children.observe(obj["metadata"]["uid"])
-        doomed = doomed_after_end(run_policy_of(obj), observed.pods, self.kind.kept_after_cleanup)
+        policy = run_policy_of(self.kind, obj)
+        doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
         await self.children.delete_pods(request, observed, keep=set(observed.pods) - doomed)
+        await self.children.delete_batch_jobs(request, observed, keep=set())
 
     def _forget(self, request: Request) -> None:
         self.expectations.forget(request)

@@ -8,13 +8,19 @@ every other job. Each scheduler names its own PodGroup resource, scheduler and p
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 from typing import Protocol
 
 from jobcore._jobkind import REPLICA_TYPE_LABEL
 from jobcore._jobkind import GangPolicy
 from jobcore._jobkind import Job
+from jobcore._jobmodels import PodSpec
+from jobcore._quantity import QuantityError
+from jobcore._quantity import format_quantity
+from jobcore._quantity import parse_quantity
 from jobcore._resources import Object
 from jobcore._resources import Resource
 
@@ -32,6 +38,37 @@ class GangScheduler(Protocol):
     def decorate(self, job: Job[Any], pod: Object) -> None:
         """Point `pod` at the scheduler and its PodGroup (in place)."""
         ...
+
+
+def summed_requests(members: Iterable[tuple[PodSpec, int]]) -> dict[str, str]:
+    """What `count` pods of each pod spec request together, by resource: a gang's
+    minResources, summed as Kubeflow sums it.
+
+    Each container's requests count, and its limits where it requests nothing of that resource
+    (Kubernetes then requests the limit); init containers and pod overhead do not. A quantity
+    that cannot be read is left out: the API server refuses that pod, saying why.
+    """
+    totals: dict[str, tuple[Fraction, bool]] = {}
+    for spec, count in members:
+        for container in spec.containers:
+            limits, requests = (_mapping(container.resources, key) for key in _AMOUNTS)
+            wanted = {**limits, **requests}
+            for name, quantity in wanted.items():
+                try:
+                    value, binary = parse_quantity(quantity)
+                except QuantityError:
+                    continue
+                total, was_binary = totals.get(name, (Fraction(0), binary))
+                totals[name] = (total + value * count, was_binary)
+    return {name: format_quantity(value, binary) for name, (value, binary) in totals.items()}
+
+
+_AMOUNTS = ("limits", "requests")
+
+
+def _mapping(resources: dict[str, Any] | None, key: str) -> dict[str, Any]:
+    value = (resources or {}).get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _pod_group(resource: Resource, job: Job[Any], spec: dict[str, Any]) -> Object:

@@ -85,8 +85,9 @@ def hostfile_name(job: Job[Any]) -> str:
 
 
 def worker_host(job: Job[Any], index: int) -> str:
-    """A worker's DNS name through the headless Service."""
-    return f"{worker_name(job, index)}.{job.name}.{job.namespace}.svc"
+    """A worker's DNS name through the headless Service, fully qualified in the cluster's
+    domain (`--cluster-domain`): one lookup, whatever the pod's DNS search list."""
+    return f"{worker_name(job, index)}.{job.service_domain()}"
 
 
 # Children ------------------------------------------------------------------------------

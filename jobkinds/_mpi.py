@@ -44,9 +44,6 @@ WAIT_SECONDS = _ssh.WAIT_SECONDS
 WAIT_TIMEOUT_EXIT = _ssh.WAIT_TIMEOUT_EXIT
 """The launcher's exit code when workers never became reachable (`timeout`'s convention)."""
 
-CLUSTER_DOMAIN = "svc.cluster.local"
-"""Where a Service's names live on a cluster with the default cluster domain."""
-
 Implementation = Literal["OpenMPI", "IntelMPI", "Intel", "MPICH"]
 """spec.mpiImplementation's values; `Intel` is Kubeflow's spelling of `IntelMPI`."""
 
@@ -277,7 +274,8 @@ def open_mpi_env(*, hostfile: str, slots_per_host: int, ssh_args: str) -> dict[s
     """Open MPI's hostfile, slots per host and ssh options, under the names of Open MPI 4
     (ORTE) and of Open MPI 5 (PRRTE): each ignores the other's.
 
-    Without `keep_fqdn_hostnames` both cut `w-0.job.ns.svc` to `w-0`, which does not resolve.
+    Without `keep_fqdn_hostnames` both cut `w-0.job.ns.svc.cluster.local` to `w-0`, which does
+    not resolve.
     """
     return {
         "OMPI_MCA_orte_default_hostfile": hostfile,
@@ -334,7 +332,7 @@ def worker_pod(job: Job[MPIJobSpec], index: int, ssh: _ssh.Access) -> Object:
     )
     if not flavour(job.spec.mpi_implementation).open_mpi:
         dns = pod["spec"].get("dnsConfig") or {}
-        searches = [*dns.get("searches", ()), f"{job.name}.{job.namespace}.{CLUSTER_DOMAIN}"]
+        searches = [*dns.get("searches", ()), job.service_domain()]
         pod["spec"]["dnsConfig"] = {**dns, "searches": searches}  # the template's is shared
     return pod
 

@@ -159,7 +159,7 @@ def worker_names(name: str, workers: int = 2) -> list[str]:
 
 def host(pod: str, name: str, namespace: str) -> str:
     """A pod's name in the job's headless Service, as the hostfile lists it."""
-    return f"{pod}.{name}.{namespace}.svc"
+    return f"{pod}.{name}.{namespace}.svc.cluster.local"
 
 
 # Status ----------------------------------------------------------------------------------------

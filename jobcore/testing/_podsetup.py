@@ -26,6 +26,7 @@ from typing import Any
 
 from jobcore._client import Client
 from jobcore._errors import NotFoundError
+from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._resources import CONFIGMAPS
 from jobcore._resources import SECRETS
 from jobcore._resources import Object
@@ -269,12 +270,14 @@ def hostname(pod: Object) -> str:
 
 
 def _names(pod: Object) -> tuple[str, ...]:
-    """`<h>.<sub>.<ns>.svc <h>.<sub>.<ns> <h>.<sub> <h>` for a Pod with hostname and subdomain."""
+    """`<h>.<sub>.<ns>.svc.cluster.local <h>.<sub>.<ns>.svc <h>.<sub>.<ns> <h>.<sub> <h>` for a
+    Pod with hostname and subdomain: its name in the default cluster domain and the shorter
+    forms a search list completes."""
     host, sub = hostname(pod), pod["spec"].get("subdomain")
     if not sub:
         return (host,)
     fqdn = f"{host}.{sub}.{pod['metadata']['namespace']}"
-    return (f"{fqdn}.svc", fqdn, f"{host}.{sub}", host)
+    return (f"{fqdn}.svc.{DEFAULT_CLUSTER_DOMAIN}", f"{fqdn}.svc", fqdn, f"{host}.{sub}", host)
 
 
 def _is_ready(pod: Object) -> bool:

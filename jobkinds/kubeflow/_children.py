@@ -62,7 +62,7 @@ def worker_count(job: Job[MPIJobSpec]) -> int:
 
 
 def _launcher_host(job: Job[MPIJobSpec]) -> str:
-    return f"{launcher_name(job)}.{job.name}.{job.namespace}.svc"
+    return f"{launcher_name(job)}.{job.service_domain()}"
 
 
 def _owned_meta(job: Job[MPIJobSpec], name: str) -> dict[str, Any]:
@@ -102,7 +102,7 @@ def config_map(job: Job[MPIJobSpec], observed: Observed) -> Object:
         pod["metadata"]["name"] for pod in observed.pods_of(WORKER) if _pods.phase(pod) == "Running"
     )
     discovered = [_launcher_host(job)] if job.spec.run_launcher_as_worker else []
-    discovered += [f"{name}.{job.name}.{job.namespace}.svc" for name in running]
+    discovered += [f"{name}.{job.service_domain()}" for name in running]
     script = "#!/bin/sh\n" + "".join(f"echo {host}\n" for host in discovered)
     return {
         "apiVersion": "v1",
@@ -211,7 +211,7 @@ def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
     spec["restartPolicy"] = _restart_policy(replica, "Never")
     # The Service's domain is searched, so Hydra's proxies reach the launcher by its hostname.
     dns = spec.get("dnsConfig") or {}
-    searches = [*dns.get("searches", ()), f"{job.name}.{job.namespace}.{_mpi.CLUSTER_DOMAIN}"]
+    searches = [*dns.get("searches", ()), job.service_domain()]
     spec["dnsConfig"] = {**dns, "searches": searches}  # the template's is shared
     container = spec["containers"][0]
     if not container.get("command") and not container.get("args"):

@@ -6,6 +6,8 @@ names, so its dashboards and alerts keep working.
 
 from __future__ import annotations
 
+import contextlib
+
 from prometheus_client import Counter
 from prometheus_client import Gauge
 
@@ -40,7 +42,7 @@ def announce(obj: Object, previous: JobStatus, status: JobStatus) -> None:
     Created: the job's first status after a valid spec. Successful and failed: the phase
     becoming Succeeded or Failed, but not for a refused spec nor evicted workers (Kubeflow
     counts no failure for those). `job_info`
-    names the launcher's batch Job from then on; like Kubeflow's, it is never removed.
+    names the launcher's batch Job from then on, until the job is deleted (`forget`).
     """
     meta = obj["metadata"]
     if status.condition("Initialized") is None:
@@ -55,3 +57,10 @@ def announce(obj: Object, previous: JobStatus, status: JobStatus) -> None:
         JOBS_SUCCESSFUL.inc()
     elif status.phase == "Failed" and failed and failed.reason not in (INVALID_SPEC, EVICTED):
         JOBS_FAILED.inc()
+
+
+def forget(obj: Object) -> None:
+    """Drop a deleted job's `job_info` series (Kubeflow keeps it for ever), if it has one."""
+    meta = obj["metadata"]
+    with contextlib.suppress(KeyError):
+        JOB_INFO.remove(f"{meta['name']}-launcher", meta.get("namespace") or "")

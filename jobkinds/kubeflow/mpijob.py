@@ -40,6 +40,7 @@ from jobcore import Resource
 from jobcore import RunMode
 from jobcore import RunPolicy
 from jobcore import StatusPart
+from jobcore import summed_requests
 from jobkinds import _checks
 from jobkinds import _pods
 from jobkinds._launch import LAUNCHER
@@ -53,7 +54,7 @@ from jobkinds.kubeflow import _metrics
 from jobkinds.kubeflow._api import MPI_OPERATOR
 from jobkinds.kubeflow._api import MULTIKUEUE
 from jobkinds.kubeflow._api import MPIJobSpec
-from jobkinds.kubeflow._api import RunPolicy as KubeflowRunPolicy
+from jobkinds.kubeflow._api import SchedulingPolicy
 from jobkinds.kubeflow._status import EVICTED
 from jobkinds.kubeflow._status import KubeflowStatus
 
@@ -103,7 +104,7 @@ class MPIJobKind:
             ttl_seconds_after_finished=given.ttl_seconds_after_finished,
         )
         pause = RunMode(pause=PauseMode(enabled=True)) if given.suspend else None
-        return JobPolicy(run_policy=run_policy, run_mode=pause, gang=_gang(given))
+        return JobPolicy(run_policy=run_policy, run_mode=pause, gang=_gang(spec))
 
     def validate(self, job: Job[MPIJobSpec]) -> list[FieldError]:
         """Kubeflow's rules beyond the schema, and what the API server would refuse later."""
@@ -204,19 +205,47 @@ class MPIJobKind:
         _events.announce(recorder, obj, previous, status)
         _metrics.announce(obj, previous, status)
 
+    def forget(self, obj: Object) -> None:
+        """The job is deleted: its per-job metric series go with it."""
+        _metrics.forget(obj)
 
-def _gang(policy: KubeflowRunPolicy) -> GangPolicy | None:
-    """schedulingPolicy as jobcore's per-job PodGroup settings."""
-    given = policy.scheduling_policy
-    if given is None:
-        return None
+
+def _gang(spec: MPIJobSpec) -> GangPolicy:
+    """schedulingPolicy as jobcore's per-job PodGroup settings; minResources, when it gives
+    none, summed from the pods as Kubeflow sums them (see `_min_resources`)."""
+    given = spec.run_policy.scheduling_policy or SchedulingPolicy()
+    min_resources = given.min_resources
+    if min_resources is None:
+        min_resources = _min_resources(spec, given.min_available) or None
     return GangPolicy(
         min_available=given.min_available,
         queue=given.queue,
-        min_resources=given.min_resources,
+        min_resources=min_resources,
         priority_class=given.priority_class,
         schedule_timeout_seconds=given.schedule_timeout_seconds,
     )
+
+
+def _min_resources(spec: MPIJobSpec, min_available: int | None) -> dict[str, str]:
+    """What the first minAvailable pods request: the launcher, then as many workers as fit.
+
+    Kubeflow puts the replica type of the higher PriorityClass value first; jobcore reads no
+    PriorityClasses, so the launcher comes first, as in Kubeflow when both have the same
+    value. Nothing for minAvailable 0, nor for a spec read in part (an invalid job's
+    runPolicy alone, to clean it up).
+    """
+    if min_available == 0 or "mpi_replica_specs" not in spec.model_fields_set:
+        return {}
+    replicas = spec.mpi_replica_specs
+    members = []
+    if replicas.launcher is not None:
+        members.append((replicas.launcher.template.spec, 1))
+    if replicas.worker is not None:
+        workers = replicas.worker.replicas or 0
+        if min_available is not None:
+            workers = min(workers, min_available - len(members))
+        members.append((replicas.worker.template.spec, workers))
+    return summed_requests(members)
 
 
 def _job_condition(batch_job: Object | None, kind: str) -> dict[str, Any] | None:

@@ -45,7 +45,7 @@ async def test_the_launcher_runs_colossalai_run_in_its_working_dir(
         "--nproc_per_node",
         "2",
         "--master_addr",
-        f"ok-worker-0.ok.{namespace}.svc",
+        f"ok-worker-0.ok.{namespace}.svc.cluster.local",
         "--master_port",
         "29500",
         "--extra_launch_args",

@@ -49,7 +49,7 @@ async def discovered(client: Client, namespace: str, name: str) -> list[str]:
 
 
 def hosts(name: str, namespace: str, *indices: int) -> list[str]:
-    return [f"{name}-worker-{i}.{name}.{namespace}.svc" for i in indices]
+    return [f"{name}-worker-{i}.{name}.{namespace}.svc.cluster.local" for i in indices]
 
 
 async def running_message(client: Client, namespace: str, name: str) -> str:

@@ -317,7 +317,7 @@ async def test_kubeflows_pi_example_runs_as_a_non_root_user(
     run = await run_to_end(client, node, pi_job(namespace, "pi", image, user))
     # The entrypoint found each worker under the name the job's hostfile gives it.
     for index in range(2):
-        assert f"Resolved pi-worker-{index}.pi.{namespace}.svc\n" in run.log, run.log
+        assert f"Resolved pi-worker-{index}.pi.{namespace}.svc.cluster.local\n" in run.log, run.log
     assert "Workers: 2\n" in run.log, run.log
     hosts = dict(re.findall(r"^Rank (\d) on host (\S+)$", run.log, re.M))
     assert hosts == {"0": "pi-worker-0", "1": "pi-worker-1"}, run.log

@@ -40,7 +40,7 @@ async def test_workers_then_the_launcher_and_success(
         client, kind.resource, kind.job(namespace, "ok"), workers=2
     )
     hostfile = (await client.get(CONFIGMAPS, "ok-hostfile", namespace))["data"]["hostfile"]
-    hosts = [f"ok-worker-{i}.ok.{namespace}.svc" for i in (0, 1)]
+    hosts = [f"ok-worker-{i}.ok.{namespace}.svc.cluster.local" for i in (0, 1)]
     assert hostfile == "".join(kind.host_line.format(host=host) + "\n" for host in hosts)
 
 

@@ -203,7 +203,7 @@ async def test_pods_resolve_each_other_by_fqdn_once_ready_and_connect(
     # Each serves on 8000, waits until its peer resolves, then connects to it by name.
     script = (
         f"{PYTHON} -m http.server 8000 >/dev/null 2>&1 & "
-        'peer="$PEER.group.$NS.svc"; hostname; '
+        'peer="$PEER.group.$NS.svc.cluster.local"; hostname; '
         'until getent hosts "$peer"; do sleep 0.1; done; '
         f'{PYTHON} -c "import socket, sys; socket.create_connection((sys.argv[1], 8000), 5)" '
         '"$peer" && echo connected; wait'
@@ -231,7 +231,8 @@ async def test_pods_resolve_each_other_by_fqdn_once_ready_and_connect(
         lines = node.logs(namespace, name, "main").splitlines()
         assert lines[0] == name  # its own hostname
         fqdn = f"{peer}.group.{namespace}"
-        assert lines[1].split() == [peer_ip, f"{fqdn}.svc", fqdn, f"{peer}.group", peer]
+        names = [f"{fqdn}.svc.cluster.local", f"{fqdn}.svc", fqdn, f"{peer}.group", peer]
+        assert lines[1].split() == [peer_ip, *names]
 
 
 async def test_deleting_a_running_pod_kills_it_and_removes_its_netns(

@@ -44,30 +44,33 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[None]:
         yield
 
 
-async def set_pod_quota(client: Client, namespace: str, pods: int, *, create: bool = False) -> None:
-    """A quota of `pods` Pods. The quota's status is set here, as kube-controller-manager
-    would: its admission plugin refuses every Pod while the status is unknown."""
-    hard = {"pods": str(pods)}
+async def set_quota(
+    client: Client, namespace: str, resource: str, count: int, *, create: bool = False
+) -> None:
+    """A quota named `resource` of `count` of it ("pods", "secrets"). The quota's status is set
+    here, as kube-controller-manager would: its admission plugin refuses every such object
+    while the status is unknown."""
+    hard = {resource: str(count)}
     if create:
         quota: Object = {
             "apiVersion": "v1",
             "kind": "ResourceQuota",
-            "metadata": {"name": "pods", "namespace": namespace},
+            "metadata": {"name": resource, "namespace": namespace},
             "spec": {"hard": hard},
         }
         await client.create(QUOTAS, quota)
-        status = {"hard": hard, "used": {"pods": "0"}}
+        status = {"hard": hard, "used": {resource: "0"}}
     else:
-        await client.patch(QUOTAS, "pods", {"spec": {"hard": hard}}, namespace)
+        await client.patch(QUOTAS, resource, {"spec": {"hard": hard}}, namespace)
         status = {"hard": hard}
-    await client.patch(QUOTAS, "pods", {"status": status}, namespace, subresource="status")
+    await client.patch(QUOTAS, resource, {"status": status}, namespace, subresource="status")
 
 
 async def test_a_quota_that_admits_two_of_four_workers_says_why_then_the_job_runs(
     client: Client, namespace: str, simulated_node: SimulatedNode, controller: None
 ) -> None:
     simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
-    await set_pod_quota(client, namespace, 2, create=True)
+    await set_quota(client, namespace, "pods", 2, create=True)
     await client.create(MPIJOBS, mpijob(namespace, "quota", replicas=4))
     created = time.monotonic()
 
@@ -91,7 +94,7 @@ async def test_a_quota_that_admits_two_of_four_workers_says_why_then_the_job_run
     assert warning.startswith("Error creating Pod quota-worker-") and "exceeded quota" in warning
     assert len(await live_pods(client, namespace)) == 2
 
-    await set_pod_quota(client, namespace, 5)
+    await set_quota(client, namespace, "pods", 5)
     status = await wait_for_end(client, MPIJOBS, namespace, "quota", timeout=60)
     assert status["phase"] == "Succeeded"
     initialized = condition(status, "Initialized")

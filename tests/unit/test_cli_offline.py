@@ -304,3 +304,27 @@ def test_run_refuses_a_rate_limit_it_cannot_keep_before_it_connects(
         run(capsys, "run", "--kubeconfig", "/nonexistent", *flags)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "sample",
+    ["mpijob-random-walk.yaml", "kubeflow-mpijob-openmpi.yaml", "colossalaijob-example.yaml"],
+)
+def test_render_names_workers_in_the_cluster_domain(
+    capsys: pytest.CaptureFixture[str], sample: str
+) -> None:
+    path = str(SAMPLES_DIR / sample)
+    code, out, _ = run(capsys, "render", "--workers-ready", path, "--cluster-domain", "corp.lan")
+    assert code == 0
+    hostfiles = [
+        line.split()[0]
+        for child in yaml.safe_load_all(out)
+        if child["kind"] == "ConfigMap"
+        for line in child["data"]["hostfile"].splitlines()
+    ]
+    assert hostfiles and all(host.endswith(".default.svc.corp.lan") for host in hostfiles), out
+    assert "cluster.local" not in out
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["render", path, "--cluster-domain", "Not_A_Domain"])
+    assert refused.value.code == 2
+    assert "--cluster-domain: invalid cluster_domain value" in capsys.readouterr().err

@@ -41,7 +41,7 @@ NS = "team-a"
 
 KIND = ColossalAIJobKind()
 JOB = "colossalai-example"
-FQDN0 = f"{JOB}-worker-0.{JOB}.{NS}.svc"
+FQDN0 = f"{JOB}-worker-0.{JOB}.{NS}.svc.cluster.local"
 
 
 def seed_spec() -> dict[str, Any]:
@@ -293,7 +293,7 @@ def test_hostfile_lists_one_worker_fqdn_per_line_without_slots() -> None:
         f"{JOB}-hostfile"
     ]
     assert configmap["data"] == {
-        "hostfile": "".join(f"{JOB}-worker-{i}.{JOB}.{NS}.svc\n" for i in range(3))
+        "hostfile": "".join(f"{JOB}-worker-{i}.{JOB}.{NS}.svc.cluster.local\n" for i in range(3))
     }
 
 

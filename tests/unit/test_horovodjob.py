@@ -255,7 +255,8 @@ def test_static_render_waits_for_every_worker_before_the_launcher() -> None:
 def test_hostfile_lists_every_worker_with_its_slots_and_no_blank_line() -> None:
     hostfile = by_name(KIND.render(make_job(), observed_of()))["hvd-hostfile"]
     assert hostfile["data"] == {
-        "hostfile": "hvd-worker-0.hvd.team-a.svc slots=2\nhvd-worker-1.hvd.team-a.svc slots=2\n"
+        "hostfile": "hvd-worker-0.hvd.team-a.svc.cluster.local slots=2\n"
+        "hvd-worker-1.hvd.team-a.svc.cluster.local slots=2\n"
     }
 
 
@@ -401,7 +402,7 @@ def test_discovery_script_probes_every_worker_up_to_max_replicas() -> None:
     job = make_job(elastic_spec(worker={"replicas": 2}, elastic={"maxReplicas": 3}))
     script = discovery(KIND.render(job, observed_of()))
     assert script == _horovod.discovery_text(
-        [f"hvd-worker-{i}.hvd.team-a.svc" for i in range(3)], 2
+        [f"hvd-worker-{i}.hvd.team-a.svc.cluster.local" for i in range(3)], 2
     )
     assert script.startswith("#!/bin/bash\n")
     # Pods coming and going do not change it: it probes them when horovodrun runs it.

@@ -17,6 +17,8 @@ from jobcore import gang_scheduling
 from jobcore import parse_job
 from jobcore import plan
 from jobcore import pod_group
+from jobcore._jobparse import run_policy_of
+from jobkinds.kubeflow import MPIJobKind as KubeflowMPIJobKind
 from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()
@@ -140,3 +142,19 @@ def test_pod_group_counts_the_job_at_full_strength_and_is_adopted() -> None:
     assert group["metadata"]["namespace"] == "team"
     assert group["metadata"]["ownerReferences"][0]["uid"] == "u-1"
     assert desired == before
+
+
+def test_an_invalid_jobs_run_policy_is_read_alone_as_its_kind_says_it() -> None:
+    invalid = mpijob(runPolicy={"cleanUpPolicy": "All"}, worker="not a worker")
+    assert parse_job(KIND, invalid)[0] is None
+    assert run_policy_of(KIND, invalid).clean_up_policy == "All"
+    kubeflow: Object = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "job", "namespace": "team", "uid": "u-2"},
+        "spec": {"runPolicy": {"cleanPodPolicy": "Running"}, "mpiReplicaSpecs": 3},
+    }
+    assert parse_job(KubeflowMPIJobKind(), kubeflow)[0] is None
+    assert run_policy_of(KubeflowMPIJobKind(), kubeflow).clean_up_policy == "Unfinished"
+    kubeflow["spec"]["runPolicy"] = {"cleanPodPolicy": "Sometimes"}
+    assert run_policy_of(KubeflowMPIJobKind(), kubeflow).clean_up_policy is None

@@ -280,7 +280,7 @@ def test_each_implementation_gets_its_environment_and_hostfile(
     children = render(make_job(spec_with(openmpi_spec(), mpiImplementation=implementation)))
     container = children[f"{NAME}-launcher"]["spec"]["template"]["spec"]["containers"][0]
     assert env_of(container) == {"K_MPI_JOB_ROLE": "launcher", **expected, **HIDDEN_GPUS}
-    hosts = [f"{NAME}-worker-{i}.{NAME}.{NS}.svc" for i in range(2)]
+    hosts = [f"{NAME}-worker-{i}.{NAME}.{NS}.svc.cluster.local" for i in range(2)]
     expected_hostfile = "".join(line.format(host=host) + "\n" for host in hosts)
     assert children[f"{NAME}-config"]["data"]["hostfile"] == expected_hostfile
 
@@ -288,13 +288,13 @@ def test_each_implementation_gets_its_environment_and_hostfile(
 def test_the_launcher_as_a_worker_is_listed_first_and_published_early() -> None:
     job = make_job(spec_with(openmpi_spec(), runLauncherAsWorker=True))
     children = render(job, worker(job, 1), worker(job, 0, phase="Pending"))
-    launcher_host = f"{NAME}-launcher.{NAME}.{NS}.svc"
+    launcher_host = f"{NAME}-launcher.{NAME}.{NS}.svc.cluster.local"
     data = children[f"{NAME}-config"]["data"]
     assert data["hostfile"].splitlines()[0] == f"{launcher_host} slots=2"
     assert len(data["hostfile"].splitlines()) == 3
     # Only running workers are discovered, after the launcher.
     assert data["discover_hosts.sh"] == (
-        f"#!/bin/sh\necho {launcher_host}\necho {NAME}-worker-1.{NAME}.{NS}.svc\n"
+        f"#!/bin/sh\necho {launcher_host}\necho {NAME}-worker-1.{NAME}.{NS}.svc.cluster.local\n"
     )
     assert children[NAME]["spec"]["publishNotReadyAddresses"] is True
     index = "training.kubeflow.org/replica-index"
@@ -606,3 +606,25 @@ def test_validate_and_render_pick_the_kind_by_api_version_and_kind(tmp_path: Pat
     mixed.write_text(yaml.safe_dump(t9k_shape))
     _, problems = load_jobs([str(mixed)], kinds)
     assert any("spec.worker: Extra inputs are not permitted" in str(p) for p in problems)
+
+
+def test_min_resources_unset_are_what_the_first_min_available_pods_request() -> None:
+    spec = with_replicas(openmpi_spec(), Worker={"replicas": 3})
+    replicas = spec["mpiReplicaSpecs"]
+    launcher = replicas["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["resources"] = {"requests": {"cpu": "500m", "memory": "1Gi"}}
+    worker = replicas["Worker"]["template"]["spec"]["containers"][0]
+    worker["resources"] = {"requests": {"memory": "512Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
+
+    def min_resources(**scheduling: Any) -> Any:
+        policy = {"schedulingPolicy": scheduling} if scheduling else {}
+        job = dataclasses.replace(make_job(spec_with(spec, runPolicy=policy)), gang=True)
+        group = pod_group(KIND, job, Volcano(), plan(KIND, job, observed(), scheduler=Volcano()))
+        return group["spec"].get("minResources")
+
+    # The launcher and every worker: 500m + 3 x 2 (limits where nothing is requested).
+    assert min_resources() == {"cpu": "6500m", "memory": "2560Mi"}
+    # minAvailable 2: the launcher and one worker, as Kubeflow counts them.
+    assert min_resources(minAvailable=2) == {"cpu": "2500m", "memory": "1536Mi"}
+    assert min_resources(minAvailable=0) is None
+    assert min_resources(minResources={"cpu": "1"}) == {"cpu": "1"}

@@ -94,7 +94,7 @@ def test_each_implementation_runs_its_launcher_over_its_hostfile_from_mpi_home(
     """`run`: the launcher's command after the wait script, its words split at spaces."""
     job = job_of(**spec)
     assert launcher(job)["command"][4:] == run.split()
-    hosts = [f"pi-worker-{i}.pi.{NS}.svc" for i in (0, 1)]
+    hosts = [f"pi-worker-{i}.pi.{NS}.svc.cluster.local" for i in (0, 1)]
     hostfile = "".join(host_line.format(host=host) + "\n" for host in hosts)
     assert rendered(job)["pi-hostfile"]["data"]["hostfile"] == hostfile
     assert env(job)["JOBCORE_MPI_HOME"] == spec["mpiHome"]

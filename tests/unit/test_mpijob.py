@@ -299,10 +299,10 @@ def test_every_object_is_labelled_and_namespaced_and_unowned() -> None:
 def test_hostfile_lists_every_worker_with_its_slots() -> None:
     configmap = by_name(KIND.render(make_job(), observed()))["mpi-example-hostfile"]
     assert configmap["data"]["hostfile"].splitlines() == [
-        f"mpi-example-worker-{i}.mpi-example.{NS}.svc slots=3" for i in range(5)
+        f"mpi-example-worker-{i}.mpi-example.{NS}.svc.cluster.local slots=3" for i in range(5)
     ]
     one = by_name(KIND.render(make_job(with_spec(worker={"extraMPIArgs": []})), observed()))
-    assert one["mpi-example-hostfile"]["data"]["hostfile"].endswith(".svc slots=1\n")
+    assert one["mpi-example-hostfile"]["data"]["hostfile"].endswith(".svc.cluster.local slots=1\n")
 
 
 def test_service_is_headless_over_the_workers() -> None:

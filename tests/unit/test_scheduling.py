@@ -10,10 +10,12 @@ from jobcore import GangScheduler
 from jobcore import Job
 from jobcore import JobSpec
 from jobcore import Object
+from jobcore import PodSpec
 from jobcore import Resource
 from jobcore import SchedulerPlugins
 from jobcore import T9kScheduler
 from jobcore import Volcano
+from jobcore import summed_requests
 from jobcore._scheduling import scheduler_for
 from jobcore.testing import ModelKind
 from jobcore.testing import job_manifest
@@ -124,3 +126,35 @@ def test_t9k_as_the_controllers_default_uses_its_own_queue_for_jobs_that_name_no
     assert decorated(scheduler, job)["metadata"]["labels"]["scheduler.tensorstack.dev/queue"] == (
         "batch"
     )
+
+
+def test_summed_requests_count_requests_else_limits_per_container_times_pods() -> None:
+    first = PodSpec.model_validate(
+        {
+            "containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+                {"name": "b", "resources": {"limits": {"cpu": 1, "nvidia.com/gpu": "1"}}},
+            ],
+            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "8"}}}],
+        }
+    )
+    second = PodSpec.model_validate(
+        {
+            "containers": [
+                {
+                    "name": "c",
+                    "resources": {
+                        "requests": {"memory": "512Mi", "cpu": "not a quantity"},
+                        "limits": {"memory": "4Gi", "cpu": "250m"},
+                    },
+                }
+            ]
+        }
+    )
+    assert summed_requests([(first, 1), (second, 3)]) == {
+        "cpu": "1500m",  # 500m + 1 (a limit: b requests none); c's unreadable request is left out
+        "memory": "2560Mi",  # 1Gi + 3 x 512Mi: requests win over limits
+        "nvidia.com/gpu": "1",
+    }
+    assert summed_requests([(second, 0)]) == {"memory": "0"}
+    assert summed_requests([]) == {}
