@@ -33,6 +33,7 @@ from jobcore import AlreadyExistsError
 from jobcore import Client
 from jobcore import Object
 from jobcore import Resource
+from jobcore import configure_logging
 
 WARM_UP = 10
 """Jobs whose children are created before the measured ones."""
@@ -82,6 +83,8 @@ async def create(client: Client, resource: Resource, obj: Object) -> None:
 
 
 async def main(kubeconfig: str, namespace: str, jobs: int, workers: int, bench: BenchKind) -> None:
+    # Logs go to stderr: stdout is the `ready` / `done` protocol with bench_scale.
+    configure_logging(format="console", level="warning")
     client = await Client.from_kubeconfig(kubeconfig)
     try:
         width = warm_up_workers(workers)
