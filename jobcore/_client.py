@@ -198,6 +198,8 @@ class Client:
         query: Mapping[str, Any] | None,
         body: Any,
         content_type: str,
+        *,
+        decode: bool,
     ) -> Any:
         await self._throttle(method)
         args = self._request_args(method, path, query)
@@ -215,7 +217,7 @@ class Client:
         _metrics.rest_client_requests_total.labels(str(status), method, self._metrics_host).inc()
         if status >= 400:
             raise api_error(status, decode_error(data), retry_after=retry_after)
-        return loads(data) if data else None
+        return loads(data) if data and decode else None
 
     async def request(
         self,
@@ -225,10 +227,14 @@ class Client:
         query: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        decode: bool = True,
     ) -> Any:
-        """Send one request, retrying transient failures; return the decoded JSON body."""
+        """Send one request, retrying transient failures; return the decoded JSON body (None
+        without `decode`: a large object's answer is not worth decoding when unread)."""
         return await self._retries.send(
-            functools.partial(self._request_once, method, path, query, body, content_type),
+            functools.partial(
+                self._request_once, method, path, query, body, content_type, decode=decode
+            ),
             repeatable=is_repeatable(method, body, content_type),
             method=method,
             path=path,

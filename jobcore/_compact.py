@@ -34,9 +34,10 @@ _intern = sys.intern
 def compact(obj: Object, previous: Object | None = None) -> Object:
     """`obj` rebuilt from parts shared with the objects compacted before it.
 
-    `previous` is the compacted version `obj` replaces: its parts two levels down (a Pod's
-    `spec.containers`, `status.conditions`, `metadata.labels`) are taken wherever they are
-    equal, compared as JSON text, which costs a fraction of compacting them again.
+    `previous` is a compacted object `obj` resembles: the version it replaces, or a sibling
+    (a Pod of the same job). Its parts two levels down (a Pod's `spec.containers`,
+    `status.conditions`, `metadata.labels`) are taken wherever they are equal, compared as
+    JSON text, which costs a fraction of compacting them again.
     Raises RecursionError for an object nested deeper than Python recurses.
     """
     if previous is None:

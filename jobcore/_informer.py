@@ -258,6 +258,7 @@ class Informer:
                 if self._kept(raw):
                     obj = self._cacheable(raw)
                     items[ObjectKey.of(obj)] = obj
+                    await asyncio.sleep(0)  # see _watch
             continue_token = page["metadata"].get("continue")
             if not continue_token:
                 break
@@ -285,6 +286,9 @@ class Informer:
             inactivity_timeout=self._inactivity_timeout,
         ):
             self._on_event(event_type, raw)
+            # Events the stream has buffered come without a pause: a backlog of large objects
+            # (a wide job's pods) must not hold the loop that probes and leases share.
+            await asyncio.sleep(0)
 
     def _on_event(self, event_type: str, raw: Object) -> None:
         """Apply one watch event to the cache and tell the handlers."""
@@ -302,14 +306,21 @@ class Informer:
         return self._keeps is None or any(keep(raw) for keep in self._keeps)
 
     def _cacheable(self, raw: Object) -> Object:
-        """`raw` transformed and, with `share_parts`, compacted against its cached version."""
+        """`raw` transformed and, with `share_parts`, compacted against its cached version,
+        or for a new object a cached sibling's (same controller): a wide job's Pods differ
+        in little but their names, and comparing costs less than compacting anew."""
         obj = self._transform(raw) if self._transform else raw
         if not self._share_parts:
             return obj
         try:
-            return compact(obj, self._store.get(ObjectKey.of(obj)))
+            return compact(obj, self._store.get(ObjectKey.of(obj)) or self._sibling(obj))
         except RecursionError:  # nested deeper than Python recurses: cached as it came
             return obj
+
+    def _sibling(self, obj: Object) -> Object | None:
+        ref = controller_of(obj)
+        keys = self._indices[CONTROLLER_UID_INDEX].get(ref["uid"]) if ref else None
+        return self._store[next(iter(keys))] if keys else None
 
     # Store -------------------------------------------------------------------------------
 

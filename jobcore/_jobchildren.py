@@ -49,6 +49,9 @@ its name that is another's to go."""
 _WORKLOADS = (PODS.kind, BATCH_JOBS.kind)
 """Children that run pods: created only once every other child was."""
 _PREDECESSOR = "the job's predecessor"
+CREATIONS_AT_ONCE = 64
+"""A job's creations in flight at once: a wide job's thousand Pods are sent as answers come
+back, so that serializing them never holds the event loop for long."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -114,7 +117,7 @@ class JobChildren(Generic[SpecT]):
         Children the API server forbids (a quota, a LimitRange, admission) are returned as
         refused, and no workload is created while another child is refused; a child it finds
         invalid, or one that exists and is not this job's, raises `ChildRefused`; any other
-        failure raises.
+        failure raises. At most CREATIONS_AT_ONCE creations are in flight.
         """
         if unknown := unserved_kinds(self.kind, desired):
             raise TerminalError(f"{self._kind_name} rendered {unknown}, not in its child_resources")
@@ -123,6 +126,12 @@ class JobChildren(Generic[SpecT]):
             o for o in desired if observed.get(resources[o["kind"]], o["metadata"]["name"]) is None
         ]
         creation = Creation()
+        in_flight = asyncio.Semaphore(CREATIONS_AT_ONCE)
+
+        async def create(obj: Object) -> None:
+            async with in_flight:
+                await self._create(request, job, resources[obj["kind"]], obj)
+
         for wave in (
             [o for o in missing if o["kind"] not in _WORKLOADS],
             [o for o in missing if o["kind"] in _WORKLOADS],
@@ -130,10 +139,7 @@ class JobChildren(Generic[SpecT]):
             if not wave or creation.refused:
                 continue
             self.expectations.expect_creations(request, [o["metadata"]["name"] for o in wave])
-            results = await asyncio.gather(
-                *(self._create(request, job, resources[o["kind"]], o) for o in wave),
-                return_exceptions=True,
-            )
+            results = await asyncio.gather(*map(create, wave), return_exceptions=True)
             failures = [r for r in results if isinstance(r, BaseException)]
             if failure := next((f for f in failures if not isinstance(f, ForbiddenError)), None):
                 raise failure
@@ -149,7 +155,8 @@ class JobChildren(Generic[SpecT]):
     ) -> None:
         meta = adopt(job, obj)["metadata"]
         try:
-            await self.client.create(resource, obj)
+            # Client.create, without decoding the answer: a Pod's can be hundreds of KB.
+            await self.client.request("POST", resource.path(job.namespace), body=obj, decode=False)
         except AlreadyExistsError:
             self.expectations.creation_observed(request, meta["name"])
             await self._check_owner(job, resource, meta["name"])

@@ -456,6 +456,24 @@ def test_an_update_is_cached_with_its_previous_versions_unchanged_parts() -> Non
     assert recorder.take() == [("add", "default/a", "1"), ("update", "default/a", "1", "2")]
 
 
+def test_a_new_object_is_cached_with_a_siblings_equal_parts() -> None:
+    informer, _ = make_informer()
+    # A script too long for the table of shared parts: only the sibling can share it.
+    containers = [{"name": "main", "image": "img", "args": ["echo " + "x" * 1000]}]
+
+    def worker(name: str) -> Object:
+        spec = {"hostname": name, "containers": copy.deepcopy(containers)}
+        return pod(name, 1, owner_uid="job-1", spec=spec)
+
+    for name in ("w-0", "w-1"):
+        informer._upsert(informer._cacheable(worker(name)))
+    first, second = informer.get("w-0", "default"), informer.get("w-1", "default")
+    assert first is not None and second is not None
+    assert second == worker("w-1")
+    assert second["spec"]["containers"] is first["spec"]["containers"]
+    assert second["metadata"]["ownerReferences"] is first["metadata"]["ownerReferences"]
+
+
 def test_without_share_parts_objects_are_cached_as_transformed() -> None:
     informer, _ = make_informer(share_parts=False, transform=None)
     raw = pod("a", 1, spec={"containers": [{"name": "main"}]})
