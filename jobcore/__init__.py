@@ -12,12 +12,14 @@ Modules, from the bottom up:
 - `_leaderelection`, `_server`, `_metrics`, `_events`, `_expectations`, `_logging`,
   `_gc`: what a production controller process needs around its reconcilers.
 - `_manager`: runs all of the above as one process.
-- `_jobmodels`, `_jobkind`, `_jobstatus`, `_crd`: the job layer's T9k job API models, the
-  `JobKind` plugin interface, status derivation, and CRD generation from the models.
+- `_jobmodels`, `_jobkind`, `_jobstatus`, `_jobtasks`, `_crd`: the job layer's T9k job API
+  models, the `JobKind` plugin interface, status derivation (the tasks bounded in size), and
+  CRD generation from the models.
 - `_jobreconciler`: the generic reconciler that drives any kind, one pass as a list of steps:
   read (`_jobparse`, `_jobwriter`, `_jobchildren`), decide (`_jobdecide`, `_jobplan`,
-  `_jobpolicy`, `_scheduling`), act on children (`_jobchildren`), derive and write the status
-  (`_jobstatus`, `_jobwriter`), announce (`_jobannounce`).
+  `_jobpolicy`, `_jobbackoff`, `_scheduling`), act on children (`_jobchildren`,
+  `_jobrefusals`), derive and write the status (`_jobstatus`, `_jobwriter`), announce
+  (`_jobannounce`).
 - `testing`: a real control plane, a simulated node and a pytest plugin (public).
 
 Everything a plugin may use is imported here; the underscored modules are private.
@@ -60,6 +62,8 @@ from jobcore._informer import Informer
 from jobcore._informer import Keep
 from jobcore._informer import Transform
 from jobcore._informer import strip_bulk
+from jobcore._jobbackoff import RETRY_BACKOFF
+from jobcore._jobbackoff import RetryBackoff
 from jobcore._jobcontroller import add_job_controller
 from jobcore._jobkind import JOB_KIND_LABEL
 from jobcore._jobkind import JOB_NAME_LABEL
@@ -161,6 +165,7 @@ __all__ = [
     "REGISTRY",
     "REPLICA_INDEX_LABEL",
     "REPLICA_TYPE_LABEL",
+    "RETRY_BACKOFF",
     "RUN_MODE_LABEL",
     "SECRETS",
     "SERVICES",
@@ -225,6 +230,7 @@ __all__ = [
     "RestartPolicy",
     "Result",
     "ResumeSpec",
+    "RetryBackoff",
     "RunMode",
     "RunPolicy",
     "Runnable",

@@ -10,6 +10,8 @@ from jobcore._events import EventRecorder
 from jobcore._handler import Request
 from jobcore._handler import requests_for_owner
 from jobcore._informer import Informer
+from jobcore._jobbackoff import RETRY_BACKOFF
+from jobcore._jobbackoff import RetryBackoff
 from jobcore._jobdecide import pod_ended
 from jobcore._jobkind import JOB_KIND_LABEL
 from jobcore._jobkind import JOB_NAME_LABEL
@@ -42,6 +44,7 @@ def add_job_controller(
     max_concurrent_reconciles: int = 32,
     gang_scheduler: GangScheduler | None = None,
     child_event_delay: float = CHILD_EVENT_DELAY,
+    retry_backoff: RetryBackoff = RETRY_BACKOFF,
 ) -> Controller:
     """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
 
@@ -52,7 +55,8 @@ def add_job_controller(
     `gang_scheduler` gives every job without `spec.scheduler` a PodGroup of that scheduler.
     A child's event reconciles its job `child_event_delay` seconds later, together with the
     other events of that time; a change to the job itself, a child's deletion and a Pod that
-    ended are reconciled at once.
+    ended are reconciled at once. `retry_backoff` spaces a job's restarts and replaced pods
+    (by default 10 s, doubling, at most 6 minutes, as a Kubernetes Job's).
     """
     # Named by its plural, unless two kinds share one (kubeflow.org's MPIJob and T9k's).
     name: str = getattr(kind, "controller_name", kind.resource.plural)
@@ -93,6 +97,7 @@ def add_job_controller(
         children=children,
         recorder=recorder,
         gang_scheduler=gang_scheduler,
+        retry_backoff=retry_backoff,
     )
     controller = Controller(name, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     controller.watch(jobs, predicates=[GenerationChanged()])

@@ -12,6 +12,7 @@ from jobcore import JobStatus
 from jobcore import Object
 from jobcore import Outcome
 from jobcore._jobannounce import Announcer
+from jobcore._jobbackoff import RETRY_BACKOFF
 from jobcore._jobdecide import RESTARTING
 from jobcore._jobdecide import apply_policy
 from jobcore._jobdecide import frozen_outcome
@@ -47,6 +48,7 @@ def decide(
         pods=pods,
         containers=CONTAINERS,
         now=NOW,
+        backoff=RETRY_BACKOFF,
     )
 
 
