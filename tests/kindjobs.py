@@ -93,6 +93,13 @@ def later(timestamp: str, seconds: int) -> str:
     return (moment + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def seconds_between(start: str, end: str) -> float:
+    """Seconds from the API timestamp `start` to `end`."""
+    first, last = parse_time(start), parse_time(end)
+    assert first is not None and last is not None
+    return (last - first).total_seconds()
+
+
 async def retried(client: Client, resource: Resource, namespace: str, name: str, delay: int) -> Any:
     """The job's status once it records a retry of `delay` seconds."""
 

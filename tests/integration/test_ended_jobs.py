@@ -94,6 +94,7 @@ async def test_the_final_status_is_written_before_clean_up_deletes_pods(
         await eventually(lambda: proxy.injected["server_error"] >= 4, timeout=20)
         pods = await live_pods(client, namespace)
         assert len(uids(pods, "cleaned")) == 3 and len(uids(pods, "late")) == 3, "none deleted"
+        failures = proxy.injected["server_error"]
         # Deletions work again: the clean-up and the deadline's stop are carried out.
         proxy.faults = Faults()
 
@@ -111,6 +112,7 @@ async def test_the_final_status_is_written_before_clean_up_deletes_pods(
         for name, ended in (("cleaned", succeeded), ("late", expired)):
             status = await job_status(client, MPIJOBS, namespace, name)
             assert (status["phase"], status["conditions"]) == (ended["phase"], ended["conditions"])
+    print(f"Succeeded and DeadlineExceeded written while {failures} pod deletions failed")
 
 
 async def test_a_conflict_on_the_restart_record_deletes_nothing_until_it_is_recorded(
@@ -128,12 +130,14 @@ async def test_a_conflict_on_the_restart_record_deletes_nothing_until_it_is_reco
         await eventually(lambda: proxy.injected["conflict"] >= 4, timeout=20)
         # The restart could not be recorded: every pod is still there.
         assert uids(await live_pods(client, namespace), "retried") == before
+        conflicts = proxy.injected["conflict"]
         assert "restarts" not in await job_status(client, MPIJOBS, namespace, "retried")
         proxy.faults = Faults()
         status = await wait_for_end(client, MPIJOBS, namespace, "retried", timeout=30)
     assert (status["phase"], status["restarts"]) == ("Succeeded", 1)
     after = uids(await live_pods(client, namespace), "retried")
     assert after.keys() == before.keys() and not set(after.values()) & set(before.values())
+    print(f"{conflicts} conflicts on the restart's record: 0 pods deleted meanwhile, restarts 1")
 
 
 async def test_an_ended_job_edited_invalid_keeps_its_outcome(
@@ -155,6 +159,7 @@ async def test_an_ended_job_edited_invalid_keeps_its_outcome(
             assert uids(await live_pods(client, namespace), name) == pods
         assert ended["done"]["phase"] == "Succeeded"
         assert condition(ended["broke"], "Failed")["reason"] == "Failed"
+        print("edited invalid after they ended: Succeeded and Failed kept, nothing run again")
         # Its TTL still applies.
         ttl = {"spec": {"runPolicy": {"ttlSecondsAfterFinished": 1}}}
         await client.patch(MPIJOBS, "broke", ttl, namespace)

@@ -24,6 +24,7 @@ from jobcore.testing import live_pods
 from tests.kindjobs import HOROVODJOB
 from tests.kindjobs import later
 from tests.kindjobs import retried
+from tests.kindjobs import seconds_between
 
 pytestmark = pytest.mark.integration
 
@@ -180,7 +181,7 @@ async def test_an_elastic_jobs_failing_worker_is_replaced_after_a_doubling_backo
     async with job_controller(client, KIND, namespace=namespace, retry_backoff=backoff):
         job = elastic(namespace, "crashy", replicas=3)
         await create_until_phase(client, HOROVODJOBS, job, "Running", timeout=20)
-        times = []
+        times, waited = [], []
         for delay in (3, 6):  # the worker fails again at once: twice the delay
             lost = await running_worker(client, namespace, "crashy-worker-1")
             await simulated_node.fail(namespace, "crashy-worker-1", exit_code=137)
@@ -192,7 +193,11 @@ async def test_an_elastic_jobs_failing_worker_is_replaced_after_a_doubling_backo
             assert status["phase"] == "Running"
             new = await running_worker(client, namespace, "crashy-worker-1", other_than=lost)
             assert new["metadata"]["creationTimestamp"] >= back, "replaced before the delay"
+            waited.append(
+                seconds_between(status["lastRetryTime"], new["metadata"]["creationTimestamp"])
+            )
         warnings = [m for r, m in await events_of(client, namespace, "crashy") if r == "Replacing"]
+    print(f"a worker failing at once, twice (delays 3 s, 6 s): replaced after {waited} s")
     assert warnings == [
         f"Replacing ended pod(s) crashy-worker-1: created again in {delay} s, at {when}."
         for delay, when in zip((3, 6), times, strict=True)
