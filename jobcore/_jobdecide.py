@@ -301,16 +301,18 @@ def _ended(outcome: Outcome) -> bool:
 
 def restart_recorded(previous: JobStatus, pods: Iterable[Object]) -> bool:
     """Whether the failed pods' restart is already in the status: it says Restarting and
-    lists every one of them as Failed (a pass that recorded the restart, then could not
-    delete them all)."""
+    lists as Failed every one of them that is not being deleted (a pass that recorded the
+    restart, then could not delete them all). A pod that the restart deleted may fail on its
+    way out (the kubelet gives a deleted pod a final phase): its failure is the restart's."""
     running = previous.condition("Running")
     if running is None or running.reason != RESTARTING:
         return False
-    failed = {
-        pod["metadata"]["uid"] for pod in pods if (pod.get("status") or {}).get("phase") == "Failed"
+    failed = [pod for pod in pods if (pod.get("status") or {}).get("phase") == "Failed"]
+    staying = {
+        pod["metadata"]["uid"] for pod in failed if not pod["metadata"].get("deletionTimestamp")
     }
     recorded = {r.uid for task in previous.tasks for r in task.status if r.phase == "Failed"}
-    return bool(failed) and failed <= recorded
+    return bool(failed) and staying <= recorded
 
 
 def run_policy_of(obj: Object) -> RunPolicy:

@@ -79,6 +79,16 @@ def test_a_retried_failure_is_counted_then_recorded_once() -> None:
     assert restart_recorded(written, pods.values())
 
 
+def test_a_pod_the_restart_deleted_failing_on_its_way_out_is_not_counted_again() -> None:
+    pods = {"w-1": with_uid(failed("w-1", 1), "u1"), "l": with_uid(pod("l"), "u2")}
+    first = decide(FAILURE, JobStatus(), pods)
+    written = status_of(first.outcome, pods, first.lifecycle)
+    going = with_uid(failed("l", 143), "u2")
+    going["metadata"]["deletionTimestamp"] = "2026-11-21T10:01:40Z"
+    again = decide(FAILURE, written, {**pods, "l": going}, restarts=1)
+    assert (again.restart, again.lifecycle.restarts) == ("recorded", 1)
+
+
 def test_a_new_failure_after_a_restart_is_counted() -> None:
     old = {"w-1": with_uid(failed("w-1", 1), "u1")}
     first = decide(FAILURE, JobStatus(), old)
