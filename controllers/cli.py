@@ -22,11 +22,13 @@ from controllers.kinds import installed_kinds
 from controllers.kinds import kind_names
 from controllers.kinds import load_all_kinds
 from jobcore import DEFAULT_CLUSTER_DOMAIN
+from jobcore import RETRY_BACKOFF
 from jobcore import GangScheduler
 from jobcore import JobKind
 from jobcore import LeaderElectionConfig
 from jobcore import LeaderElectionLost
 from jobcore import Manager
+from jobcore import RetryBackoff
 from jobcore import SchedulerPlugins
 from jobcore import T9kScheduler
 from jobcore import Volcano
@@ -141,6 +143,22 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-election-id", default="jobcore-controller")
     run.add_argument("--max-concurrent-reconciles", type=int, default=32, help="per kind")
     add_client_arguments(run)
+    run.add_argument(
+        "--retry-backoff",
+        type=int,
+        default=RETRY_BACKOFF.initial,
+        metavar="SECONDS",
+        help="wait before recreating a job's pods after its first restart or replacement; "
+        f"doubles with each one in a row (default: {RETRY_BACKOFF.initial})",
+    )
+    run.add_argument(
+        "--retry-backoff-max",
+        type=int,
+        default=RETRY_BACKOFF.maximum,
+        metavar="SECONDS",
+        help="the longest such wait; a job that ran this long waits --retry-backoff again "
+        f"(default: {RETRY_BACKOFF.maximum})",
+    )
     _add_gang_arguments(run)
     _add_cluster_domain(run)
 
@@ -247,6 +265,7 @@ async def _run(args: argparse.Namespace) -> int:
             max_concurrent_reconciles=args.max_concurrent_reconciles,
             gang_scheduler=gang_scheduler,
             cluster_domain=args.cluster_domain,
+            retry_backoff=args.retry,
         )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -375,7 +394,13 @@ def _log_to_a_file(level: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        try:
+            args.retry = RetryBackoff(args.retry_backoff, args.retry_backoff_max)
+        except ValueError as error:
+            parser.error(str(error))
     if args.command == "sandbox" and not args.verbose:
         _log_to_a_file(args.log_level)  # the screen is for the job's status and launcher
     else:

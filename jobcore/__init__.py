@@ -12,12 +12,14 @@ Modules, from the bottom up:
 - `_leaderelection`, `_server`, `_metrics`, `_events`, `_expectations`, `_logging`,
   `_gc`: what a production controller process needs around its reconcilers.
 - `_manager`: runs all of the above as one process.
-- `_jobmodels`, `_jobkind`, `_jobstatus`, `_crd`: the job layer's T9k job API models, the
-  `JobKind` plugin interface, status derivation, and CRD generation from the models.
+- `_jobmodels`, `_jobkind`, `_jobstatus`, `_jobtasks`, `_crd`: the job layer's T9k job API
+  models, the `JobKind` plugin interface, status derivation (the tasks bounded in size), and
+  CRD generation from the models.
 - `_jobreconciler`: the generic reconciler that drives any kind, one pass as a list of steps:
   read (`_jobparse`, `_jobwriter`, `_jobchildren`), decide (`_jobdecide`, `_jobplan`,
-  `_jobpolicy`, `_scheduling`), act on children (`_jobchildren`), derive and write the status
-  (`_jobstatus`, `_jobwriter`), announce (`_jobannounce`).
+  `_jobpolicy`, `_jobbackoff`, `_scheduling`), act on children (`_jobchildren`,
+  `_jobrefusals`), derive and write the status (`_jobstatus`, `_jobwriter`), announce
+  (`_jobannounce`).
 - `testing`: a real control plane, a simulated node and a pytest plugin (public).
 
 Everything a plugin may use is imported here; the underscored modules are private.
@@ -59,6 +61,8 @@ from jobcore._informer import Informer
 from jobcore._informer import Keep
 from jobcore._informer import Transform
 from jobcore._informer import strip_bulk
+from jobcore._jobbackoff import RETRY_BACKOFF
+from jobcore._jobbackoff import RetryBackoff
 from jobcore._jobcontroller import add_job_controller
 from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobkind import JOB_KIND_LABEL
@@ -164,6 +168,7 @@ __all__ = [
     "REGISTRY",
     "REPLICA_INDEX_LABEL",
     "REPLICA_TYPE_LABEL",
+    "RETRY_BACKOFF",
     "RUN_MODE_LABEL",
     "SECRETS",
     "SERVICES",
@@ -228,6 +233,7 @@ __all__ = [
     "RestartPolicy",
     "Result",
     "ResumeSpec",
+    "RetryBackoff",
     "RunMode",
     "RunPolicy",
     "Runnable",

@@ -12,19 +12,22 @@ from collections.abc import Sequence
 
 from jobcore import _metrics
 from jobcore._events import EventRecorder
+from jobcore._jobbackoff import retry_note
 from jobcore._jobdecide import RESTARTING
+from jobcore._jobdecide import Verdict
 from jobcore._jobdecide import is_initialized
 from jobcore._jobdecide import is_invalid
 from jobcore._jobmodels import ConditionType
 from jobcore._jobmodels import JobStatus
 from jobcore._resources import Object
 
+REPLACING = "Replacing"
+"""The Warning Event's reason when ended pods are replaced after a retry's delay."""
 FAILED_CREATE = "FailedCreate"
 """The reason (of an Event, and of the Initialized condition) when the API server forbids a
 child: a ResourceQuota, a LimitRange or admission turned it down."""
 
 _WARNINGS: tuple[tuple[ConditionType, str, str], ...] = (
-    ("Running", RESTARTING, "True"),
     ("Initialized", "PodGroupUnavailable", "False"),
     ("SpecRejected", "ResumeSpecsImmutable", "True"),
 )
@@ -90,8 +93,18 @@ class Announcer:
             obj, type="Warning", reason=FAILED_CREATE, message=f"Error creating {cause}"
         )
 
-    def restarted(self, namespace: str) -> None:
-        _metrics.jobs_restarted_total.labels(self.kind, namespace).inc()
+    def retried(self, obj: Object, verdict: Verdict) -> None:
+        """A retry was recorded: a Warning saying when the pods come back. A restart's is the
+        Running condition's message (which restart, when, after what failure), and counts."""
+        if verdict.restart == "count":
+            namespace = obj["metadata"].get("namespace") or ""
+            _metrics.jobs_restarted_total.labels(self.kind, namespace).inc()
+            message, reason = verdict.outcome.message, RESTARTING
+        else:
+            names = ", ".join(verdict.replaced)
+            when = retry_note(verdict.lifecycle)
+            message, reason = f"Replacing ended pod(s) {names}: created again {when}.", REPLACING
+        self.recorder.emit(obj, type="Warning", reason=reason, message=message)
 
     def expired(self, obj: Object, seconds: int | None) -> None:
         self._normal(obj, "TTLExpired", f"Deleting the job {seconds} s after it ended.")

@@ -247,12 +247,17 @@ class JobChildren(Generic[SpecT]):
         if not doomed:
             return []
         self.expectations.expect_deletions(request, [o["metadata"]["name"] for o in doomed])
-        for obj in doomed:
+        for i, obj in enumerate(doomed):
             meta = obj["metadata"]
             try:
                 await self.client.delete(resource, meta["name"], meta["namespace"], uid=meta["uid"])
             except NotFoundError:
                 self.expectations.deletion_observed(request, meta["name"])
+            except Exception:
+                # This deletion and those not sent are never coming: the next pass retries.
+                for unsent in doomed[i:]:
+                    self.expectations.deletion_observed(request, unsent["metadata"]["name"])
+                raise
         return doomed
 
     async def apply_pod_group(

@@ -11,6 +11,8 @@ from jobcore._events import EventRecorder
 from jobcore._handler import Request
 from jobcore._handler import requests_for_owner
 from jobcore._informer import Informer
+from jobcore._jobbackoff import RETRY_BACKOFF
+from jobcore._jobbackoff import RetryBackoff
 from jobcore._jobdecide import pod_ended
 from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobkind import JOB_NAME_LABEL
@@ -44,6 +46,7 @@ def add_job_controller(
     gang_scheduler: GangScheduler | None = None,
     child_event_delay: float = CHILD_EVENT_DELAY,
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+    retry_backoff: RetryBackoff = RETRY_BACKOFF,
 ) -> Controller:
     """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
 
@@ -55,7 +58,9 @@ def add_job_controller(
     A child's event reconciles its job `child_event_delay` seconds later, together with the
     other events of that time; a change to the job itself, a child's deletion and a Pod that
     ended are reconciled at once. `cluster_domain` is the cluster's DNS domain, given to the
-    kind as `Job.cluster_domain` for the names it builds.
+    kind as `Job.cluster_domain` for the names it builds. `retry_backoff` spaces a job's
+    restarts and replaced pods (by default 10 s, doubling, at most 6 minutes, as a Kubernetes
+    Job's).
     """
     # Named by its plural, unless two kinds share one (kubeflow.org's MPIJob and T9k's).
     name: str = getattr(kind, "controller_name", kind.resource.plural)
@@ -99,6 +104,7 @@ def add_job_controller(
         recorder=recorder,
         gang_scheduler=gang_scheduler,
         cluster_domain=cluster_domain,
+        retry_backoff=retry_backoff,
     )
     if (forget := getattr(kind, "forget", None)) is not None:
         jobs.add_handler(_OnDelete(forget))

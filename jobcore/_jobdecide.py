@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 from typing import Literal
 
-from pydantic import ValidationError
-
+from jobcore._jobbackoff import RetryBackoff
+from jobcore._jobbackoff import retry_note
+from jobcore._jobbackoff import retry_wait
 from jobcore._jobkind import Job
 from jobcore._jobkind import Observed
 from jobcore._jobkind import Outcome
@@ -33,6 +34,7 @@ from jobcore._jobstatus import Lifecycle
 from jobcore._jobstatus import PauseState
 from jobcore._resources import PODS
 from jobcore._resources import Object
+from jobcore._resources import run_by_batch_job
 
 RESTARTING = "Restarting"
 """The Running condition's reason while a failed job is recreated under its backoffLimit."""
@@ -66,6 +68,8 @@ def lifecycle_of(job: Job[Any], previous: JobStatus, observed: Observed) -> Life
     resume_specs, rejected = resume_specs_of(job, previous)
     return Lifecycle(
         restarts=previous.restarts or 0,
+        retried_at=previous.last_retry_time,
+        retry_delay=previous.retry_delay_seconds,
         # An ended job never runs again: pausing it does nothing.
         pause=pause_state(job, previous, observed, ended=has_ended(previous)),
         rejected=rejected,
@@ -119,6 +123,20 @@ def other_mode_pods(desired: Sequence[Object], observed: Observed) -> set[str]:
     return stale
 
 
+def dropped_pods(desired: Sequence[Object], observed: Observed) -> list[str]:
+    """Ended pods the plan no longer has, to be replaced (an elastic HorovodJob's lost worker,
+    say); not those of batch Jobs, which their Job controller replaces."""
+    wanted = {obj["metadata"]["name"] for obj in desired if obj["kind"] == PODS.kind}
+    return sorted(
+        name
+        for name, pod in observed.pods.items()
+        if name not in wanted
+        and pod_ended(pod)
+        and not pod["metadata"].get("deletionTimestamp")
+        and not run_by_batch_job(pod)
+    )
+
+
 def pod_ended(pod: Object) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
@@ -153,11 +171,16 @@ class Verdict:
 
     `restart`: "count" to record a new restart and then delete every pod, "recorded" to delete
     the pods of a restart the status already counts, None to leave the pods alone.
+    `replaced`: ended pods the kind dropped, to delete and create anew after a retry's delay;
+    `retried`: the lifecycle has a new retry (a counted restart, or replacements), which the
+    status must record before any pod is deleted.
     """
 
     outcome: Outcome
     lifecycle: Lifecycle
     restart: Literal["count", "recorded"] | None = None
+    replaced: tuple[str, ...] = ()
+    retried: bool = False
 
 
 def apply_policy(
@@ -169,11 +192,12 @@ def apply_policy(
     pods: Mapping[str, Object],
     containers: Mapping[str, str],
     now: float,
+    backoff: RetryBackoff,
 ) -> Verdict:
     """`pendingTimeoutSeconds`, then `backoffLimit` under `restartPolicy`.
 
     A retried failure tears the whole gang down (MPI cannot re-admit one rank); the pods are
-    recreated once the deletions are seen, and the job stays Running meanwhile.
+    recreated after the retry's `backoff` delay, and the job stays Running meanwhile.
     """
     if outcome.state not in ("succeeded", "failed"):
         stuck, _ = pending_too_long(policy, pods.values(), now)
@@ -187,7 +211,8 @@ def apply_policy(
     if outcome.state == "failed":
         failures = pod_failures(pods.values(), containers)
         counted = restart_recorded(previous, pods.values())
-        return _retry(policy, outcome, lifecycle, failures, counted=counted)
+        retried = lifecycle if counted else backoff.retry(lifecycle, now)
+        return _retry(policy, outcome, lifecycle, failures, retried=retried, counted=counted)
     running = previous.condition("Running")
     if outcome.state == "pending" and running is not None and running.reason == RESTARTING:
         # Still coming back from a restart: the job stays Running meanwhile.
@@ -202,9 +227,11 @@ def _retry(
     lifecycle: Lifecycle,
     failures: Sequence[PodFailure],
     *,
+    retried: Lifecycle,
     counted: bool,
 ) -> Verdict:
-    """A failure: ended, past the backoff limit, or a restart (`counted` already or not)."""
+    """A failure: ended, past the backoff limit, or a restart (`counted` already or not), whose
+    lifecycle is `retried`: with the restart's retry (see `jobcore._jobbackoff`)."""
     if not should_retry(policy, failures) or policy.backoff_limit == 0:
         return Verdict(outcome, lifecycle)
     if lifecycle.restarts >= policy.backoff_limit and not counted:
@@ -217,37 +244,73 @@ def _retry(
     restarts = lifecycle.restarts + (0 if counted else 1)
     cause = f": {outcome.replica_failure}" if outcome.replica_failure else "."
     message = (
-        f"Recreating every pod after a failure (restart {restarts} of "
-        f"{policy.backoff_limit}){cause}"
+        f"Restart {restarts} of {policy.backoff_limit} {retry_note(retried)}: recreating "
+        f"every pod after a failure{cause}"
     )
     restarting = Outcome("running", RESTARTING, message, outcome.replica_failure)
     return Verdict(
         restarting,
-        dataclasses.replace(lifecycle, restarts=restarts),
+        dataclasses.replace(retried, restarts=restarts),
         restart="recorded" if counted else "count",
+        retried=not counted,
     )
+
+
+def replace_pods(
+    verdict: Verdict, replaced: Sequence[str], *, backoff: RetryBackoff, now: float
+) -> Verdict:
+    """Ended pods the kind dropped from its plan (an elastic HorovodJob replacing a lost
+    worker): deleted now and created again after a retry's delay, one retry for all those
+    that end while it waits. A job that ended or restarts has no pods to replace."""
+    if not replaced or verdict.restart is not None or _ended(verdict.outcome):
+        return verdict
+    if retry_wait(verdict.lifecycle, now) is not None:
+        return dataclasses.replace(verdict, replaced=tuple(replaced))
+    lifecycle = backoff.retry(verdict.lifecycle, now)
+    return dataclasses.replace(verdict, lifecycle=lifecycle, replaced=tuple(replaced), retried=True)
+
+
+def noting_retry(outcome: Outcome, lifecycle: Lifecycle, now: float) -> Outcome:
+    """While a retry waits, the outcome's message says when the pods come back (a restart's
+    own message says so already)."""
+    if outcome.reason == RESTARTING or _ended(outcome) or retry_wait(lifecycle, now) is None:
+        return outcome
+    note = f"Ended pods are created again {retry_note(lifecycle)} (retry backoff)."
+    return dataclasses.replace(outcome, message=" ".join(filter(None, (outcome.message, note))))
+
+
+Hold = Literal["new", "all"]
+"""What a retry's wait holds back: new pods (a replacement's), or every pod (a restart's)."""
+
+
+def retry_hold(previous: JobStatus, lifecycle: Lifecycle, now: float) -> Hold | None:
+    """While a retry waits, no pod is created; during a restart's wait any pod there is
+    from before the restart (a deletion that failed, a controller that stopped before it
+    deleted them all): it goes too."""
+    if retry_wait(lifecycle, now) is None:
+        return None
+    running = previous.condition("Running")
+    return "all" if running is not None and running.reason == RESTARTING else "new"
+
+
+def _ended(outcome: Outcome) -> bool:
+    return outcome.state in ("succeeded", "failed")
 
 
 def restart_recorded(previous: JobStatus, pods: Iterable[Object]) -> bool:
     """Whether the failed pods' restart is already in the status: it says Restarting and
-    lists every one of them as Failed (a pass that recorded the restart, then could not
-    delete them all)."""
+    lists as Failed every one of them that is not being deleted (a pass that recorded the
+    restart, then could not delete them all). A pod that the restart deleted may fail on its
+    way out (the kubelet gives a deleted pod a final phase): its failure is the restart's."""
     running = previous.condition("Running")
     if running is None or running.reason != RESTARTING:
         return False
-    failed = {
-        pod["metadata"]["uid"] for pod in pods if (pod.get("status") or {}).get("phase") == "Failed"
+    failed = [pod for pod in pods if (pod.get("status") or {}).get("phase") == "Failed"]
+    staying = {
+        pod["metadata"]["uid"] for pod in failed if not pod["metadata"].get("deletionTimestamp")
     }
     recorded = {r.uid for task in previous.tasks for r in task.status if r.phase == "Failed"}
-    return bool(failed) and failed <= recorded
-
-
-def run_policy_of(obj: Object) -> RunPolicy:
-    """The run policy of a job whose spec may be invalid elsewhere; the default if it is too."""
-    try:
-        return RunPolicy.model_validate((obj.get("spec") or {}).get("runPolicy") or {})
-    except ValidationError:
-        return RunPolicy()
+    return bool(failed) and staying <= recorded
 
 
 def soonest(*delays: float | None) -> float | None:

@@ -320,16 +320,6 @@ class ReplicaStatus(StatusModel):
     )
 
 
-class TaskStatus(StatusModel):
-    """The pods of one replica type."""
-
-    type: str = Field(description="The replica type, e.g. worker.")
-    restart_count: int = Field(
-        default=0, description="Container restarts plus whole-job restarts, over the type."
-    )
-    status: list[ReplicaStatus] = Field(default_factory=list, description="Its pods, by name.")
-
-
 class Aggregate(StatusModel):
     """How many of the job's pods are in each replica phase."""
 
@@ -340,6 +330,29 @@ class Aggregate(StatusModel):
     failed: int = Field(default=0, description="Pod phase Failed: a container failed, or eviction.")
     unknown: int = Field(default=0, description="Pod phase Unknown: its node stopped reporting.")
     deleted: int = Field(default=0, description="Being deleted, or gone while the job ran.")
+
+
+class TaskStatus(StatusModel):
+    """The pods of one replica type."""
+
+    type: str = Field(description="The replica type, e.g. worker.")
+    restart_count: int = Field(
+        default=0, description="Container restarts plus whole-job restarts, over the type."
+    )
+    status: list[ReplicaStatus] = Field(
+        default_factory=list,
+        description="Its pods, by name; only those with a problem when `aggregate` is set.",
+    )
+    aggregate: Aggregate | None = Field(
+        default=None,
+        description="Its pods by phase, set when it has too many pods to list them all.",
+    )
+
+    def count(self, phase: ReplicaPhase) -> int:
+        """How many of its pods are in `phase`, listed or not."""
+        if self.aggregate is not None:
+            return int(getattr(self.aggregate, phase.lower()))
+        return sum(1 for replica in self.status if replica.phase == phase)
 
 
 class JobStatus(StatusModel):
@@ -357,6 +370,14 @@ class JobStatus(StatusModel):
     restarts: int | None = Field(
         default=None,
         description="Times the whole job was torn down and recreated under backoffLimit.",
+    )
+    last_retry_time: str | None = Field(
+        default=None,
+        description="When the job last retried a failure: a restart, or a replaced pod.",
+    )
+    retry_delay_seconds: int | None = Field(
+        default=None,
+        description="How long after lastRetryTime the controller creates the pods again.",
     )
     resume_specs: list[ResumeSpec] | None = Field(
         default=None,

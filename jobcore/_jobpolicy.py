@@ -22,6 +22,8 @@ LOST_POD_REASONS = frozenset(
     {"Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated", "UnexpectedAdmissionError"}
 )
 """Pod status reasons that say the node, not the program, ended the pod: always retryable."""
+DEADLINE_EXCEEDED = "DeadlineExceeded"
+"""The Failed reason of a job past `activeDeadlineSeconds`."""
 
 
 def seconds_since(timestamp: str | None, now: float) -> float:

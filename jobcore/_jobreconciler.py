@@ -27,7 +27,6 @@ from typing import Generic
 from jobcore import _metrics
 from jobcore._client import Client
 from jobcore._controller import Result
-from jobcore._errors import ForbiddenError
 from jobcore._errors import NotFoundError
 from jobcore._events import EventRecorder
 from jobcore._expectations import Expectations
@@ -35,17 +34,26 @@ from jobcore._handler import Request
 from jobcore._informer import Informer
 from jobcore._jobannounce import FAILED_CREATE
 from jobcore._jobannounce import Announcer
+from jobcore._jobbackoff import RETRY_BACKOFF
+from jobcore._jobbackoff import RetryBackoff
+from jobcore._jobbackoff import retry_wait
 from jobcore._jobchildren import RECHECK_SECONDS
 from jobcore._jobchildren import ChildRefused
 from jobcore._jobchildren import JobChildren
+from jobcore._jobdecide import Hold
+from jobcore._jobdecide import Verdict
 from jobcore._jobdecide import apply_policy
 from jobcore._jobdecide import debugging
+from jobcore._jobdecide import dropped_pods
 from jobcore._jobdecide import ended_pods
 from jobcore._jobdecide import frozen_outcome
 from jobcore._jobdecide import has_ended
 from jobcore._jobdecide import is_invalid
 from jobcore._jobdecide import lifecycle_of
+from jobcore._jobdecide import noting_retry
 from jobcore._jobdecide import other_mode_pods
+from jobcore._jobdecide import replace_pods
+from jobcore._jobdecide import retry_hold
 from jobcore._jobdecide import running_since
 from jobcore._jobdecide import soonest
 from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
@@ -56,28 +64,28 @@ from jobcore._jobkind import Observed
 from jobcore._jobkind import Outcome
 from jobcore._jobkind import SpecT
 from jobcore._jobmodels import JobStatus
+from jobcore._jobmodels import RunPolicy
 from jobcore._jobparse import ParsedSpecs
 from jobcore._jobparse import run_policy_of
 from jobcore._jobplan import gang_scheduling
 from jobcore._jobplan import plan
+from jobcore._jobpolicy import DEADLINE_EXCEEDED
 from jobcore._jobpolicy import deadline_left
 from jobcore._jobpolicy import doomed_after_end
 from jobcore._jobpolicy import pending_too_long
 from jobcore._jobpolicy import ttl_left
+from jobcore._jobrefusals import Refusals
 from jobcore._jobstatus import Lifecycle
 from jobcore._jobstatus import derive_status
 from jobcore._jobstatus import invalid_status
+from jobcore._jobwriter import CONFLICT_RETRY_SECONDS
 from jobcore._jobwriter import StatusWriter
 from jobcore._resources import BATCH_JOBS
 from jobcore._resources import PODS
 from jobcore._resources import Object
-from jobcore._resources import ObjectKey
 from jobcore._resources import Resource
 from jobcore._scheduling import GangScheduler
 from jobcore._statuspart import status_part
-
-REFUSED_RETRY_SECONDS = 30.0
-"""The longest wait between tries to create a refused child."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -124,9 +132,11 @@ class JobReconciler(Generic[SpecT]):
         clock: Callable[[], float] = time.time,
         status_interval: float = 1.0,
         cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+        retry_backoff: RetryBackoff = RETRY_BACKOFF,
     ) -> None:
         self.kind = kind
         self.cluster_domain = cluster_domain
+        self.retry_backoff = retry_backoff
         self.client = client
         self.jobs = jobs
         self.gang_scheduler = gang_scheduler
@@ -146,8 +156,7 @@ class JobReconciler(Generic[SpecT]):
             interval=status_interval,
             clock=clock,
         )
-        # How many passes in a row the API server refused a job's children.
-        self._refusals: dict[ObjectKey, int] = {}
+        self.refusals = Refusals(self.announcer)
 
     async def reconcile(self, request: Request) -> Result:
         obj = self.jobs.get(request.name, request.namespace)
@@ -160,6 +169,11 @@ class JobReconciler(Generic[SpecT]):
             return Result(requeue_after=5.0)  # our own creations' events bring us back sooner
         previous = self.writer.latest(obj)
         job, errors = self.specs.parse(obj, previous)
+        if job is None and has_ended(previous):
+            # An ended job keeps its outcome, whatever its spec becomes.
+            return await self._expire_ttl(
+                obj, run_policy_of(self.kind, obj), previous, self.clock()
+            )
         if job is None:
             await self._invalid(request, obj, previous, errors)
             return Result()
@@ -180,7 +194,11 @@ class JobReconciler(Generic[SpecT]):
             else deadline_left(policy, running_since(job, step.previous), step.time)
         )
         if deadline is not None and deadline <= 0:
-            return await self._expire(step, lifecycle)
+            message = (
+                f"The job did not end within runPolicy.activeDeadlineSeconds "
+                f"({policy.active_deadline_seconds} s); its pods were stopped."
+            )
+            return await self._end(step, Outcome("failed", DEADLINE_EXCEEDED, message), lifecycle)
         job, scheduler = gang_scheduling(job, self.gang_scheduler)
         step = dataclasses.replace(step, job=job)
         resume = lifecycle.resume_specs if lifecycle.pause == "resumed" else None
@@ -194,8 +212,10 @@ class JobReconciler(Generic[SpecT]):
             waiting = Outcome("pending", "PodGroupUnavailable", missing)
             _, held = await self._write(step, waiting, lifecycle)
             return Result(requeue_after=soonest(RECHECK_SECONDS, held))
+        replaced = [] if job.paused else dropped_pods(desired, observed)
         try:
-            sync = await self._sync_children(step, desired)
+            hold = retry_hold(step.previous, lifecycle, step.time)
+            sync = await self._sync_children(step, desired, hold=hold, keep=replaced)
         except ChildRefused as refused:
             # Retrying cannot help: the job's spec (or its name) must change.
             await self._invalid(step.request, job.obj, step.previous, [refused.error])
@@ -204,34 +224,60 @@ class JobReconciler(Generic[SpecT]):
             return Result()
         if sync.refusal is not None:
             lifecycle = dataclasses.replace(lifecycle, uninitialized=(FAILED_CREATE, sync.refusal))
-        outcome, lifecycle = await self._outcome(step, desired, lifecycle)
+        verdict = await self._outcome(step, desired, lifecycle, replaced)
+        if verdict is None:  # the status refused the retry's record: nothing was deleted
+            return Result(requeue_after=CONFLICT_RETRY_SECONDS)
+        outcome, lifecycle = verdict.outcome, verdict.lifecycle
         # The policy may have written a status already (a restart): derive from that one.
         step = dataclasses.replace(step, previous=self.writer.latest(job.obj))
         if outcome.state in ("succeeded", "failed"):
             return await self._end(step, outcome, lifecycle)
         if sync.refusal is not None and outcome.state == "pending" and not job.paused:
             outcome = Outcome("pending", FAILED_CREATE, sync.refusal, outcome.replica_failure)
+        outcome = noting_retry(outcome, lifecycle, step.time)
         _, held = await self._write(step, outcome, lifecycle)
         pending = pending_too_long(policy, observed.pods.values(), step.time)[1]
-        return Result(requeue_after=soonest(deadline, pending, held, sync.retry))
+        retry = retry_wait(lifecycle, step.time)
+        return Result(requeue_after=soonest(deadline, pending, held, sync.retry, retry))
 
-    async def _sync_children(self, step: _Step[SpecT], desired: Sequence[Object]) -> _Sync:
-        """Step 3: update ConfigMaps, create what the plan lacks, delete pods not wanted."""
+    async def _sync_children(
+        self,
+        step: _Step[SpecT],
+        desired: Sequence[Object],
+        *,
+        hold: Hold | None,
+        keep: Sequence[str],
+    ) -> _Sync:
+        """Step 3: update ConfigMaps, create what the plan lacks, delete pods not wanted.
+
+        While a retry waits (`hold`), no missing pod is created, and in a restart's wait
+        every pod is deleted; the pods in `keep` are replaced, which step 4 records before
+        it deletes them.
+        """
         job, observed = step.job, step.observed
         # ConfigMaps first, so a Pod created in this pass mounts current data.
         await self.children.update_config(desired, observed)
-        creation = await self.children.create_missing(step.request, job, desired, observed)
+        creatable = (
+            [o for o in desired if o["kind"] != PODS.kind or o["metadata"]["name"] in observed.pods]
+            if hold
+            else desired
+        )
+        creation = await self.children.create_missing(step.request, job, creatable, observed)
         running = step.previous.phase == "Running"
         if running:  # a scale-up or a replaced pod: say so, as the status alone does not
             self.announcer.pods(job.obj, "PodCreated", "Created", _pod_names(creation.created))
-        refusal, retry = self._refusal(step, creation.refused)
+        refusal, retry = self.refusals.said(step.request, job.obj, creation.refused)
         if refusal is None and creation.created:
             # The cache will show the new children and bring us back: the status written
             # then includes them, and this pass leaves the API server to the creations.
             return _Sync(wait=True)
         wanted = {o["metadata"]["name"] for o in desired if o["kind"] == PODS.kind}
+        if hold == "all":
+            wanted = set()
         stale = other_mode_pods(desired, observed)
-        deleted = await self.children.delete_pods(step.request, observed, keep=wanted - stale)
+        deleted = await self.children.delete_pods(
+            step.request, observed, keep=(wanted - stale) | set(keep)
+        )
         batch_jobs = {o["metadata"]["name"] for o in desired if o["kind"] == BATCH_JOBS.kind}
         await self.children.delete_batch_jobs(step.request, observed, keep=batch_jobs)
         if running:  # a scale-down
@@ -239,87 +285,89 @@ class JobReconciler(Generic[SpecT]):
         # Pods of the other run mode go first; their deletions bring the job back.
         return _Sync(wait=bool(stale), refusal=refusal, retry=retry)
 
-    def _refusal(
-        self, step: _Step[SpecT], refused: Sequence[tuple[Object, ForbiddenError]]
-    ) -> tuple[str | None, float | None]:
-        """Say why children were refused, at once: a Warning Event, and the status message
-        returned with the seconds until the next try (doubling per refused pass, up to
-        REFUSED_RETRY_SECONDS: a raised quota brings no event of its own)."""
-        if not refused:
-            self._refusals.pop(step.request, None)
-            return None, None
-        tries = self._refusals[step.request] = self._refusals.get(step.request, 0) + 1
-        obj, error = refused[0]
-        more = f" ({len(refused) - 1} more refused likewise)" if len(refused) > 1 else ""
-        cause = f"{obj['kind']} {obj['metadata']['name']}: {error.message or error}{more}"
-        self.announcer.refused(step.job.obj, cause)
-        message = (
-            f"The API server refused {cause}. The controller tries again with backoff, at "
-            f"least every {REFUSED_RETRY_SECONDS:.0f} s."
-        )
-        return message, min(2.0 ** (tries - 1), REFUSED_RETRY_SECONDS)
-
     async def _outcome(
-        self, step: _Step[SpecT], desired: Sequence[Object], lifecycle: Lifecycle
-    ) -> tuple[Outcome, Lifecycle]:
-        """Step 4: the kind's outcome as the run mode and the run policy make it. A restart
-        the policy asks for is written to the status first, then every pod is deleted."""
+        self,
+        step: _Step[SpecT],
+        desired: Sequence[Object],
+        lifecycle: Lifecycle,
+        replaced: Sequence[str],
+    ) -> Verdict | None:
+        """Step 4: the kind's outcome as the run mode and the run policy make it, and the pods
+        a restart or a replacement deletes. A new retry is written to the status first: None
+        when the API server refused that write (a conflict), and nothing was deleted."""
         job, observed = step.job, step.observed
         if job.paused:
-            return Outcome("pending", "Paused", "The job is paused."), lifecycle
+            return Verdict(Outcome("pending", "Paused", "The job is paused."), lifecycle)
         outcome = self.kind.interpret(job, observed)
         if job.debugging:
-            return debugging(outcome, observed, desired), lifecycle
-        verdict = apply_policy(
-            job.policy.run_policy,
-            outcome,
-            lifecycle,
-            previous=step.previous,
-            pods=observed.pods,
-            containers=self.kind.containers,
-            now=step.time,
-        )
-        if verdict.restart == "count":
+            verdict = Verdict(debugging(outcome, observed, desired), lifecycle)
+        else:
+            verdict = apply_policy(
+                job.policy.run_policy,
+                outcome,
+                lifecycle,
+                previous=step.previous,
+                pods=observed.pods,
+                containers=self.kind.containers,
+                now=step.time,
+                backoff=self.retry_backoff,
+            )
+        verdict = replace_pods(verdict, replaced, backoff=self.retry_backoff, now=step.time)
+        if verdict.retried:
             # Recorded before the pods go: a crash or a failed deletion in between must not
-            # let the job run again uncounted.
-            await self._write(step, verdict.outcome, verdict.lifecycle)
-            self.announcer.restarted(job.namespace)
+            # let the job run again uncounted, nor sooner than its backoff.
+            outcome = noting_retry(verdict.outcome, verdict.lifecycle, step.time)
+            _, held = await self._write(step, outcome, verdict.lifecycle, coalesce=False)
+            if held is not None:
+                return None
+            self.announcer.retried(job.obj, verdict)
         if verdict.restart is not None:
             # The failed pods go at once: the condition and its Warning keep what happened.
             await self.children.delete_pods(step.request, observed, keep=set())
             await self.children.delete_batch_jobs(step.request, observed, keep=set())
-        return verdict.outcome, verdict.lifecycle
-
-    async def _expire(self, step: _Step[SpecT], lifecycle: Lifecycle) -> Result:
-        """`activeDeadlineSeconds` passed: stop the pods still running, and fail the job."""
-        observed = step.observed
-        await self.children.delete_pods(step.request, observed, keep=ended_pods(observed))
-        message = (
-            f"The job did not end within runPolicy.activeDeadlineSeconds "
-            f"({step.job.policy.run_policy.active_deadline_seconds} s); its pods were stopped."
-        )
-        return await self._end(step, Outcome("failed", "DeadlineExceeded", message), lifecycle)
+        elif verdict.replaced:
+            keep = set(observed.pods) - set(verdict.replaced)
+            deleted = await self.children.delete_pods(step.request, observed, keep=keep)
+            self.announcer.pods(job.obj, "PodDeleted", "Deleted", _pod_names(deleted))
+        return verdict
 
     async def _end(self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle) -> Result:
-        """A job that ended: its clean-up policies, its final status, its TTL."""
+        """A job that ended: its final status first (a crash or a failed deletion after it
+        leaves a job that ended, whose clean-up the next pass finishes), then its clean-up
+        policies (past a deadline, its unfinished pods stopped too), then its TTL."""
         job, observed = step.job, step.observed
         policy = job.policy.run_policy
-        doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
-        await self.children.delete_pods(step.request, observed, keep=set(observed.pods) - doomed)
         status, held = await self._write(step, outcome, lifecycle)
-        left = ttl_left(policy, status, step.time)
+        if held is not None and not has_ended(step.previous):
+            return Result(requeue_after=held)  # not recorded yet: delete nothing
+        doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
+        if outcome.reason == DEADLINE_EXCEEDED:
+            doomed |= set(observed.pods) - ended_pods(observed)
+        await self.children.delete_pods(step.request, observed, keep=set(observed.pods) - doomed)
+        result = await self._expire_ttl(job.obj, policy, status, step.time)
+        return Result(requeue_after=soonest(result.requeue_after, held))
+
+    async def _expire_ttl(
+        self, obj: Object, policy: RunPolicy, status: JobStatus, now: float
+    ) -> Result:
+        """Delete an ended job once `ttlSecondsAfterFinished` passed; else when to come back."""
+        left = ttl_left(policy, status, now)
         if left is None or left > 0:
-            return Result(requeue_after=soonest(left, held))
-        self.announcer.expired(job.obj, policy.ttl_seconds_after_finished)
+            return Result(requeue_after=left)
+        self.announcer.expired(obj, policy.ttl_seconds_after_finished)
+        meta = obj["metadata"]
         with contextlib.suppress(NotFoundError):
-            await self.client.delete(self.kind.resource, job.name, job.namespace, uid=job.uid)
+            await self.client.delete(
+                self.kind.resource, meta["name"], meta["namespace"], uid=meta["uid"]
+            )
         return Result()
 
     async def _write(
-        self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle
+        self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle, *, coalesce: bool = True
     ) -> tuple[JobStatus, float | None]:
         """Step 5: derive the job's status for this pass and write it if it changed; the
-        status, and when to come back for a write held back."""
+        status, and when to come back for a write held back (or, without `coalesce`, refused
+        by a conflict: then it was not written)."""
         previous = step.previous
         status = derive_status(
             previous=previous if not is_invalid(previous) else JobStatus(),
@@ -329,7 +377,7 @@ class JobReconciler(Generic[SpecT]):
             outcome=outcome,
             lifecycle=lifecycle,
         )
-        return status, await self.writer.write(step.job.obj, previous, status)
+        return status, await self.writer.write(step.job.obj, previous, status, coalesce=coalesce)
 
     async def _invalid(
         self, request: Request, obj: Object, previous: JobStatus, errors: list[FieldError]
@@ -351,7 +399,7 @@ class JobReconciler(Generic[SpecT]):
         self.specs.forget(request)
         self.writer.forget(request)
         self.children.forget(request)
-        self._refusals.pop(request, None)
+        self.refusals.forget(request)
         _metrics.remove_job_info(self.kind.resource.kind, request.namespace, request.name)
 
 

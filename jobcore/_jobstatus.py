@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-import re
+import math
+import time
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from datetime import datetime
-from typing import Any
 from typing import Literal
 
-from jobcore._jobkind import REPLICA_TYPE_LABEL
 from jobcore._jobkind import Outcome
-from jobcore._jobmodels import Aggregate
 from jobcore._jobmodels import ConditionType
-from jobcore._jobmodels import ContainerState
 from jobcore._jobmodels import JobCondition
 from jobcore._jobmodels import JobPhase
 from jobcore._jobmodels import JobStatus
-from jobcore._jobmodels import ReplicaPhase
-from jobcore._jobmodels import ReplicaStatus
 from jobcore._jobmodels import ResumeSpec
-from jobcore._jobmodels import TaskStatus
+from jobcore._jobtasks import replica_phase
+from jobcore._jobtasks import tasks_and_aggregate
 from jobcore._resources import Object
 
 INITIALIZED_MESSAGE = "The job has been initialized successfully."
@@ -32,19 +28,27 @@ SUCCEEDED_MESSAGE = "The job has finished successfully."
 FAILED_MESSAGE = "The job exited with an error code."
 
 
-_CONTAINER_STATES: tuple[Literal["waiting", "running", "terminated"], ...] = (
-    "terminated",
-    "running",
-    "waiting",
-)
-
-
 INVALID_SPEC = "InvalidSpec"
 """The Failed reason of a job whose spec the controller refuses; it may run once fixed."""
+MAX_MESSAGE = 1_024
+"""The most characters of a condition message stored; a longer one is cut and says so."""
+TRUNCATED = " [truncated]"
+
+
+def stamp(moment: float) -> str:
+    """An API timestamp (whole seconds, rounded down) of a POSIX time."""
+    return datetime.fromtimestamp(math.floor(moment), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return stamp(time.time())
+
+
+def bounded(message: str) -> str:
+    """`message`, cut to MAX_MESSAGE characters with TRUNCATED at the end if it is longer."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return message[: MAX_MESSAGE - len(TRUNCATED)] + TRUNCATED
 
 
 def parse_time(timestamp: str | None) -> datetime | None:
@@ -58,86 +62,9 @@ def parse_time(timestamp: str | None) -> datetime | None:
         return None
 
 
-def replica_phase(pod: Object) -> ReplicaPhase:
-    """The pod's phase, plus `Creating` before it is scheduled and `Deleted` while it goes."""
-    if pod["metadata"].get("deletionTimestamp"):
-        return "Deleted"
-    phase = (pod.get("status") or {}).get("phase")
-    if phase is None or (phase == "Pending" and not pod["spec"].get("nodeName")):
-        return "Creating"
-    return phase  # type: ignore[no-any-return]
-
-
-def _containers(pod: Object) -> list[ContainerState]:
-    states = []
-    pod_status = pod.get("status") or {}
-    for status in (
-        *(pod_status.get("initContainerStatuses") or ()),
-        *(pod_status.get("containerStatuses") or ()),
-    ):
-        state: Mapping[str, Any] = status.get("state") or {}
-        name = next((key for key in _CONTAINER_STATES if key in state), None)
-        detail = state.get(name) or {} if name else {}
-        states.append(
-            ContainerState(
-                name=status["name"],
-                state=name,
-                exit_code=detail.get("exitCode"),
-                reason=detail.get("reason"),
-            )
-        )
-    return states
-
-
-def _restarts(pod: Object) -> int:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
-    return sum(int(status.get("restartCount") or 0) for status in statuses)
-
-
-def tasks_and_aggregate(
-    pods: Iterable[Object], replica_types: Sequence[str], previous: JobStatus, restarts: int = 0
-) -> tuple[list[TaskStatus], Aggregate]:
-    """One task per replica type, pods by name; pods the job had before and lost are Deleted.
-
-    A type's restartCount is its containers' restarts plus `restarts`, the times the whole
-    job was recreated; it never goes down.
-    """
-    by_type: dict[str, list[Object]] = {kind: [] for kind in replica_types}
-    for pod in pods:
-        kind = (pod["metadata"].get("labels") or {}).get(REPLICA_TYPE_LABEL)
-        if kind in by_type:
-            by_type[kind].append(pod)
-    gone = {
-        (task.type, replica.name): replica for task in previous.tasks for replica in task.status
-    }
-    tasks, counts = [], Aggregate()
-    for kind, members in by_type.items():
-        replicas = [
-            ReplicaStatus(
-                phase=replica_phase(pod),
-                name=pod["metadata"]["name"],
-                uid=pod["metadata"].get("uid"),
-                containers=_containers(pod),
-            )
-            for pod in members
-        ]
-        present = {replica.name for replica in replicas}
-        for (task_type, name), replica in gone.items():
-            if task_type == kind and name not in present:
-                replicas.append(replica.model_copy(update={"phase": "Deleted"}))
-        replicas.sort(key=lambda replica: _natural(replica.name))
-        for replica in replicas:
-            field = replica.phase.lower()
-            setattr(counts, field, getattr(counts, field) + 1)
-        previous_restarts = next((t.restart_count for t in previous.tasks if t.type == kind), 0)
-        count = max(previous_restarts, restarts + sum(_restarts(pod) for pod in members))
-        tasks.append(TaskStatus(type=kind, restart_count=count, status=replicas))
-    return tasks, counts
-
-
 class ConditionSetter:
     """Sets conditions, keeping a valid `lastTransitionTime` while a condition's status stays
-    the same."""
+    the same. Every condition the job layer writes is set here: its message is `bounded`."""
 
     def __init__(self, previous: Iterable[JobCondition], timestamp: str) -> None:
         self._previous = {condition.type: condition for condition in previous}
@@ -157,7 +84,7 @@ class ConditionSetter:
                 status=value,
                 last_transition_time=stamp,
                 reason=reason,
-                message=message,
+                message=bounded(message),
             )
         )
 
@@ -171,10 +98,13 @@ class Lifecycle:
     """What the reconciler knows beyond the pods and the kind's outcome.
 
     `uninitialized` (reason, message) says why the job's children could not be made, e.g. a
-    missing PodGroup CRD; `rejected` why a spec change was refused.
+    missing PodGroup CRD; `rejected` why a spec change was refused; `retried_at` (a timestamp)
+    and `retry_delay` (seconds) the job's last retry (see `jobcore._jobbackoff`).
     """
 
     restarts: int = 0
+    retried_at: str | None = None
+    retry_delay: int | None = None
     pause: PauseState | None = None
     uninitialized: tuple[str, str] | None = None
     rejected: str | None = None
@@ -243,6 +173,8 @@ def derive_status(
         aggregate=aggregate,
         ready=f"{ready}/{sum(desired.values())}",
         restarts=lifecycle.restarts or None,
+        last_retry_time=lifecycle.retried_at,
+        retry_delay_seconds=lifecycle.retry_delay,
         resume_specs=lifecycle.resume_specs,
     )
 
@@ -280,11 +212,6 @@ def invalid_status(previous: JobStatus, message: str, timestamp: str | None = No
     conditions = ConditionSetter(previous.conditions, timestamp or now())
     conditions.set("Failed", True, INVALID_SPEC, message)
     return previous.model_copy(update={"conditions": conditions.conditions, "phase": "Failed"})
-
-
-def _natural(name: str) -> list[Any]:
-    """Sort key that puts worker-2 before worker-10."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def _is_ready(pod: Object) -> bool:

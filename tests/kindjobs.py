@@ -4,12 +4,17 @@ need a job of a kind, not a particular spec, and for those that run the same tes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
+from jobcore import Client
 from jobcore import JobKind
 from jobcore import Object
 from jobcore import Resource
+from jobcore import parse_time
+from jobcore.testing import eventually
 from jobcore.testing import job_manifest
+from jobcore.testing import job_status
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.mpijob import MPIJobKind
@@ -79,3 +84,28 @@ COLOSSALAIJOB = LauncherKind(
     host_line="{host}",
 )
 LAUNCHER_KINDS = (MPIJOB, HOROVODJOB, COLOSSALAIJOB)
+
+
+def later(timestamp: str, seconds: int) -> str:
+    """The API timestamp `seconds` after `timestamp`: when a retry's pods come back."""
+    moment = parse_time(timestamp)
+    assert moment is not None, timestamp
+    return (moment + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def seconds_between(start: str, end: str) -> float:
+    """Seconds from the API timestamp `start` to `end`."""
+    first, last = parse_time(start), parse_time(end)
+    assert first is not None and last is not None
+    return (last - first).total_seconds()
+
+
+async def retried(client: Client, resource: Resource, namespace: str, name: str, delay: int) -> Any:
+    """The job's status once it records a retry of `delay` seconds."""
+
+    async def recorded() -> bool:
+        status = await job_status(client, resource, namespace, name)
+        return bool(status.get("retryDelaySeconds") == delay)
+
+    await eventually(recorded, timeout=30, interval=0.05)
+    return await job_status(client, resource, namespace, name)

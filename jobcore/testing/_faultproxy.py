@@ -39,10 +39,13 @@ _ANSWERED = {
     "throttle": (429, "TooManyRequests", "the fault proxy throttled this request"),
     "server_error": (500, "InternalError", "the fault proxy failed this request"),
     "unavailable": (503, "ServiceUnavailable", "the fault proxy is unavailable"),
+    "conflict": (409, "Conflict", "the fault proxy says the object was modified"),
 }
 _MAX_BODY = 16 * 2**20
 """Request bodies up to this size are forwarded (the API server takes up to 3 MiB)."""
-_REQUEST_FAULTS = ("throttle", "server_error", "unavailable", "reset", "lost_answer", "slow")
+_MIXED_FAULTS = ("throttle", "server_error", "unavailable", "reset", "lost_answer", "slow")
+"""The request faults `Faults.mixed` spreads a share over: any request may meet them."""
+_REQUEST_FAULTS = (*_MIXED_FAULTS, "conflict")
 _TORN_EVENT = b'{"type":"MODIFIED","object":{"kind":'
 """What a watch cut inside an event leaves of the event."""
 
@@ -68,6 +71,9 @@ class Faults:
     """Forwarded, then the connection is reset instead of answering: it did happen."""
     slow: float = 0.0
     """Forwarded after `delay` seconds."""
+    conflict: float = 0.0
+    """Answered 409 Conflict, as to a write on top of an outdated resourceVersion; not
+    forwarded. Meant for writes, with `only`."""
     cut_watch: float = 0.0
     """Share of forwarded watches cut, inside an event, after up to `cut_after` seconds."""
     retry_after: int = 1
@@ -82,11 +88,12 @@ class Faults:
 
     @classmethod
     def mixed(cls, share: float, **options: Any) -> Faults:
-        """`share` of requests spread evenly over the six request faults; as many watches cut.
+        """`share` of requests spread evenly over the six request faults that any request may
+        meet (not `conflict`); as many watches cut.
 
         `options` set other fields or override a share, e.g. `delay=0.2, cut_watch=0`.
         """
-        shares: dict[str, Any] = dict.fromkeys(_REQUEST_FAULTS, share / len(_REQUEST_FAULTS))
+        shares: dict[str, Any] = dict.fromkeys(_MIXED_FAULTS, share / len(_MIXED_FAULTS))
         return cls(**{**shares, "cut_watch": share, **options})
 
     def __post_init__(self) -> None:
@@ -188,7 +195,7 @@ class FaultProxy(Started):
             self.injected[fault] += 1
         if fault in _ANSWERED:
             code, reason, message = _ANSWERED[fault]
-            headers = {"Retry-After": str(self.faults.retry_after)} if code != 500 else {}
+            headers = {"Retry-After": str(self.faults.retry_after)} if code in (429, 503) else {}
             return _status(code, reason, message, headers)
         if fault == "reset":
             _reset(request)

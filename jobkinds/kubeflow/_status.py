@@ -226,7 +226,7 @@ def _conditions(status: JobStatus, name: str) -> list[JobCondition]:
 
 
 def _replica_statuses(status: JobStatus, job: Object) -> dict[str, ReplicaStatus]:
-    """Each replica type the spec has: its pods by phase, as the tasks list them.
+    """Each replica type the spec has: its pods by phase, as the tasks count them.
 
     Zeros are written, unlike Kubeflow's: the status is stored with a merge patch, which would
     keep a count that is left out.
@@ -237,8 +237,9 @@ def _replica_statuses(status: JobStatus, job: Object) -> dict[str, ReplicaStatus
     for kubeflow, ours in REPLICA_TYPES.items():
         if not isinstance(specs, dict) or kubeflow not in specs:
             continue
-        phases = [r.phase for task in status.tasks if task.type == ours for r in task.status]
-        succeeded, failed = phases.count("Succeeded"), phases.count("Failed")
+        tasks = [task for task in status.tasks if task.type == ours]
+        succeeded = sum(task.count("Succeeded") for task in tasks)
+        failed = sum(task.count("Failed") for task in tasks)
         # A job that succeeded, or failed but for evicted workers or a refused spec, ended
         # with its launcher: its one pod counts even when Kubernetes deleted it (as it does a
         # pod restarted in place, past its backoffLimit).
@@ -247,7 +248,7 @@ def _replica_statuses(status: JobStatus, job: Object) -> dict[str, ReplicaStatus
         if ours == LAUNCHER and ended and ended.reason not in (EVICTED, INVALID_SPEC):
             failed = max(failed, 1)
         counts[kubeflow] = ReplicaStatus(
-            active=phases.count("Running"), succeeded=succeeded, failed=failed
+            active=sum(task.count("Running") for task in tasks), succeeded=succeeded, failed=failed
         )
     return counts
 

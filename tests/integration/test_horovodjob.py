@@ -12,6 +12,7 @@ from jobcore import CONFIGMAPS
 from jobcore import Client
 from jobcore import Controller
 from jobcore import Object
+from jobcore import RetryBackoff
 from jobcore.testing import SimulatedNode
 from jobcore.testing import condition
 from jobcore.testing import create_until_phase
@@ -21,6 +22,9 @@ from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
 from tests.kindjobs import HOROVODJOB
+from tests.kindjobs import later
+from tests.kindjobs import retried
+from tests.kindjobs import seconds_between
 
 pytestmark = pytest.mark.integration
 
@@ -36,8 +40,11 @@ def elastic(namespace: str, name: str, replicas: int = 2) -> Object:
 
 @pytest.fixture
 async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    """The HorovodJob controller, scoped to the test's namespace."""
-    async with job_controller(client, KIND, namespace=namespace) as controller:
+    """The HorovodJob controller, scoped to the test's namespace; a lost elastic worker is
+    replaced after 1 s."""
+    async with job_controller(
+        client, KIND, namespace=namespace, retry_backoff=RetryBackoff(1)
+    ) as controller:
         yield controller
 
 
@@ -165,6 +172,55 @@ async def test_an_elastic_jobs_lost_worker_is_replaced_while_it_runs(
     assert status["phase"] == "Running"
     assert not any(c["type"] == "Failed" and c["status"] == "True" for c in status["conditions"])
     assert (await live_pods(client, namespace))["heal-launcher"]["status"]["phase"] == "Running"
+
+
+async def test_an_elastic_jobs_failing_worker_is_replaced_after_a_doubling_backoff(
+    client: Client, namespace: str, simulated_node: SimulatedNode
+) -> None:
+    backoff = RetryBackoff(initial=3, maximum=60)
+    async with job_controller(client, KIND, namespace=namespace, retry_backoff=backoff):
+        job = elastic(namespace, "crashy", replicas=3)
+        await create_until_phase(client, HOROVODJOBS, job, "Running", timeout=20)
+        times, waited = [], []
+        for delay in (3, 6):  # the worker fails again at once: twice the delay
+            lost = await running_worker(client, namespace, "crashy-worker-1")
+            await simulated_node.fail(namespace, "crashy-worker-1", exit_code=137)
+            status = await retried(client, HOROVODJOBS, namespace, "crashy", delay)
+            back = later(status["lastRetryTime"], delay)
+            times.append(back)
+            note = f"Ended pods are created again in {delay} s, at {back} (retry backoff)."
+            assert condition(status, "Running")["message"].endswith(note)
+            assert status["phase"] == "Running"
+            new = await running_worker(client, namespace, "crashy-worker-1", other_than=lost)
+            assert new["metadata"]["creationTimestamp"] >= back, "replaced before the delay"
+            waited.append(
+                seconds_between(status["lastRetryTime"], new["metadata"]["creationTimestamp"])
+            )
+        warnings = [m for r, m in await events_of(client, namespace, "crashy") if r == "Replacing"]
+    print(f"a worker failing at once, twice (delays 3 s, 6 s): replaced after {waited} s")
+    assert warnings == [
+        f"Replacing ended pod(s) crashy-worker-1: created again in {delay} s, at {when}."
+        for delay, when in zip((3, 6), times, strict=True)
+    ]
+
+
+async def running_worker(
+    client: Client, namespace: str, name: str, *, other_than: Object | None = None
+) -> Object:
+    """The pod `name` once it runs (a new one, if `other_than` is given)."""
+    found: list[Object] = []
+
+    async def runs() -> bool:
+        pod = (await live_pods(client, namespace)).get(name)
+        found[:] = [pod] if pod else []
+        return bool(
+            pod
+            and (pod.get("status") or {}).get("phase") == "Running"
+            and (other_than is None or pod["metadata"]["uid"] != other_than["metadata"]["uid"])
+        )
+
+    await eventually(runs, timeout=30, interval=0.1)
+    return found[0]
 
 
 async def test_each_sample_is_accepted_and_runs(

@@ -24,6 +24,7 @@ from jobcore import Controller
 from jobcore import Object
 from jobcore import Request
 from jobcore import Resource
+from jobcore import RetryBackoff
 from jobcore import SchedulerPlugins
 from jobcore import T9kScheduler
 from jobcore import Volcano
@@ -45,6 +46,7 @@ from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_until_settled
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.mpijob import MPIJobKind
+from tests.kindjobs import later
 from tests.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
@@ -55,6 +57,8 @@ COLOSSAL = ColossalAIJobKind()
 LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 NORMAL_LAUNCHER = f"{LAUNCHER},!{RUN_MODE_LABEL}"
 """The launcher of a job that is not in debug mode."""
+QUICK = RetryBackoff(initial=1)
+"""Restarts 1 s apart, doubling."""
 PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False
 )
@@ -70,8 +74,9 @@ def with_init_container(job: Object) -> Object:
 
 @pytest.fixture
 async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    """The MPIJob controller, scoped to the test's namespace, without a gang scheduler."""
-    async with job_controller(client, KIND, namespace=namespace) as controller:
+    """The MPIJob controller, scoped to the test's namespace, without a gang scheduler; a
+    restart waits 1 s."""
+    async with job_controller(client, KIND, namespace=namespace, retry_backoff=QUICK) as controller:
         yield controller
 
 
@@ -634,14 +639,17 @@ async def test_an_oom_killed_worker_is_retried_as_a_gang_under_backoff_limit(
     assert status["phase"] == "Running"
     assert status["restarts"] == 1
     assert restart_counts(status) == {"launcher": 1, "worker": 1}
-    # The failed pod goes with the restart: the reason keeps what happened to it.
+    # The failed pod goes with the restart: the reason keeps what happened to it, and when
+    # the pods come back.
+    back = later(status["lastRetryTime"], 1)
+    assert status["retryDelaySeconds"] == 1
     for message in (
         condition(status, "Running")["message"],
         await warning(client, namespace, "retry", "Restarting"),
     ):
         assert message == (
-            "Recreating every pod after a failure (restart 1 of 1): Pod[retry-worker-1] "
-            "exited with error code 137 (container mpi-worker, OOMKilled)"
+            f"Restart 1 of 1 in 1 s, at {back}: recreating every pod after a failure: "
+            "Pod[retry-worker-1] exited with error code 137 (container mpi-worker, OOMKilled)"
         )
 
     def recreated(pods: dict[str, Object]) -> bool:
@@ -708,7 +716,7 @@ async def test_exit_code_policy_retries_signals_but_not_program_errors(
     assert "restarts" not in permanent
     assert "Restarting" not in await event_reasons(client, namespace, "exit1")
     assert retried["phase"] == "Running"
-    assert "restart 1 of 2" in await warning(client, namespace, "exit137", "Restarting")
+    assert "Restart 1 of 2 in 1 s" in await warning(client, namespace, "exit137", "Restarting")
 
     old = launchers["exit137-launcher"]["metadata"]["uid"]
 

@@ -20,6 +20,7 @@ from jobcore import Informer
 from jobcore import JobReconciler
 from jobcore import Object
 from jobcore import Request
+from jobcore import RetryBackoff
 from jobcore import crd_for
 from jobcore.testing import ControlPlane
 from jobcore.testing import FaultProxy
@@ -93,7 +94,7 @@ async def test_a_restart_is_counted_before_the_pods_are_deleted(
         kubeconfig = proxy.kubeconfig(str(tmp_path / "proxied.kubeconfig"))
         async with (
             await Client.from_kubeconfig(kubeconfig) as proxied,
-            job_controller(proxied, KIND, namespace=namespace),
+            job_controller(proxied, KIND, namespace=namespace, retry_backoff=RetryBackoff(1)),
         ):
             proxy.faults = no_deletions
             await client.create(MPIJOBS, mpijob(namespace, "retried", runPolicy=policy))

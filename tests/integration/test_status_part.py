@@ -20,6 +20,7 @@ from jobcore import Client
 from jobcore import JobStatus
 from jobcore import Object
 from jobcore import Resource
+from jobcore import RetryBackoff
 from jobcore import crd_for
 from jobcore.testing import SimulatedNode
 from jobcore.testing import eventually
@@ -84,7 +85,9 @@ async def test_a_job_reports_in_its_kinds_shape_and_counts_its_restart(
     simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
     job = mpijob(namespace, "brief", runPolicy={"backoffLimit": 1, "restartPolicy": "OnFailure"})
     job["apiVersion"], job["kind"] = BRIEF_JOBS.api_version, BRIEF_JOBS.kind
-    async with job_controller(client, BriefJobKind(), namespace=namespace):
+    async with job_controller(
+        client, BriefJobKind(), namespace=namespace, retry_backoff=RetryBackoff(1)
+    ):
         await client.create(BRIEF_JOBS, job)
 
         async def ended() -> bool:

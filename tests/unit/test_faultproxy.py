@@ -121,3 +121,18 @@ async def test_a_cut_watch_breaks_inside_an_event(upstream: str, tmp_path: Path)
     assert names == ["1"]
     assert error is not None and error.status == 0 and error.retryable
     assert proxy.injected == {"cut_watch": 1}
+
+
+async def test_a_conflict_is_answered_only_where_asked(upstream: str) -> None:
+    faults = Faults(conflict=1.0, only=r"PATCH .*/status$")
+    assert Faults.mixed(0.6).conflict == 0, "mixed faults never make up a conflict"
+    async with (
+        FaultProxy(upstream, TOKEN, faults=faults) as proxy,
+        aiohttp.ClientSession() as session,
+    ):
+        async with session.patch(f"{proxy.url}/apis/g/v1/namespaces/n/js/j/status") as refused:
+            assert refused.status == 409 and "Retry-After" not in refused.headers
+            assert (await refused.json())["reason"] == "Conflict"
+        async with session.patch(f"{proxy.url}/apis/g/v1/namespaces/n/js/j") as passed:
+            assert passed.status == 200
+    assert proxy.injected == {"conflict": 1}

@@ -12,12 +12,12 @@ from jobcore import JobStatus
 from jobcore import Object
 from jobcore import Outcome
 from jobcore._jobannounce import Announcer
+from jobcore._jobbackoff import RETRY_BACKOFF
 from jobcore._jobdecide import RESTARTING
 from jobcore._jobdecide import apply_policy
 from jobcore._jobdecide import frozen_outcome
 from jobcore._jobdecide import has_ended
 from jobcore._jobdecide import restart_recorded
-from jobcore._jobdecide import run_policy_of
 from jobcore._jobstatus import Lifecycle
 from jobcore._jobstatus import derive_status
 from jobcore._jobstatus import invalid_status
@@ -47,6 +47,7 @@ def decide(
         pods=pods,
         containers=CONTAINERS,
         now=NOW,
+        backoff=RETRY_BACKOFF,
     )
 
 
@@ -75,6 +76,16 @@ def test_a_retried_failure_is_counted_then_recorded_once() -> None:
     again = decide(FAILURE, written, pods, restarts=1)
     assert (again.restart, again.lifecycle.restarts) == ("recorded", 1)
     assert restart_recorded(written, pods.values())
+
+
+def test_a_pod_the_restart_deleted_failing_on_its_way_out_is_not_counted_again() -> None:
+    pods = {"w-1": with_uid(failed("w-1", 1), "u1"), "l": with_uid(pod("l"), "u2")}
+    first = decide(FAILURE, JobStatus(), pods)
+    written = status_of(first.outcome, pods, first.lifecycle)
+    going = with_uid(failed("l", 143), "u2")
+    going["metadata"]["deletionTimestamp"] = "2026-11-21T10:01:40Z"
+    again = decide(FAILURE, written, {**pods, "l": going}, restarts=1)
+    assert (again.restart, again.lifecycle.restarts) == ("recorded", 1)
 
 
 def test_a_new_failure_after_a_restart_is_counted() -> None:
@@ -107,12 +118,6 @@ def test_an_ended_status_gives_back_its_outcome_and_an_invalid_one_has_not_ended
     assert has_ended(ended)
     assert frozen_outcome(ended) == FAILURE
     assert not has_ended(invalid_status(JobStatus(), "Invalid spec: spec.x: bad"))
-
-
-def test_the_run_policy_of_an_invalid_spec_is_read_alone() -> None:
-    obj = {"spec": {"runPolicy": {"cleanUpPolicy": "All"}, "worker": "not a worker"}}
-    assert run_policy_of(obj).clean_up_policy == "All"
-    assert run_policy_of({"spec": {"runPolicy": {"cleanUpPolicy": 3}}}).clean_up_policy is None
 
 
 class Recorded:

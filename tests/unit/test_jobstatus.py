@@ -8,10 +8,12 @@ from jobcore import REPLICA_TYPE_LABEL
 from jobcore import JobStatus
 from jobcore import Outcome
 from jobcore import ResumeSpec
+from jobcore._jobstatus import MAX_MESSAGE
 from jobcore._jobstatus import Lifecycle
+from jobcore._jobstatus import bounded
 from jobcore._jobstatus import derive_status
 from jobcore._jobstatus import invalid_status
-from jobcore._jobstatus import replica_phase
+from jobcore._jobtasks import replica_phase
 
 TYPES = ("launcher", "worker")
 
@@ -250,3 +252,62 @@ def test_a_rejected_spec_is_reported_until_it_is_put_back() -> None:
     assert JobStatus.model_validate(rejected.to_api()).resume_specs == kept
     accepted = derive([], Outcome("pending"), rejected, lifecycle=Lifecycle(resume_specs=kept))
     assert conditions(accepted)["SpecRejected"] == ("False", "Accepted")
+
+
+def test_a_long_condition_message_is_cut_and_says_so() -> None:
+    failure = "Pod[j-launcher] exited with error code 1: " + "x" * 5_000
+    status = derive([pod("j-launcher", "launcher", phase="Failed")], Outcome("failed", "", failure))
+    for condition in status.conditions:
+        assert condition.message is not None and len(condition.message) <= MAX_MESSAGE
+    failed = status.condition("Failed")
+    assert failed is not None and failed.message is not None
+    assert failed.message.startswith("Pod[j-launcher] exited") and failed.message.endswith(
+        " [truncated]"
+    )
+    assert bounded("short") == "short"
+
+
+def test_a_replica_type_with_many_pods_is_counted_and_lists_its_problems_only() -> None:
+    running = [pod(f"j-worker-{i}", "worker") for i in range(3, 150)]
+    pulling = pod(
+        "j-worker-2",
+        "worker",
+        phase="Pending",
+        containerStatuses=[{"name": "w", "state": {"waiting": {"reason": "ImagePullBackOff"}}}],
+    )
+    failed = [pod(f"j-worker-{i}", "worker", phase="Failed") for i in range(2)]
+    status = derive([pod("j-launcher", "launcher"), pulling, *failed, *running], Outcome("running"))
+    launcher, workers = status.tasks
+    assert launcher.aggregate is None and [r.name for r in launcher.status] == ["j-launcher"]
+    assert workers.aggregate is not None
+    assert (workers.aggregate.running, workers.aggregate.failed, workers.aggregate.pending) == (
+        147,
+        2,
+        1,
+    )
+    assert [(r.name, r.phase) for r in workers.status] == [
+        ("j-worker-0", "Failed"),
+        ("j-worker-1", "Failed"),
+        ("j-worker-2", "Pending"),
+    ]
+    assert (workers.count("Running"), launcher.count("Running")) == (147, 1)
+    assert status.aggregate.running == 148
+
+
+def test_only_the_first_problems_keep_their_containers_but_every_failed_pod_is_listed() -> None:
+    exited = [{"name": "w", "state": {"terminated": {"exitCode": 1}}}]
+    failed = [
+        pod(f"j-worker-{i}", "worker", "Failed", containerStatuses=exited) for i in range(150)
+    ]
+    (_, workers) = derive(failed, Outcome("failed")).tasks
+    assert len(workers.status) == 150
+    assert all(r.uid == f"uid-j-worker-{i}" for i, r in enumerate(workers.status))
+    assert [bool(r.containers) for r in workers.status] == [True] * 20 + [False] * 130
+
+
+def test_many_containers_compact_a_type_with_few_pods() -> None:
+    many = [{"name": f"c{n}", "state": {"running": {}}} for n in range(20)]
+    pods = [pod(f"j-worker-{i}", "worker", containerStatuses=many) for i in range(60)]
+    (_, workers) = derive(pods, Outcome("running")).tasks
+    assert workers.aggregate is not None and workers.aggregate.running == 60
+    assert workers.status == []

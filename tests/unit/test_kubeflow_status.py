@@ -199,6 +199,18 @@ def test_counts_follow_the_pods_after_the_end_and_the_launchers_end_counts() -> 
     assert gone["conditions"] == ended["conditions"]
 
 
+def test_counts_are_right_when_a_thousand_workers_compact_the_tasks() -> None:
+    job = Passes()
+    spec = job_of(KIND, job.obj)
+    workers = [
+        pod_of(spec, f"{NAME}-worker-{i}", "worker", i, phase="Failed" if i < 2 else "Running")
+        for i in range(1000)
+    ]
+    batch, launcher, *_ = job.pods("Running")
+    stored = job.run(1, batch, launcher, *workers)
+    assert stored["replicaStatuses"]["Worker"] == counts(998, failed=2)
+
+
 def test_a_job_created_suspended_has_no_start_until_resumed() -> None:
     job = Passes(runPolicy={"suspend": True})
     suspended = f"MPIJob {JOB} is suspended."
