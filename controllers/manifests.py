@@ -82,9 +82,10 @@ def grants(kinds: Sequence[JobKind[Any]]) -> list[Grant]:
         *((child, _child_verbs(child)) for child in children),
         # An Event is created, then patched (count, lastTimestamp) each time it happens again.
         (EVENTS, ("create", "patch")),
-        # A job's PodGroup is server-side applied: a PATCH, which the API server authorizes
-        # as `create` too while the PodGroup does not exist.
-        *((pod_group, ("create", "patch")) for pod_group in pod_groups),
+        # A job's PodGroup is read first (one another object controls is left alone), then
+        # server-side applied: a PATCH, which the API server authorizes as `create` too while
+        # the PodGroup does not exist.
+        *((pod_group, ("get", "create", "patch")) for pod_group in pod_groups),
     ]
 
 

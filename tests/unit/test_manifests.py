@@ -81,9 +81,9 @@ def test_rbac_grants_exactly_the_verbs_the_controller_uses() -> None:
         ("", "secrets"): watched,
         ("", "services"): watched,
         ("", "events"): ["create", "patch"],
-        ("scheduler.tensorstack.dev", "podgroups"): ["create", "patch"],
-        ("scheduling.volcano.sh", "podgroups"): ["create", "patch"],
-        ("scheduling.x-k8s.io", "podgroups"): ["create", "patch"],
+        ("scheduler.tensorstack.dev", "podgroups"): ["get", "create", "patch"],
+        ("scheduling.volcano.sh", "podgroups"): ["get", "create", "patch"],
+        ("scheduling.x-k8s.io", "podgroups"): ["get", "create", "patch"],
     }
     assert all("resourceNames" not in rule for rule in cluster_role["rules"])
     assert objects[3]["roleRef"]["name"] == cluster_role["metadata"]["name"]
