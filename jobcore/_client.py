@@ -360,6 +360,7 @@ class Client:
         timeout_seconds: int = 300,
         inactivity_timeout: float = 90.0,
         allow_bookmarks: bool = True,
+        without_managed_fields: bool = False,
     ) -> AsyncIterator[WatchEvent]:
         """Stream changes after `resource_version` until the server ends the watch.
 
@@ -370,7 +371,8 @@ class Client:
         arrived whole; the caller watches again the same way. An expired resourceVersion raises
         `GoneError`; the caller must list again. An event longer than `max_event_bytes` (by
         default more than any object the server stores makes), or a line that is not an event,
-        is skipped and logged once per client (`jobcore._watchstream`).
+        is skipped and logged once per client (`jobcore._watchstream`). With
+        `without_managed_fields`, objects come without `metadata.managedFields`, never decoded.
         """
         query = {
             "watch": "true",
@@ -397,7 +399,11 @@ class Client:
                         retry_after=parse_retry_after(resp.headers.get("Retry-After")),
                     )
                 async for event in watch_events(
-                    resp.content.iter_any(), what, self._skipped, limit=self._max_event_bytes
+                    resp.content.iter_any(),
+                    what,
+                    self._skipped,
+                    limit=self._max_event_bytes,
+                    without_managed_fields=without_managed_fields,
                 ):
                     yield event
         except (TimeoutError, aiohttp.ServerTimeoutError):

@@ -284,6 +284,7 @@ class Informer:
             **self.selectors,
             timeout_seconds=timeout,
             inactivity_timeout=self._inactivity_timeout,
+            without_managed_fields=self._transform is strip_bulk,  # it drops them anyway
         ):
             self._on_event(event_type, raw)
             # Events the stream has buffered come without a pause: a backlog of large objects

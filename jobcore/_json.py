@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -50,3 +51,51 @@ def decode_error(data: bytes) -> Any:
         return loads(data) if data else None
     except ValueError:
         return data.decode(errors="replace")
+
+
+_METADATA = b'"metadata":{'
+_MANAGED_FIELDS = b',"managedFields":['
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[][{}]')
+_TRIES = 3
+
+
+def loads_without_managed_fields(data: bytes) -> Any:
+    """A watch event's JSON, its object's `metadata.managedFields` cut from the text unread.
+
+    managedFields, which no controller reads, can be most of an object's bytes (a Pod lists
+    every env entry there), and decoding it was most of a watch's cost. The API server writes
+    it as the last field of `metadata` and its entries hold no arrays, so it spans from its key
+    to the first `]}` outside a string. The key is checked to be the object's own metadata's
+    (the first `"metadata":{` of the event), scanning the small text before it; a cut that
+    does not decode (a `]}` inside a string) tries the next `]}`; a `],` before it (the field
+    was not last) or anything else decodes the whole text, as `loads` does.
+    """
+    start = data.find(_METADATA)
+    key = data.find(_MANAGED_FIELDS, start)
+    if start < 0 or key < 0 or not _directly_inside(data, start + len(_METADATA), key):
+        return loads(data)
+    end = key
+    for _ in range(_TRIES):
+        end = data.find(b"]}", end + 1)
+        if end < 0 or data.find(b"],", key, end) >= 0:
+            break  # not the last field of metadata after all: read as it is
+        try:
+            return orjson.loads(data[:key] + data[end + 1 :])
+        except orjson.JSONDecodeError:
+            continue
+    return loads(data)
+
+
+def _directly_inside(data: bytes, start: int, end: int) -> bool:
+    """Whether `data[start:end]` stays inside the object opened just before `start` and ends
+    at its own level: `end` is then where one of that object's keys may follow."""
+    depth = 0
+    for token in _TOKENS.finditer(data, start, end):
+        bracket = token[0]
+        if bracket in (b"{", b"["):
+            depth += 1
+        elif bracket in (b"}", b"]"):
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0

@@ -13,14 +13,17 @@ import collections
 import hashlib
 from collections.abc import AsyncIterable
 from collections.abc import AsyncIterator
+from collections.abc import Callable
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
 from jobcore._errors import ApiError
 from jobcore._errors import api_error
 from jobcore._json import loads
+from jobcore._json import loads_without_managed_fields
 from jobcore._resources import Object
 
 WatchEvent = tuple[str, Object]
@@ -112,7 +115,12 @@ class SkippedEvents:
 
 
 async def watch_events(
-    chunks: AsyncIterable[bytes], what: str, skipped: SkippedEvents, *, limit: int
+    chunks: AsyncIterable[bytes],
+    what: str,
+    skipped: SkippedEvents,
+    *,
+    limit: int,
+    without_managed_fields: bool = False,
 ) -> AsyncIterator[WatchEvent]:
     """The events of a watch's body, `chunks`; `what` names the watch in errors and logs.
 
@@ -120,8 +128,10 @@ async def watch_events(
     told to `skipped`: watching again from the same resourceVersion would meet it again, so
     failing would stall the watch for good. The stream ending inside an event raises a
     retryable `ApiError` (status 0), as a broken connection does; an ERROR event raises the
-    `ApiError` it carries.
+    `ApiError` it carries. `without_managed_fields` leaves each object's
+    `metadata.managedFields` undecoded (`loads_without_managed_fields`).
     """
+    decode = loads_without_managed_fields if without_managed_fields else loads
     lines = Lines(limit)
     async for chunk in chunks:
         for line in lines.feed(chunk):
@@ -130,7 +140,7 @@ async def watch_events(
                 continue
             if not line.strip():
                 continue
-            event = _event(line)
+            event = _event(line, decode)
             if event is None:
                 digest = hashlib.blake2b(line, digest_size=16).digest()
                 start = line[:200].decode(errors="replace")
@@ -144,9 +154,9 @@ async def watch_events(
         raise ApiError(0, "ConnectionError", f"watch {what}: the stream ended inside an event")
 
 
-def _event(line: bytes) -> WatchEvent | None:
+def _event(line: bytes, decode: Callable[[bytes], Any]) -> WatchEvent | None:
     try:
-        event = loads(line)
+        event = decode(line)
     except (ValueError, RecursionError):
         return None
     if not isinstance(event, dict):
