@@ -3,21 +3,22 @@
 Modules, from the bottom up:
 
 - `_resources`, `_errors`: resource names and paths, object keys, the exception hierarchy.
-- `_client`, `_json`, `_retry`: the API client over plain JSON objects, its JSON codec, and
-  when it retries a failure.
-- `_informer`: list+watch caches with indexers; `_labels`: label selectors.
+- `_client`, `_json`, `_retry`, `_watchstream`: the API client over plain JSON objects, its
+  JSON codec, when it retries a failure, and a watch's stream read as events.
+- `_informer`, `_compact`: list+watch caches with indexers, their objects sharing equal
+  parts; `_labels`: label selectors.
 - `_queue`, `_ratelimit`: the deduplicating, rate-limited work queue.
 - `_handler`, `_predicate`: from cache events to reconcile requests.
 - `_controller`: workers that drain a queue into a `Reconciler`.
 - `_leaderelection`, `_server`, `_metrics`, `_events`, `_expectations`, `_logging`,
-  `_gc`: what a production controller process needs around its reconcilers.
+  `_gc`, `_loopmonitor`: what a production controller process needs around its reconcilers.
 - `_manager`: runs all of the above as one process.
 - `_jobmodels`, `_jobkind`, `_jobstatus`, `_jobtasks`, `_crd`: the job layer's T9k job API
   models, the `JobKind` plugin interface, status derivation (the tasks bounded in size), and
   CRD generation from the models.
 - `_jobreconciler`: the generic reconciler that drives any kind, one pass as a list of steps:
   read (`_jobparse`, `_jobwriter`, `_jobchildren`), decide (`_jobdecide`, `_jobplan`,
-  `_jobpolicy`, `_jobbackoff`, `_scheduling`), act on children (`_jobchildren`,
+  `_jobpolicy`, `_jobbackoff`, `_scheduling`, `_quantity`), act on children (`_jobchildren`,
   `_jobrefusals`), derive and write the status (`_jobstatus`, `_jobwriter`), announce
   (`_jobannounce`).
 - `testing`: a real control plane, a simulated node and a pytest plugin (public).
