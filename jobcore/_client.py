@@ -372,7 +372,8 @@ class Client:
         `GoneError`; the caller must list again. An event longer than `max_event_bytes` (by
         default more than any object the server stores makes), or a line that is not an event,
         is skipped and logged once per client (`jobcore._watchstream`). With
-        `without_managed_fields`, objects come without `metadata.managedFields`, never decoded.
+        `without_managed_fields`, a built-in object's `metadata.managedFields` is left undecoded
+        (`jobcore._json.loads_without_managed_fields`); other objects may still carry it.
         """
         query = {
             "watch": "true",

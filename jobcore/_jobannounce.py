@@ -19,6 +19,7 @@ from jobcore._jobdecide import is_initialized
 from jobcore._jobdecide import is_invalid
 from jobcore._jobmodels import ConditionType
 from jobcore._jobmodels import JobStatus
+from jobcore._jobstatus import bounded
 from jobcore._resources import Object
 
 REPLACING = "Replacing"
@@ -104,7 +105,7 @@ class Announcer:
             names = ", ".join(verdict.replaced)
             when = retry_note(verdict.lifecycle)
             message, reason = f"Replacing ended pod(s) {names}: created again {when}.", REPLACING
-        self.recorder.emit(obj, type="Warning", reason=reason, message=message)
+        self.recorder.emit(obj, type="Warning", reason=reason, message=bounded(message))
 
     def expired(self, obj: Object, seconds: int | None) -> None:
         self._normal(obj, "TTLExpired", f"Deleting the job {seconds} s after it ended.")

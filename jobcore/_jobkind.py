@@ -232,7 +232,11 @@ class JobKind(Protocol[SpecT]):
         """Extra `additionalPrinterColumns` for the CRD, e.g. the worker count."""
         ...
 
-    def validate(self, job: Job[SpecT]) -> list[FieldError]: ...
+    def validate(self, job: Job[SpecT]) -> list[FieldError]:
+        """Problems the model cannot see, by field path. It may read only the spec and the
+        job's name and namespace: the controller keeps its answer until the spec changes
+        (a new `metadata.generation`)."""
+        ...
 
     def replicas(self, job: Job[SpecT]) -> Mapping[str, int]:
         """How many pods of each replica type the job runs at full strength."""

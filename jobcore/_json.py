@@ -53,10 +53,10 @@ def decode_error(data: bytes) -> Any:
         return data.decode(errors="replace")
 
 
+_OBJECT = b'"object":{'
 _METADATA = b'"metadata":{'
 _MANAGED_FIELDS = b',"managedFields":['
 _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[][{}]')
-_TRIES = 3
 
 
 def loads_without_managed_fields(data: bytes) -> Any:
@@ -64,26 +64,28 @@ def loads_without_managed_fields(data: bytes) -> Any:
 
     managedFields, which no controller reads, can be most of an object's bytes (a Pod lists
     every env entry there), and decoding it was most of a watch's cost. The API server writes
-    it as the last field of `metadata` and its entries hold no arrays, so it spans from its key
-    to the first `]}` outside a string. The key is checked to be the object's own metadata's
-    (the first `"metadata":{` of the event), scanning the small text before it; a cut that
-    does not decode (a `]}` inside a string) tries the next `]}`; a `],` before it (the field
-    was not last) or anything else decodes the whole text, as `loads` does.
+    it as the last field of a built-in object's `metadata`, and its entries hold no arrays, so
+    it spans from its key to the first `]}`. The cut is made only when the key is a field of
+    the event object's own `metadata` (checked by scanning the text before it) and no `],`
+    comes before that `]}` (the field was last); when the cut text does not decode (a `]}`
+    inside a string), or in any other case (custom resources, whose keys the server sorts),
+    the whole text is decoded, as `loads` does.
     """
-    start = data.find(_METADATA)
+    body = data.find(_OBJECT)
+    start = data.find(_METADATA, body)
     key = data.find(_MANAGED_FIELDS, start)
-    if start < 0 or key < 0 or not _directly_inside(data, start + len(_METADATA), key):
+    end = data.find(b"]}", key)
+    if (
+        min(body, start, key, end) < 0
+        or data.find(b"],", key, end) >= 0
+        or not _directly_inside(data, body + len(_OBJECT), start)
+        or not _directly_inside(data, start + len(_METADATA), key)
+    ):
         return loads(data)
-    end = key
-    for _ in range(_TRIES):
-        end = data.find(b"]}", end + 1)
-        if end < 0 or data.find(b"],", key, end) >= 0:
-            break  # not the last field of metadata after all: read as it is
-        try:
-            return orjson.loads(data[:key] + data[end + 1 :])
-        except orjson.JSONDecodeError:
-            continue
-    return loads(data)
+    try:
+        return orjson.loads(data[:key] + data[end + 1 :])
+    except orjson.JSONDecodeError:
+        return loads(data)
 
 
 def _directly_inside(data: bytes, start: int, end: int) -> bool:

@@ -17,21 +17,32 @@ _QUANTITY = re.compile(
 )
 
 
+_MAX_DIGITS = 40
+_MAX_EXPONENT = 30
+"""Bounds far beyond any quantity the API server stores (it holds them in 64 bits, with at
+most exa (10^18) as a suffix), so that reading a hostile one costs nothing."""
+
+
 class QuantityError(ValueError):
-    """Not a Kubernetes quantity."""
+    """Not a Kubernetes quantity, or one far beyond what Kubernetes stores."""
 
 
 def parse_quantity(value: object) -> tuple[Fraction, bool]:
     """The quantity's exact value, and whether it was written with a binary suffix (`Gi`).
 
-    A JSON number (`cpu: 1`) is read as its decimal text; raises QuantityError otherwise.
+    A JSON number (`cpu: 1`) is read as its decimal text; raises QuantityError otherwise, and
+    for more than _MAX_DIGITS digits or an exponent beyond _MAX_EXPONENT.
     """
     readable = isinstance(value, int | float | str) and not isinstance(value, bool)
     match = _QUANTITY.fullmatch(str(value).strip()) if readable else None
     if match is None:
         raise QuantityError(f"not a quantity: {value!r}")
-    number = Fraction(match["number"])
     suffix, exponent = match["suffix"], match["exponent"]
+    if len(match["number"]) > _MAX_DIGITS or (
+        exponent is not None and (len(exponent) > 4 or abs(int(exponent)) > _MAX_EXPONENT)
+    ):
+        raise QuantityError(f"a quantity beyond what Kubernetes stores: {str(value)[:50]!r}")
+    number = Fraction(match["number"])
     if suffix in _BINARY:
         return number * 1024 ** _BINARY[suffix], True
     power = int(exponent) if exponent is not None else _DECIMAL[suffix or ""]

@@ -243,7 +243,7 @@ def _min_resources(spec: MPIJobSpec, min_available: int | None) -> dict[str, str
     if replicas.worker is not None:
         workers = replicas.worker.replicas or 0
         if min_available is not None:
-            workers = min(workers, min_available - len(members))
+            workers = max(0, min(workers, min_available - len(members)))
         members.append((replicas.worker.template.spec, workers))
     return summed_requests(members)
 

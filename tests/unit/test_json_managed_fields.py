@@ -1,5 +1,6 @@
 """jobcore._json.loads_without_managed_fields: a watch event decoded without its object's
-metadata.managedFields, and exactly as `loads` reads it otherwise, whatever the strings hold."""
+metadata.managedFields, or whole as `loads` reads it when in doubt, never anything else,
+whatever the strings hold."""
 
 from __future__ import annotations
 
@@ -36,6 +37,14 @@ def without_managed_fields(data: bytes) -> Any:
     return expected
 
 
+def read(data: bytes) -> tuple[Any, bool]:
+    """What the function read, less the object's managedFields; and whether it cut them."""
+    event = loads_without_managed_fields(data)
+    cut = "managedFields" not in event["object"]["metadata"]
+    event["object"]["metadata"].pop("managedFields", None)
+    return event, cut
+
+
 PLAIN = {"name": "p", "namespace": "ns", "resourceVersion": "7", "uid": "u"}
 TRICKY = {
     **PLAIN,
@@ -63,10 +72,29 @@ TRICKY = {
 def test_the_event_reads_as_loads_reads_it_less_the_objects_managed_fields(
     metadata: dict[str, Any], rest: dict[str, Any]
 ) -> None:
-    with_fields = event({**metadata, "managedFields": MANAGED}, **rest)
-    assert loads_without_managed_fields(with_fields) == without_managed_fields(with_fields)
+    with_fields = event({**metadata, "managedFields": MANAGED[:1]}, **rest)
+    assert read(with_fields) == (without_managed_fields(with_fields), True)
+    tricky = event({**metadata, "managedFields": MANAGED}, **rest)  # `]},` in a string
+    assert read(tricky)[0] == without_managed_fields(tricky)
     without = event(metadata, **rest)
     assert loads_without_managed_fields(without) == loads(without)
+
+
+def test_a_metadata_that_is_not_the_objects_own_is_never_cut() -> None:
+    """A custom resource's keys come sorted: a field before `metadata` may hold one."""
+    data = json.dumps(
+        {
+            "type": "ADDED",
+            "object": {
+                "apiVersion": "example.com/v1",
+                "data": {"metadata": {"labels": {}, "managedFields": MANAGED[:1]}},
+                "kind": "Thing",
+                "metadata": {"managedFields": MANAGED[:1], "name": "t"},
+            },
+        },
+        separators=(",", ":"),
+    ).encode()
+    assert loads_without_managed_fields(data) == loads(data)
 
 
 def test_managed_fields_that_are_not_metadatas_last_field_are_left_to_loads() -> None:
