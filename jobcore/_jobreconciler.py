@@ -170,10 +170,11 @@ class JobReconciler(Generic[SpecT]):
         previous = self.writer.latest(obj)
         job, errors = self.specs.parse(obj, previous)
         if job is None and has_ended(previous):
-            # An ended job keeps its outcome, whatever its spec becomes.
-            return await self._expire_ttl(
-                obj, run_policy_of(self.kind, obj), previous, self.clock()
-            )
+            # An ended job keeps its outcome, whatever its spec becomes; its clean-up and TTL
+            # still follow its run policy.
+            policy = run_policy_of(self.kind, obj)
+            await self._clean_up(request, obj, policy)
+            return await self._expire_ttl(obj, policy, previous, self.clock())
         if job is None:
             await self._invalid(request, obj, previous, errors)
             return Result()
@@ -388,11 +389,16 @@ class JobReconciler(Generic[SpecT]):
         """
         message = "Invalid spec: " + "; ".join(str(error) for error in errors)
         await self.writer.write(obj, previous, invalid_status(previous, message), coalesce=False)
+        observed = await self._clean_up(request, obj, run_policy_of(self.kind, obj))
+        await self.children.delete_batch_jobs(request, observed, keep=set())
+
+    async def _clean_up(self, request: Request, obj: Object, policy: RunPolicy) -> Observed:
+        """Delete the pods of a job without a valid spec that `policy` dooms once it ended;
+        what was observed."""
         observed = self.children.observe(obj["metadata"]["uid"])
-        policy = run_policy_of(self.kind, obj)
         doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
         await self.children.delete_pods(request, observed, keep=set(observed.pods) - doomed)
-        await self.children.delete_batch_jobs(request, observed, keep=set())
+        return observed
 
     def _forget(self, request: Request) -> None:
         self.expectations.forget(request)

@@ -164,3 +164,24 @@ async def test_an_ended_job_edited_invalid_keeps_its_outcome(
         ttl = {"spec": {"runPolicy": {"ttlSecondsAfterFinished": 1}}}
         await client.patch(MPIJOBS, "broke", ttl, namespace)
         await wait_for_deletion(client, MPIJOBS, namespace, "broke", timeout=15)
+
+
+async def test_an_ended_job_edited_invalid_is_still_cleaned_up_as_its_run_policy_says(
+    client: Client, namespace: str, simulated_node: SimulatedNode
+) -> None:
+    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
+    async with job_controller(client, KIND, namespace=namespace):
+        await client.create(MPIJOBS, mpijob(namespace, "kept"))
+        ended = await wait_for_end(client, MPIJOBS, namespace, "kept")
+        assert uids(await live_pods(client, namespace), "kept"), "no clean-up policy: pods stay"
+        edit = {
+            "spec": {"ssh": {"sshAuthMountPath": "relative"}, "runPolicy": {"cleanUpPolicy": "All"}}
+        }
+        await client.patch(MPIJOBS, "kept", edit, namespace)
+
+        async def workers_gone() -> bool:
+            pods = uids(await live_pods(client, namespace), "kept")
+            return not any("-worker-" in name for name in pods)
+
+        await eventually(workers_gone, timeout=15)
+        assert await job_status(client, MPIJOBS, namespace, "kept") == ended
