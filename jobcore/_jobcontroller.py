@@ -15,7 +15,6 @@ from jobcore._jobbackoff import RETRY_BACKOFF
 from jobcore._jobbackoff import RetryBackoff
 from jobcore._jobdecide import pod_ended
 from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
-from jobcore._jobkind import JOB_KIND_LABEL
 from jobcore._jobkind import JOB_NAME_LABEL
 from jobcore._jobkind import JobKind
 from jobcore._jobreconciler import JobReconciler
@@ -82,12 +81,9 @@ def add_job_controller(
         return owned(obj)
 
     def controlled(obj: Object) -> bool:
-        """A child of this kind's jobs, or a pod of a batch Job one of them controls. Until
-        the batch Jobs' cache has synced (at start-up, when every cache lists at once), such
-        a pod is kept by its kind's label, and judged again at its next event: a running
-        launcher may have none for hours."""
-        if runs_batch_jobs and run_by_batch_job(obj) and not children[BATCH_JOBS].has_synced():
-            return (obj["metadata"].get("labels") or {}).get(JOB_KIND_LABEL) == kind.resource.kind
+        """A child of this kind's jobs, or a pod of a batch Job one of them controls (the
+        batch Job is cached first: it exists before its Job controller creates pods, and a
+        pod seen too early is kept on its next event)."""
         return bool(to_job(obj))
 
     for resource in kind.child_resources:
