@@ -52,6 +52,32 @@ exec horovodrun "$@"
 )
 _MPI_SCRIPT = _checks.open_mpi_env_script("horovodrun") + LAUNCHER_SCRIPT
 """With `--mpi`, the environment horovodrun hands to Open MPI's mpirun is checked first."""
+SOCKET_TIMEOUT_SECONDS = 5
+"""How long an elastic horovodrun's sockets wait, e.g. its connect to a rank that is gone."""
+# An elastic horovodrun tells rank 0 of every change the discovery script shows, over a socket
+# without a timeout, while its discovery thread holds the lock that the reset after a lost
+# worker needs. When rank 0's Pod was the one deleted, that connect to its vanished address
+# blocks for minutes (SYN retries; nothing answers), and training on the others stalls with
+# it. Started by its own interpreter with a default socket timeout, the notification fails
+# within seconds instead and the reset goes on.
+ELASTIC_SCRIPT = f"""runner=$(command -v horovodrun) || {{
+  echo "jobcore: no horovodrun on PATH" >&2
+  exit 127
+}}
+read -r interpreter <"$runner"
+case $interpreter in
+  '#!'*python*) ;;
+  *)
+    echo "jobcore: $runner is not a Python script; starting it without a socket timeout" >&2
+    exec "$runner" "$@" ;;
+esac
+echo "jobcore: starting: horovodrun $* (sockets time out after {SOCKET_TIMEOUT_SECONDS}s)"
+exec ${{interpreter#'#!'}} -c 'import socket, sys
+socket.setdefaulttimeout({SOCKET_TIMEOUT_SECONDS})
+sys.argv[0] = "horovodrun"
+from horovod.runner.launch import run_commandline
+run_commandline()' "$@"
+"""
 
 
 # Names -----------------------------------------------------------------------------------
@@ -118,10 +144,12 @@ def horovodrun_args(job: Job[HorovodJobSpec]) -> list[str]:
 def launcher_command(job: Job[HorovodJobSpec]) -> list[str]:
     """Static: wait for every hostfile host, then exec horovodrun (with `mpi`, once Open MPI's
     environment passed `_checks.open_mpi_env_script`). Elastic (gloo only): horovodrun at
-    once, as it waits for `--min-np` slots from the discovery script itself."""
+    once, as it waits for `--min-np` slots from the discovery script itself, with a default
+    socket timeout (ELASTIC_SCRIPT)."""
     if elastic(job):
-        return ["horovodrun", *horovodrun_args(job)]
-    script = _MPI_SCRIPT if job.spec.horovod.backend == "mpi" else LAUNCHER_SCRIPT
+        script = ELASTIC_SCRIPT
+    else:
+        script = _MPI_SCRIPT if job.spec.horovod.backend == "mpi" else LAUNCHER_SCRIPT
     return ["/bin/bash", "-c", script, "jobcore-horovod-launcher", *horovodrun_args(job)]
 
 

@@ -98,8 +98,8 @@ async def test_an_elastic_job_scales_up_and_down_while_running(
 ) -> None:
     await create_until_phase(client, HOROVODJOBS, elastic(namespace, "el"), "Running", timeout=20)
     launcher = (await live_pods(client, namespace))["el-launcher"]
-    assert launcher["spec"]["containers"][0]["command"][:8] == [
-        "horovodrun",
+    assert launcher["spec"]["containers"][0]["command"][3:11] == [
+        "jobcore-horovod-launcher",
         "-np",
         "4",
         "--min-np",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from collections.abc import Mapping
 from pathlib import Path
@@ -450,7 +451,10 @@ def test_elastic_launcher_command_argument_by_argument() -> None:
     )
     launcher = launcher_of(job, *(pod("worker", i) for i in range(3)))
     assert launcher["spec"]["containers"][0]["command"] == [
-        "horovodrun",
+        "/bin/bash",
+        "-c",
+        _horovod.ELASTIC_SCRIPT,
+        "jobcore-horovod-launcher",
         "-np",
         "6",
         "--min-np",
@@ -627,6 +631,58 @@ def test_with_mpi_the_launcher_refuses_variables_open_mpi_would_copy_unsafely(
     # gloo starts no Open MPI.
     gloo = run_launcher(tmp_path, _horovod.launcher_command(make_job()), ssh_port, hostile)
     assert gloo.returncode == 0, gloo.stderr
+
+
+# What a stand-in horovodrun's Python says it was started with: the default socket timeout
+# and its arguments, one per line.
+FAKE_HOROVOD_LAUNCH = """\
+import socket
+import sys
+
+
+def run_commandline():
+    print(socket.getdefaulttimeout())
+    print("\\n".join(sys.argv))
+"""
+
+
+def test_elastic_horovodrun_runs_with_a_socket_timeout_and_arguments_intact(
+    tmp_path: Path,
+) -> None:
+    """Its connect to a deleted rank 0 fails in seconds, not after minutes of SYN retries."""
+    package = tmp_path / "site" / "horovod" / "runner"
+    package.mkdir(parents=True)
+    for folder in (package.parent, package):
+        (folder / "__init__.py").write_text("")
+    (package / "launch.py").write_text(FAKE_HOROVOD_LAUNCH)
+    command = _horovod.launcher_command(make_job(elastic_spec()))
+    result = run_command(
+        [*command, "it's $(id)"],
+        tmp_path,
+        programs={"horovodrun": f"#!{sys.executable}\nraise SystemExit('not run')\n"},
+        env={"PYTHONPATH": str(tmp_path / "site")},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("jobcore: starting: horovodrun -np 4 --min-np 2 ")
+    assert lines[1] == str(float(_horovod.SOCKET_TIMEOUT_SECONDS))
+    assert lines[2:] == ["horovodrun", *command[4:], "it's $(id)"]
+
+
+def test_an_elastic_horovodrun_that_is_no_python_script_runs_as_it_is(tmp_path: Path) -> None:
+    command = _horovod.launcher_command(make_job(elastic_spec()))
+    result = run_command(
+        command, tmp_path, programs={"horovodrun": '#!/bin/bash\nprintf "%s\\n" "$@"\n'}
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == command[4:]
+    assert "is not a Python script; starting it without a socket timeout" in result.stderr
+
+
+def test_an_elastic_launcher_without_horovodrun_says_so(tmp_path: Path) -> None:
+    command = _horovod.launcher_command(make_job(elastic_spec()))
+    result = run_command(command, tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert (result.returncode, result.stderr) == (127, "jobcore: no horovodrun on PATH\n")
 
 
 def test_static_launcher_script_gives_up_on_unresolvable_workers(tmp_path: Path) -> None:
