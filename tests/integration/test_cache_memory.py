@@ -93,12 +93,13 @@ async def test_keep_filters_the_list_the_watch_and_a_relist(client: Client, name
     ]
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's memory in MB as /proc says it: resident now (VmRSS), or at its peak (VmHWM)."""
     with open(f"/proc/{pid}/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmRSS for process {pid}")
+    raise AssertionError(f"no {field} for process {pid}")
 
 
 @contextlib.asynccontextmanager

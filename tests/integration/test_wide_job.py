@@ -22,14 +22,6 @@ ENV_ENTRIES = 2_000
 PEAK_GROWTH_LIMIT_MB = 100.0
 
 
-def peak_rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmHWM for process {pid}")
-
-
 async def test_a_wide_job_with_a_large_template_does_not_grow_the_controller_by_its_size(
     client: Client, namespace: str, kubeconfig_path: str, simulated_node: SimulatedNode
 ) -> None:
@@ -46,7 +38,7 @@ async def test_a_wide_job_with_a_large_template_does_not_grow_the_controller_by_
 
         status = await create_until_phase(client, MPIJOBS, wide, "Succeeded", timeout=240)
 
-        growth = peak_rss_mb(pid) - before
+        growth = rss_mb(pid, "VmHWM") - before
     print(f"{WORKERS} workers x {ENV_ENTRIES} env entries: peak RSS grew by {growth:.1f} MB")
     assert status["aggregate"]["succeeded"] >= 1
     assert growth < PEAK_GROWTH_LIMIT_MB, f"the controller's peak RSS grew by {growth:.1f} MB"
