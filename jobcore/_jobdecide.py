@@ -199,7 +199,7 @@ def apply_policy(
     A retried failure tears the whole gang down (MPI cannot re-admit one rank); the pods are
     recreated after the retry's `backoff` delay, and the job stays Running meanwhile.
     """
-    if outcome.state not in ("succeeded", "failed"):
+    if not outcome.ended:
         stuck, _ = pending_too_long(policy, pods.values(), now)
         if stuck is not None:
             message = (
@@ -262,7 +262,7 @@ def replace_pods(
     """Ended pods the kind dropped from its plan (an elastic HorovodJob replacing a lost
     worker): deleted now and created again after a retry's delay, one retry for all those
     that end while it waits. A job that ended or restarts has no pods to replace."""
-    if not replaced or verdict.restart is not None or _ended(verdict.outcome):
+    if not replaced or verdict.restart is not None or verdict.outcome.ended:
         return verdict
     if retry_wait(verdict.lifecycle, now) is not None:
         return dataclasses.replace(verdict, replaced=tuple(replaced))
@@ -273,7 +273,7 @@ def replace_pods(
 def noting_retry(outcome: Outcome, lifecycle: Lifecycle, now: float) -> Outcome:
     """While a retry waits, the outcome's message says when the pods come back (a restart's
     own message says so already)."""
-    if outcome.reason == RESTARTING or _ended(outcome) or retry_wait(lifecycle, now) is None:
+    if outcome.reason == RESTARTING or outcome.ended or retry_wait(lifecycle, now) is None:
         return outcome
     note = f"Ended pods are created again {retry_note(lifecycle)} (retry backoff)."
     return dataclasses.replace(outcome, message=" ".join(filter(None, (outcome.message, note))))
@@ -291,10 +291,6 @@ def retry_hold(previous: JobStatus, lifecycle: Lifecycle, now: float) -> Hold | 
         return None
     running = previous.condition("Running")
     return "all" if running is not None and running.reason == RESTARTING else "new"
-
-
-def _ended(outcome: Outcome) -> bool:
-    return outcome.state in ("succeeded", "failed")
 
 
 def restart_recorded(previous: JobStatus, pods: Iterable[Object]) -> bool:

@@ -173,6 +173,11 @@ class Outcome:
     message: str = ""
     replica_failure: str | None = None
 
+    @property
+    def ended(self) -> bool:
+        """Succeeded or failed: the job is over."""
+        return self.state in ("succeeded", "failed")
+
 
 class JobKind(Protocol[SpecT]):
     """A kind of job: its API, its validation, the children it needs, and how it ends.

@@ -231,7 +231,7 @@ class JobReconciler(Generic[SpecT]):
         outcome, lifecycle = verdict.outcome, verdict.lifecycle
         # The policy may have written a status already (a restart): derive from that one.
         step = dataclasses.replace(step, previous=self.writer.latest(job.obj))
-        if outcome.state in ("succeeded", "failed"):
+        if outcome.ended:
             return await self._end(step, outcome, lifecycle)
         if sync.refusal is not None and outcome.state == "pending" and not job.paused:
             outcome = Outcome("pending", FAILED_CREATE, sync.refusal, outcome.replica_failure)
