@@ -1,16 +1,20 @@
-"""Sample jobs that run real programs on the process-backed node, one per kind and MPI.
+"""Sample jobs that run real programs, one per kind and MPI, on the process-backed node or in
+the real cluster's containers.
 
-Shared by `jobcore sandbox --real` and the real-tier tests, so what the sandbox shows is what
-CI proves. Each job runs as root (or, through `nonroot`, as an unprivileged user) on host
-binaries from `scripts/frameworks.sh`'s installs (`controllers.frameworks`), with its programs
-written into a folder every pod can read.
+Shared by `jobcore sandbox --real`/`--cluster` and the real-tier tests, so what the sandbox
+shows is what CI proves. Each job runs as root (or, through `nonroot`, as an unprivileged user)
+on `scripts/frameworks.sh`'s installs, which `Installs` says where to find: the host's, or the
+same installs inside `scripts/images.sh`'s images. Programs are written into a folder every pod
+can read; in the cluster a compiled MPI program comes with its image.
 """
 
 from __future__ import annotations
 
 import copy
 import pwd
+from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
 from controllers import frameworks
@@ -19,6 +23,35 @@ from jobcore import Object
 from jobcore import Resource
 
 MPIJOBS = Resource("batch.tensorstack.dev", "v1beta1", "MPIJob", "mpijobs")
+IMAGE_FRAMEWORKS = Path("/opt/jobcore/frameworks")
+"""Where `scripts/images.sh` installs each framework in its image, as on the host: NAME/home."""
+IMAGE_PROGRAMS = Path("/opt/jobcore/programs")
+"""Where the images of the compiled MPIs hold the allreduce, compiled by that MPI's mpicc."""
+
+
+@dataclass(frozen=True)
+class Installs:
+    """Where a sample's pods find the frameworks: on the host (`HOST`, image "host", the process
+    node's pods run host binaries), or each in its own image (`images`: framework -> image)."""
+
+    images: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def in_images(self) -> bool:
+        return bool(self.images)
+
+    def home(self, framework: str) -> Path:
+        """The framework's prefix as the pod sees it."""
+        if self.in_images:
+            return IMAGE_FRAMEWORKS / framework / "home"
+        return frameworks.home(framework)
+
+    def image(self, framework: str) -> str:
+        return self.images[framework] if self.in_images else "host"
+
+
+HOST = Installs()
+
 ROOT_ENV = [
     {"name": "OMPI_ALLOW_RUN_AS_ROOT", "value": "1"},
     {"name": "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "value": "1"},
@@ -46,10 +79,12 @@ MPIS = {
 """The `--mpi` choices: Open MPI 4.1 (Debian), Open MPI 5, MPICH and Intel MPI (PyPI)."""
 
 
-def mpi_program(mpi: str, folder: Path, *, failing_rank: int | None = None) -> list[str]:
+def mpi_program(
+    mpi: str, folder: Path, *, failing_rank: int | None = None, installs: Installs = HOST
+) -> list[str]:
     """What the job's ranks run: Intel MPI's own PingPong benchmark (impi-rt ships no
     compiler) between the two workers, else the allreduce; `failing_rank` then exits 3."""
-    home = frameworks.home(MPIS[mpi].framework)
+    home = installs.home(MPIS[mpi].framework)
     if mpi == "intel":
         if failing_rank is None:
             # Ranks 0 and 2 ping-pong (one per worker) while the others wait; 17 sizes up to
@@ -64,10 +99,13 @@ def mpi_program(mpi: str, folder: Path, *, failing_rank: int | None = None) -> l
         script.chmod(0o755)
         folder.chmod(0o755)
         return [str(script)]
+    failing = [str(failing_rank)] if failing_rank is not None else []
+    if installs.in_images:
+        return [str(IMAGE_PROGRAMS / "allreduce"), *failing]
     binary = folder / "allreduce"
     if not binary.exists():
         compile_allreduce(folder, home / "bin" / "mpicc")
-    return [str(binary)] + ([str(failing_rank)] if failing_rank is not None else [])
+    return [str(binary), *failing]
 
 
 def mpi_job(
@@ -79,10 +117,11 @@ def mpi_job(
     namespace: str,
     workers: int = 2,
     slots: int = 2,
+    installs: Installs = HOST,
 ) -> Object:
     """An MPIJob of `workers` x `slots` ranks running `command` with the chosen MPI."""
     chosen = MPIS[mpi]
-    home = str(frameworks.home(chosen.framework))
+    home = str(installs.home(chosen.framework))
     return {
         "apiVersion": MPIJOBS.api_version,
         "kind": MPIJOBS.kind,
@@ -99,7 +138,7 @@ def mpi_job(
                         "containers": [
                             {
                                 "name": "mpi-worker",
-                                "image": "host",
+                                "image": installs.image(chosen.framework),
                                 "workingDir": str(folder),
                                 "env": [*ROOT_ENV, *chosen.env],
                             }
@@ -147,6 +186,7 @@ def colossalai_job(
     workers: int = 2,
     procs: int = 2,
     failing_rank: int | None = None,
+    installs: Installs = HOST,
 ) -> Object:
     """`workers` x `procs` torch processes all-reducing over gloo, launched by colossalai run.
 
@@ -159,7 +199,8 @@ def colossalai_job(
     script.write_text(COLOSSALAI_TRAIN)
     folder.chmod(0o755)
     args = [str(workers * procs)] + ([str(failing_rank)] if failing_rank is not None else [])
-    path = f"{frameworks.home('colossalai') / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+    path = f"{installs.home('colossalai') / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+    image = installs.image("colossalai")
     return {
         "apiVersion": COLOSSALAIJOBS.api_version,
         "kind": COLOSSALAIJOBS.kind,
@@ -167,7 +208,7 @@ def colossalai_job(
         "spec": {
             "ssh": {"authMountPath": "/root/.ssh", "sshdPath": "/usr/sbin/sshd"},
             "launcher": {
-                "image": "host",
+                "image": image,
                 "workingDir": str(folder),
                 "env": [{"name": "PATH", "value": path}],
             },
@@ -176,7 +217,7 @@ def colossalai_job(
                 "procPerWorker": procs,
                 "command": [script.name, *args],
                 "torchArgs": ["--redirects=1", "--tee=1"],
-                "template": {"spec": {"containers": [{"name": "worker", "image": "host"}]}},
+                "template": {"spec": {"containers": [{"name": "worker", "image": image}]}},
             },
         },
     }
@@ -198,11 +239,12 @@ print(f"rank {hvd.rank()} of {hvd.size()} on {socket.gethostname()}: sum={int(to
 """Every rank adds rank+1 with `hvd.allreduce`; each prints the sum."""
 
 
-def horovod_job(cmd: list[str], *, name: str, namespace: str) -> Object:
+def horovod_job(cmd: list[str], *, name: str, namespace: str, installs: Installs = HOST) -> Object:
     """2 workers x 2 slots running `cmd`; the container's PATH starts with Horovod's virtualenv,
     as an image's would (horovodrun hands its environment to every rank)."""
-    path = f"{frameworks.home('horovod') / 'bin'}:/usr/local/bin:/usr/bin:/bin"
-    container = {"name": "worker", "image": "host", "env": [{"name": "PATH", "value": path}]}
+    path = f"{installs.home('horovod') / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+    image = installs.image("horovod")
+    container = {"name": "worker", "image": image, "env": [{"name": "PATH", "value": path}]}
     return {
         "apiVersion": HOROVODJOBS.api_version,
         "kind": HOROVODJOBS.kind,
@@ -273,16 +315,23 @@ def framework(kind: str, mpi: str) -> str:
     return MPIS[mpi].framework if kind == "mpijob" else kind.removesuffix("job")
 
 
-def sample(kind: str, mpi: str, folder: Path, *, namespace: str = "default") -> Sample:
+def sample(
+    kind: str, mpi: str, folder: Path, *, namespace: str = "default", installs: Installs = HOST
+) -> Sample:
     """The sample job of `kind` (with `mpi` for an MPIJob) whose programs live in `folder`."""
     if kind == "mpijob":
-        command = mpi_program(mpi, folder)
-        job = mpi_job(mpi, folder, command, name="mpi-example", namespace=namespace)
+        command = mpi_program(mpi, folder, installs=installs)
+        job = mpi_job(
+            mpi, folder, command, name="mpi-example", namespace=namespace, installs=installs
+        )
         return Sample(MPIJOBS, job, "mpi-launcher")
     if kind == "colossalaijob":
-        job = colossalai_job(folder, name="colossalai-example", namespace=namespace)
+        job = colossalai_job(
+            folder, name="colossalai-example", namespace=namespace, installs=installs
+        )
         return Sample(COLOSSALAIJOBS, job, "launcher")
     if kind == "horovodjob":
-        job = horovod_job(horovod_allreduce(folder), name="horovod-example", namespace=namespace)
+        command = horovod_allreduce(folder)
+        job = horovod_job(command, name="horovod-example", namespace=namespace, installs=installs)
         return Sample(HOROVODJOBS, job, "launcher")
     raise ValueError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")

@@ -17,7 +17,7 @@ ruff format --check .
 mypy
 lint-imports --no-logo
 status=0
-pytest -q -rs -n "${JOBCORE_TEST_WORKERS:-2}" --dist loadfile "$@" || status=$?
+pytest -q -rs -n "${JOBCORE_TEST_WORKERS:-2}" --dist loadgroup "$@" || status=$?
 if [[ $status -eq 5 ]]; then
   echo "test.sh: pytest collected no tests" >&2
 fi

@@ -29,12 +29,12 @@ def kubectl(kubeconfig: str, *args: str) -> list[str]:
     return [str(Path(assets) / "kubectl"), "--kubeconfig", kubeconfig, *args]
 
 
-async def run(argv: Sequence[str]) -> tuple[int, str, str]:
+async def run(argv: Sequence[str], *, timeout: float = 60) -> tuple[int, str, str]:
     """Run a command to its end: exit status, stdout, stderr."""
     process = await asyncio.create_subprocess_exec(
         *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    out, err = await asyncio.wait_for(process.communicate(), timeout=timeout)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
 

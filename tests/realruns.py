@@ -1,19 +1,26 @@
-"""Running a job for real on a ProcessNode to its end, for the real-tier tests of every kind."""
+"""Running a job for real to its end, on a ProcessNode or in the real cluster, for the real-tier
+tests of every kind."""
 
 from __future__ import annotations
 
 from typing import Any
+from typing import Protocol
 
 from jobcore import Client
 from jobcore import Object
 from jobcore import Resource
-from jobcore.testing import ProcessNode
 from jobcore.testing import wait_for_end
+
+
+class Logs(Protocol):
+    """Where a container's output is read: a ProcessNode, or the real cluster's kubelet."""
+
+    def logs(self, namespace: str, pod: str, container: str) -> str: ...
 
 
 async def run_to_end(
     client: Client,
-    node: ProcessNode,
+    node: Logs,
     resource: Resource,
     job: Object,
     *,

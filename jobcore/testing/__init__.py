@@ -11,11 +11,13 @@ check; `resync` and `wait_until_settled` wait for a running controller's own wor
 `job_of`, `pod_of`, `observed_of`, `by_name`, `container_named`, `env_of`, `env_list`,
 `secret_text` and their kin test a kind on plain objects, without an API server, and
 `ModelKind` is a kind that is only its model; `FaultProxy` stands between a controller and
-the API server and fails a share of its requests (`Faults`). The pytest plugin
-(`jobcore.testing.plugin`, loaded automatically once jobcore is installed) provides the
-`control_plane`, `kubeconfig_path`, `client`, `namespace`, `simulated_node` and
-`process_node` fixtures. `require` skips a test whose prerequisite is missing, and fails it
-under CI (`under_ci`), where a skip would hide a missing install.
+the API server and fails a share of its requests (`Faults`). `RealCluster` runs a real
+single-node Kubernetes (kubelet, containerd, runc, CNI, kube-proxy, cluster DNS) on this host
+for tests in real containers. The pytest plugin (`jobcore.testing.plugin`, loaded
+automatically once jobcore is installed) provides the `control_plane`, `kubeconfig_path`,
+`client`, `namespace`, `simulated_node`, `process_node` and `real_cluster` fixtures.
+`require` skips a test whose prerequisite is missing, and fails it under CI (`under_ci`),
+where a skip would hide a missing install.
 """
 
 from jobcore.testing._background import background
@@ -63,6 +65,10 @@ from jobcore.testing._node import PodOutcome
 from jobcore.testing._node import SimulatedNode
 from jobcore.testing._processnode import ProcessNode
 from jobcore.testing._processnode import process_node_available
+from jobcore.testing._realcluster import RealCluster
+from jobcore.testing._realcluster import RealClusterError
+from jobcore.testing._realcluster import images_folder
+from jobcore.testing._realcluster import real_cluster_available
 from jobcore.testing._reconciles import resync
 from jobcore.testing._reconciles import wait_until_settled
 from jobcore.testing._requests import api_requests
@@ -78,6 +84,8 @@ __all__ = [
     "PodMatcher",
     "PodOutcome",
     "ProcessNode",
+    "RealCluster",
+    "RealClusterError",
     "SimulatedNode",
     "accepting_connections",
     "api_requests",
@@ -94,6 +102,7 @@ __all__ = [
     "event_reasons",
     "events_of",
     "eventually",
+    "images_folder",
     "install_crd",
     "is_subset",
     "job_controller",
@@ -104,6 +113,7 @@ __all__ = [
     "observed_of",
     "pod_of",
     "process_node_available",
+    "real_cluster_available",
     "require",
     "resync",
     "run_command",

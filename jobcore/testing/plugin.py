@@ -1,4 +1,5 @@
-"""Pytest plugin: one Kubernetes API server per test session (envtest, k3s or an existing one).
+"""Pytest plugin: one Kubernetes API server per test session (envtest, k3s or an existing one),
+and the machine's real cluster for the tests that ask for `real_cluster`.
 
 The session fixtures are synchronous and drive the control plane's coroutines on a private event
 loop: its processes are OS processes and outlive that loop, so the tests keep pytest-asyncio's
@@ -24,8 +25,18 @@ from jobcore.testing._controlplane import ControlPlane
 from jobcore.testing._k3s import K3sCluster
 from jobcore.testing._k3s import docker_available
 from jobcore.testing._k3s import start_k3s
+from jobcore.testing._realcluster import RealCluster
+from jobcore.testing._realcluster import images_folder
+from jobcore.testing._realcluster import real_cluster_available
+from jobcore.testing._required import require
 
 BACKENDS = ("envtest", "k3s")
+REAL_CLUSTER_GROUP = "jobcore-real-cluster"
+"""The xdist group of every test that uses `real_cluster`: one cluster fits a machine, so under
+`pytest -n N --dist loadgroup` they all run on one worker, while the other tests of each file
+share a group named after the file, as `--dist loadfile` would place them."""
+REAL_CLUSTER_WAIT = 1800.0
+"""How long a test run waits for another process (a second run, a sandbox) to stop the cluster."""
 _T = TypeVar("_T")
 
 
@@ -110,6 +121,35 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     finally:
         if cluster is not None:
             _run(loop, cluster.stop())
+        loop.close()
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "real_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(REAL_CLUSTER_GROUP))
+        elif item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(str(item.path)))
+
+
+@pytest.fixture(scope="session")
+def real_cluster() -> Iterator[RealCluster]:
+    """The machine's real cluster, started once per test run (or per xdist worker: keep its
+    tests on one, see REAL_CLUSTER_GROUP) with the images of `images_folder()` imported, and
+    stopped after it, the host put back as it was.
+
+    Skips the test where the host cannot run one (not root, binaries or packages missing),
+    fails it under CI; a component that does not start fails it naming the component's log.
+    """
+    require(real_cluster_available())
+    cluster = RealCluster(images_folder())
+    loop = asyncio.new_event_loop()
+    try:
+        _run(loop, cluster.start(wait=REAL_CLUSTER_WAIT))
+        yield cluster
+    finally:
+        _run(loop, cluster.stop())
         loop.close()
 
 
