@@ -1,5 +1,6 @@
-"""Pytest plugin: one Kubernetes API server per test session (envtest, k3s or an existing one),
-and the machine's real cluster for the tests that ask for `real_cluster`.
+"""Pytest plugin: one API server per test session (envtest, k3s or an existing cluster).
+
+The machine's real cluster serves the tests that ask for `real_cluster`.
 
 The session fixtures are synchronous and drive the control plane's coroutines on a private event
 loop: its processes are OS processes and outlive that loop, so the tests keep pytest-asyncio's
