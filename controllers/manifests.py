@@ -222,9 +222,13 @@ def deployment(namespace: str | None = None, image: str = IMAGE) -> list[Object]
                         "serviceAccountName": NAME,
                         "terminationGracePeriodSeconds": 45,
                         # Pod Security "restricted": non-root, and the runtime's seccomp profile.
+                        # The image's USER 65532:65532, group included: with runAsUser alone,
+                        # the runtime takes the group from the image's /etc/passwd, which has
+                        # no 65532, and runs the process in root's group 0.
                         "securityContext": {
                             "runAsNonRoot": True,
                             "runAsUser": 65532,
+                            "runAsGroup": 65532,
                             "seccompProfile": {"type": "RuntimeDefault"},
                         },
                         "affinity": {

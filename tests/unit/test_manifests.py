@@ -222,6 +222,18 @@ def test_the_controller_pod_meets_pod_security_restricted() -> None:
     assert all("hostPath" not in volume for volume in spec.get("volumes", ()))
 
 
+def test_the_pod_runs_as_the_images_user_and_group() -> None:
+    """The Dockerfile's `USER uid:gid`: a pod that sets the uid alone runs in group 0."""
+    (user,) = [
+        line.split()[1]
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.startswith("USER ")
+    ]
+    (deploy,) = deployment()
+    context = deploy["spec"]["template"]["spec"]["securityContext"]
+    assert f"{context['runAsUser']}:{context['runAsGroup']}" == user
+
+
 def test_a_disruption_never_takes_both_replicas() -> None:
     (budget,) = disruption_budget()
     (deploy,) = deployment()
