@@ -222,9 +222,13 @@ def deployment(namespace: str | None = None, image: str = IMAGE) -> list[Object]
                         "serviceAccountName": NAME,
                         "terminationGracePeriodSeconds": 45,
                         # Pod Security "restricted": non-root, and the runtime's seccomp profile.
+                        # The image's USER 65532:65532, group included: with runAsUser alone,
+                        # the runtime takes the group from the image's /etc/passwd, which has
+                        # no 65532, and runs the process in root's group 0.
                         "securityContext": {
                             "runAsNonRoot": True,
                             "runAsUser": 65532,
+                            "runAsGroup": 65532,
                             "seccompProfile": {"type": "RuntimeDefault"},
                         },
                         "affinity": {
@@ -300,7 +304,8 @@ def metrics_exposure(namespace: str | None = None) -> list[Object]:
 def disruption_budget(namespace: str | None = None) -> list[Object]:
     """At most one of the two replicas evicted at a time: a standby is always there to lead.
 
-    `policy/v1`, served from Kubernetes 1.21 on (1.20 has only `policy/v1beta1`).
+    `policy/v1`, served from Kubernetes 1.21 on; 1.20 serves only `policy/v1beta1`, which 1.25
+    removed. No one apiVersion serves both, so `write_manifests` keeps it out of the install.
     """
     return [
         {
@@ -334,18 +339,21 @@ def write_manifests(
     `kustomization.yaml` installing them (`kubectl apply -k`), and one for the job samples
     found in `samples/` (kept by hand).
 
-    `deploy/metrics.yaml` and `deploy/metrics-patch.yaml`, which expose `/metrics`, are not
-    installed. With `namespace` (an install limited to it, see `rbac`), `kustomization.yaml`
-    leaves out `crds/` too: CRDs are cluster-scoped, for a cluster admin to install.
+    The install holds only APIs that every Kubernetes from 1.20 on serves, so `apply -k`
+    works on all of them. Not installed: `deploy/pdb.yaml`, the PodDisruptionBudget, applied
+    apart from 1.21 on (see `disruption_budget`), and `deploy/metrics.yaml` and
+    `deploy/metrics-patch.yaml`, which expose `/metrics`. With `namespace` (an install
+    limited to it, see `rbac`), `kustomization.yaml` leaves out `crds/` too: CRDs are
+    cluster-scoped, for a cluster admin to install.
     """
     root = Path(output)
     crds = write_crds(kinds, root / "crds")
     installed = [
         _dump(root / "rbac" / "rbac.yaml", rbac(kinds, namespace)),
         _dump(root / "deploy" / "controller.yaml", deployment(namespace)),
-        _dump(root / "deploy" / "pdb.yaml", disruption_budget(namespace)),
     ]
-    exposure = [
+    apart = [
+        _dump(root / "deploy" / "pdb.yaml", disruption_budget(namespace)),
         _dump(root / "deploy" / "metrics.yaml", metrics_exposure(namespace)),
         _dump(root / "deploy" / "metrics-patch.yaml", [metrics_patch()]),
     ]
@@ -354,7 +362,7 @@ def write_manifests(
     written = [
         *crds,
         *installed,
-        *exposure,
+        *apart,
         _dump(root / "kustomization.yaml", [_kustomization(names)]),
     ]
     samples = sorted(path.name for path in (root / "samples").glob("*.yaml"))

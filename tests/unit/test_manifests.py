@@ -141,10 +141,33 @@ def test_a_namespaced_install_leaves_the_crds_to_a_cluster_admin(tmp_path: Path)
         == 0
     )
     layout = yaml.safe_load((tmp_path / "kustomization.yaml").read_text())
-    assert layout["resources"] == ["deploy/controller.yaml", "deploy/pdb.yaml", "rbac/rbac.yaml"]
+    assert layout["resources"] == ["deploy/controller.yaml", "rbac/rbac.yaml"]
     assert (tmp_path / "crds" / "batch.tensorstack.dev_mpijobs.yaml").exists()
     kinds = [o["kind"] for o in yaml.safe_load_all((tmp_path / "rbac" / "rbac.yaml").read_text())]
     assert "ClusterRole" not in kinds and "Namespace" not in kinds
+
+
+SERVED_FROM_1_20_ON = {"v1", "apps/v1", "rbac.authorization.k8s.io/v1", "apiextensions.k8s.io/v1"}
+"""API versions that Kubernetes 1.20 serves and no later release removes."""
+
+
+@pytest.mark.parametrize("scope", [[], ["--namespace", "team-a"]], ids=["cluster", "namespace"])
+def test_the_install_applies_on_every_kubernetes_from_1_20_and_the_budget_apart(
+    tmp_path: Path, scope: list[str]
+) -> None:
+    """No one apiVersion of PodDisruptionBudget is served by 1.20 (`policy/v1beta1` only)
+    and by 1.25 on (`policy/v1` only): `apply -k` installs none, `deploy/pdb.yaml` is for
+    1.21 on."""
+    assert main(["manifests", "--kinds", "mpijob", "--output", str(tmp_path), *scope]) == 0
+    layout = yaml.safe_load((tmp_path / "kustomization.yaml").read_text())
+    installed = [
+        document
+        for name in layout["resources"]
+        for document in yaml.safe_load_all((tmp_path / name).read_text())
+    ]
+    assert {document["apiVersion"] for document in installed} <= SERVED_FROM_1_20_ON
+    (budget,) = yaml.safe_load_all((tmp_path / "deploy" / "pdb.yaml").read_text())
+    assert (budget["apiVersion"], budget["kind"]) == ("policy/v1", "PodDisruptionBudget")
 
 
 def test_deployment_runs_two_leader_elected_replicas_with_probes() -> None:
@@ -197,6 +220,18 @@ def test_the_controller_pod_meets_pod_security_restricted() -> None:
     assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
     assert not any(key in spec for key in ("hostNetwork", "hostPID", "hostIPC"))
     assert all("hostPath" not in volume for volume in spec.get("volumes", ()))
+
+
+def test_the_pod_runs_as_the_images_user_and_group() -> None:
+    """The Dockerfile's `USER uid:gid`: a pod that sets the uid alone runs in group 0."""
+    (user,) = [
+        line.split()[1]
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.startswith("USER ")
+    ]
+    (deploy,) = deployment()
+    context = deploy["spec"]["template"]["spec"]["securityContext"]
+    assert f"{context['runAsUser']}:{context['runAsGroup']}" == user
 
 
 def test_a_disruption_never_takes_both_replicas() -> None:
