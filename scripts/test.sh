@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # The project's test command: the real frameworks (scripts/frameworks.sh, into a cache outside
-# the repository), then lint, format, types, import layers and pytest ("$@" goes to pytest; its
-# testpaths are tests/ and the example plugin's examples/torchjob/tests/), in two processes
-# that each take whole files (JOBCORE_TEST_WORKERS=0 runs them in this one, so -s shows
-# output). Stops at the first failing check. A framework that does not install stops nothing: its real tests skip saying
-# why, and under CI (CI=true) they fail saying why.
+# the repository) and the real cluster's packages and images (scripts/cluster.sh), then lint,
+# format, types, import layers and pytest ("$@" goes to pytest; its testpaths are tests/ and the
+# example plugin's examples/torchjob/tests/), in two processes that each take whole files, the
+# real-cluster tests all in one of them (JOBCORE_TEST_WORKERS=0 runs everything in this one, so
+# -s shows output). Stops at the first failing check. A framework or image that does not install
+# stops nothing: its real tests skip saying why, and under CI (CI=true) they fail saying why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 started=$SECONDS
 bash scripts/frameworks.sh || echo "test.sh: some frameworks did not install (above)" >&2
 echo "test.sh: frameworks ready in $((SECONDS - started)) s" >&2
+step=$SECONDS
+bash scripts/cluster.sh || echo "test.sh: some of the real cluster's set-up failed (above)" >&2
+echo "test.sh: the real cluster's set-up ready in $((SECONDS - step)) s" >&2
 
 ruff check .
 ruff format --check .

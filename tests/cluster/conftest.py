@@ -1,0 +1,109 @@
+"""The real-cluster tier: the controller's image and manifests deployed as docs/deployment.md
+installs them (`kubectl apply -k manifests`), on the kit's real cluster (kubelet, containerd,
+runc, cluster DNS), and a client and a fresh namespace there for each test."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from controllers import images
+from controllers.manifests import NAME
+from controllers.manifests import NAMESPACE
+from jobcore import NAMESPACES
+from jobcore import ApiError
+from jobcore import Client
+from jobcore.testing import RealCluster
+from jobcore.testing import eventually
+from jobcore.testing import require
+from tests import installs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The real cluster with the controller deployed: kubectl as admin, and pod logs."""
+
+    real: RealCluster
+
+    @property
+    def kubeconfig(self) -> str:
+        return self.real.kubeconfig_path
+
+    def kubectl(self, *args: str, timeout: float = 60, check: bool = True) -> str:
+        """kubectl's output; a failure fails the test with kubectl's error."""
+        argv = installs.kubectl(self.kubeconfig, *args)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        if check and done.returncode != 0:
+            pytest.fail(f"kubectl {' '.join(args)}: exit {done.returncode}: {done.stderr}")
+        return done.stdout
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.kubectl("get", "-o", "json", *args))
+
+    def logs(self, namespace: str, pod: str, container: str) -> str:
+        """The container's output as the kubelet kept it (empty if there is none yet)."""
+        args = ("logs", "-n", namespace, pod, "-c", container)
+        return self.kubectl(*args, check=False)
+
+    def controller_pods(self) -> list[dict[str, Any]]:
+        selector = "app.kubernetes.io/name=jobcore,app.kubernetes.io/component=controller"
+        return list(self.json("pods", "-n", NAMESPACE, "-l", selector)["items"])
+
+    def leader(self) -> str:
+        """The pod holding the controller's Lease (its identity is `hostname_uuid`)."""
+        lease = self.json("lease", "-n", NAMESPACE, NAME)
+        holder: str = lease["spec"].get("holderIdentity") or ""
+        return holder.partition("_")[0]
+
+
+@pytest.fixture(scope="session")
+def cluster(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Cluster:
+    """The controller deployed from a copy of `manifests/` with `kubectl apply -k`, its two
+    replicas Ready (the kubelet ran their probes) and one of them leading."""
+    require(images.missing("pause", "jobcore"))
+    deployed = Cluster(real_cluster)
+    manifests = tmp_path_factory.mktemp("manifests") / "manifests"
+    shutil.copytree(ROOT / "manifests", manifests)
+    deployed.kubectl("apply", "-k", str(manifests))
+    rollout = ("rollout", "status", "-n", NAMESPACE, f"deployment/{NAME}", "--timeout=180s")
+    deployed.kubectl(*rollout, timeout=200)
+    return deployed
+
+
+@pytest_asyncio.fixture
+async def cluster_client(cluster: Cluster) -> AsyncIterator[Client]:
+    client = await Client.from_kubeconfig(cluster.kubeconfig)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest_asyncio.fixture
+async def cluster_namespace(
+    cluster: Cluster, cluster_client: Client, request: pytest.FixtureRequest
+) -> AsyncIterator[str]:
+    """A fresh namespace whose default ServiceAccount has its token (pods need it first)."""
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].rstrip("-")
+    name = f"{base}-{uuid.uuid4().hex[:6]}"
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    await cluster_client.create(NAMESPACES, namespace)
+    try:
+        await eventually(lambda: cluster.real.commands.default_token(name), timeout=60)
+        yield name
+    finally:
+        with contextlib.suppress(ApiError):
+            await cluster_client.delete(NAMESPACES, name)
