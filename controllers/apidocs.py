@@ -27,6 +27,7 @@ from pydantic_core import core_schema
 
 from controllers import _apischema
 from controllers._apischema import NONE
+from controllers.kinds import BUNDLED_KINDS
 from controllers.kinds import installed_kinds
 from controllers.kinds import kind_names
 from jobcore import T9K_STATUS
@@ -36,7 +37,6 @@ from jobcore import status_part
 
 REGENERATE = "python -m controllers.apidocs docs/reference"
 """The command that rewrites the committed pages."""
-BUNDLED_KINDS = ("colossalaijob", "horovodjob", "kubeflow-mpijob", "mpijob")
 """The entry-point names of the kinds whose pages live in docs/reference."""
 INDEX = "README.md"
 STATUS_DOC = "../status.md"

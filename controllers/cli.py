@@ -8,12 +8,11 @@ import asyncio
 import signal
 import socket
 import sys
-import tempfile
 import uuid
 from typing import Any
 
-from controllers import realjobs
 from controllers import render
+from controllers import sandboxcommand
 from controllers.apiclient import add_client_arguments
 from controllers.apiclient import client_from
 from controllers.kinds import ENTRY_POINT_GROUP
@@ -199,28 +198,7 @@ def _parser() -> argparse.ArgumentParser:
         "(default: jobcore-system, watching all namespaces)",
     )
 
-    sandbox = commands.add_parser("sandbox", help="a local control plane running a sample job")
-    sandbox.add_argument("--keep", action="store_true", help="keep running after the job ends")
-    sandbox.add_argument(
-        "--real",
-        action="store_true",
-        help="run pods as host processes with the real launcher over ssh "
-        "(root; scripts/frameworks.sh installs the frameworks)",
-    )
-    sandbox.add_argument(
-        "--kind", choices=realjobs.KINDS, default="mpijob", help="with --real: the sample's kind"
-    )
-    sandbox.add_argument(
-        "--mpi",
-        choices=sorted(realjobs.MPIS),
-        default="openmpi",
-        help="with --real --kind mpijob: Open MPI 4 (openmpi) or 5, MPICH or Intel MPI",
-    )
-    sandbox.add_argument(
-        "--verbose",
-        action="store_true",
-        help="the controller's log lines on stderr, not in the log file",
-    )
+    sandboxcommand.add_parser(commands)
     return parser
 
 
@@ -347,50 +325,14 @@ async def _manifests(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _sandbox(args: argparse.Namespace) -> int:
-    from controllers.sandbox import SandboxError  # noqa: PLC0415 - testing kit
-    from controllers.sandbox import run_sandbox  # noqa: PLC0415 - testing kit
-
-    # Ctrl-C, SIGTERM and SIGHUP all unwind, so the control plane is always stopped.
-    sandbox = asyncio.current_task()
-    assert sandbox is not None
-    received: list[int] = []
-
-    def stop(sig: int) -> None:
-        received.append(sig)
-        sandbox.cancel()
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        asyncio.get_running_loop().add_signal_handler(sig, stop, sig)
-    try:
-        phase = await run_sandbox(keep=args.keep, real=args.real, kind=args.kind, mpi=args.mpi)
-    except SandboxError as error:
-        print(f"jobcore sandbox: {error}", file=sys.stderr)
-        return 2
-    except asyncio.CancelledError:
-        print("sandbox stopped")
-        return 128 + (received[0] if received else signal.SIGTERM)
-    print("the sandbox's control plane is gone; `jobcore sandbox --keep` keeps it for kubectl")
-    print(f"sample job finished: {phase}")
-    return 0 if phase == "Succeeded" else 1
-
-
 _COMMANDS = {
     "run": _run,
     "kinds": _list_kinds,
     "validate": _validate,
     "render": _render,
     "manifests": _manifests,
-    "sandbox": _sandbox,
+    "sandbox": sandboxcommand.sandbox,
 }
-
-
-def _log_to_a_file(level: str) -> None:
-    """The controller's log lines as JSON into a new file, whose name is printed."""
-    descriptor, path = tempfile.mkstemp(prefix="jobcore-sandbox-", suffix=".log")
-    log = open(descriptor, "w", buffering=1)  # noqa: SIM115 - open for the whole run
-    configure_logging(format="json", level=level, stream=log)
-    print(f"controller log: {path} (--verbose shows it here)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -402,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:
             parser.error(str(error))
     if args.command == "sandbox" and not args.verbose:
-        _log_to_a_file(args.log_level)  # the screen is for the job's status and launcher
+        sandboxcommand.log_to_a_file(args.log_level)  # the screen: the job's status, launcher
     else:
         configure_logging(format=args.log_format, level=args.log_level)
     try:

@@ -21,8 +21,9 @@ PROGRAMS_VOLUME = "jobcore-programs"
 
 
 def installs() -> realjobs.Installs:
-    """Every framework in its image, as `scripts/images.sh` tagged it last."""
-    return realjobs.Installs({name: images.reference(name) for name in FRAMEWORK_IMAGES})
+    """Every framework in its image, as `scripts/images.sh` tagged it last (those built)."""
+    built = [name for name in FRAMEWORK_IMAGES if images.missing(name) is None]
+    return realjobs.Installs({name: images.reference(name) for name in built})
 
 
 def programs_configmap(folder: Path, *, name: str, namespace: str) -> Object:

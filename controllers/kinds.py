@@ -13,6 +13,8 @@ import structlog
 from jobcore import JobKind
 
 ENTRY_POINT_GROUP = "jobcore.jobkinds"
+BUNDLED_KINDS = ("colossalaijob", "horovodjob", "kubeflow-mpijob", "mpijob")
+"""The kinds this distribution brings (and the controller's image runs)."""
 _log = structlog.get_logger("jobcore.kinds")
 
 

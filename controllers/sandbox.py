@@ -150,20 +150,28 @@ async def _run(
     name = sample.job["metadata"]["name"]
     async with background(node.run()), background(manager.run()):
         await client.create(sample.resource, sample.job)
-        started, phase, shown = time.monotonic(), "", ""
-        while phase not in ("Succeeded", "Failed") or keep:
-            await asyncio.sleep(0.5)
-            try:
-                job = await client.get(sample.resource, name, "default")
-            except NotFoundError:
-                break
-            line = _status_line(job)
-            if line != shown:  # each change once, as it happens
-                out.write(f"[{time.monotonic() - started:5.1f}s] {line}\n")
-                out.flush()
-                shown = line
-            phase = job.get("status", {}).get("phase", "")
+        phase = await follow(client, sample, keep=keep, out=out)
         if isinstance(node, ProcessNode):
             launcher = node.logs("default", f"{name}-launcher", sample.launcher_container)
             out.write(f"launcher output:\n{launcher}")
+    return phase
+
+
+async def follow(client: Client, sample: realjobs.Sample, *, keep: bool, out: TextIO) -> str:
+    """Print the created sample's status each time it changes, until it ended (or, with
+    `keep`, until it is deleted); its last phase."""
+    metadata = sample.job["metadata"]
+    started, phase, shown = time.monotonic(), "", ""
+    while phase not in ("Succeeded", "Failed") or keep:
+        await asyncio.sleep(0.5)
+        try:
+            job = await client.get(sample.resource, metadata["name"], metadata["namespace"])
+        except NotFoundError:
+            break
+        line = _status_line(job)
+        if line != shown:  # each change once, as it happens
+            out.write(f"[{time.monotonic() - started:5.1f}s] {line}\n")
+            out.flush()
+            shown = line
+        phase = job.get("status", {}).get("phase", "")
     return phase

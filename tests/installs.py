@@ -13,12 +13,13 @@ from pathlib import Path
 
 import yaml
 
+from controllers.kinds import BUNDLED_KINDS
 from controllers.manifests import NAME
 from jobcore import Client
 from tests.commands import LOOPBACK_SERVERS
 from tests.commands import start_jobcore
 
-BUNDLED_KINDS = "mpijob,colossalaijob,horovodjob,kubeflow-mpijob"
+BUNDLED = ",".join(BUNDLED_KINDS)
 """The kinds of the checked-in manifests: a plugin installed next to them (examples/torchjob)
 has no CRD or RBAC there."""
 _TOKEN_REQUEST = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
@@ -44,7 +45,7 @@ async def namespaced_install(kubeconfig: str, namespace: str, output: Path) -> N
     the cluster admin's part done: its CRDs applied (cluster-scoped, the install leaves them
     out)."""
     written = await start_jobcore(
-        "manifests", "--kinds", BUNDLED_KINDS, "--namespace", namespace, "--output", str(output)
+        "manifests", "--kinds", BUNDLED, "--namespace", namespace, "--output", str(output)
     )
     log, _ = await written.communicate()
     assert written.returncode == 0, log.decode()
@@ -86,7 +87,7 @@ async def controller_process(kubeconfig: str, args: Sequence[str]) -> AsyncItera
         "--kubeconfig",
         kubeconfig,
         "--kinds",
-        BUNDLED_KINDS,
+        BUNDLED,
         *LOOPBACK_SERVERS,
     )
     log: list[str] = []

@@ -116,7 +116,7 @@ class RealCluster(Started):
         stop the cluster, then fail naming that process."""
         if (missing := real_cluster_available(str(self._assets))) is not None:
             raise RealClusterError(missing)
-        await self._take_the_machine(wait)
+        await self.claim(wait)
         self.timings.clear()
         if _daemons.recorded(self.layout.pids) or self.layout.saved.is_dir():
             log.warning("taking down a cluster an earlier run left", home=str(self.layout.home))
@@ -143,8 +143,11 @@ class RealCluster(Started):
                 os.close(self._lock)  # releases the lock
                 self._lock = None
 
-    async def _take_the_machine(self, wait: float) -> None:
-        """An exclusive lock on the cluster's home, held until `stop()`: one cluster fits."""
+    async def claim(self, wait: float = 0) -> None:
+        """Take the machine's cluster (an exclusive lock, held until `stop()`: one fits), as
+        `start()` does; alone, before `stop()` takes down a cluster another process left up."""
+        if self._lock is not None:
+            return
         self.layout.home.mkdir(parents=True, exist_ok=True)
         path = self.layout.home / "lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

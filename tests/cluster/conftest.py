@@ -4,6 +4,7 @@ runc, cluster DNS), and a client and a fresh namespace there for each test."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
@@ -19,6 +20,7 @@ import pytest
 import pytest_asyncio
 
 from controllers import images
+from controllers.clustersandbox import deploy
 from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
 from jobcore import NAMESPACES
@@ -74,13 +76,10 @@ def cluster(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory)
     """The controller deployed from a copy of `manifests/` with `kubectl apply -k`, its two
     replicas Ready (the kubelet ran their probes) and one of them leading."""
     require(images.missing("pause", "jobcore"))
-    deployed = Cluster(real_cluster)
     manifests = tmp_path_factory.mktemp("manifests") / "manifests"
     shutil.copytree(ROOT / "manifests", manifests)
-    deployed.kubectl("apply", "-k", str(manifests))
-    rollout = ("rollout", "status", "-n", NAMESPACE, f"deployment/{NAME}", "--timeout=180s")
-    deployed.kubectl(*rollout, timeout=200)
-    return deployed
+    asyncio.run(deploy(real_cluster, manifests))
+    return Cluster(real_cluster)
 
 
 @pytest_asyncio.fixture

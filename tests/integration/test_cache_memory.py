@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from controllers.apidocs import BUNDLED_KINDS
+from controllers.kinds import BUNDLED_KINDS
 from controllers.kinds import installed_kinds
 from jobcore import CONFIGMAPS
 from jobcore import JOB_NAME_LABEL

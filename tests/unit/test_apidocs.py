@@ -9,11 +9,11 @@ from typing import Literal
 from pydantic import ConfigDict
 from pydantic import Field
 
-from controllers.apidocs import BUNDLED_KINDS
 from controllers.apidocs import REGENERATE
 from controllers.apidocs import api_reference
 from controllers.apidocs import main
 from controllers.apidocs import write_api_reference
+from controllers.kinds import BUNDLED_KINDS
 from controllers.kinds import installed_kinds
 from jobcore import ApiModel
 from jobcore import JobKind

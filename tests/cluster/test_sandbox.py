@@ -1,0 +1,43 @@
+"""`jobcore sandbox --cluster`: the sample job in the real cluster, as the README shows it."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+
+from controllers.clustersandbox import run_cluster_sandbox
+from tests.cluster.conftest import Cluster
+
+pytestmark = pytest.mark.integration
+
+
+async def test_the_mpijob_sample_runs_in_containers_and_its_status_is_shown(
+    cluster: Cluster, cluster_namespace: str
+) -> None:
+    out = io.StringIO()
+    phase = await run_cluster_sandbox(cluster=cluster.real, namespace=cluster_namespace, out=out)
+    shown = out.getvalue()
+    assert phase == "Succeeded", shown
+    assert "controller deployed with kubectl apply -k: Ready in" in shown, shown
+    assert f"KUBECONFIG={cluster.kubeconfig}" in shown, shown
+    assert "mpi-example: phase=Succeeded" in shown, shown
+    launcher = shown.partition("launcher output:\n")[2]
+    assert launcher.count(": sum=10") == 4, shown
+
+
+def test_taking_the_cluster_down_is_refused_while_another_process_uses_it(
+    cluster: Cluster,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "controllers", "sandbox", "--cluster", "--down"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done
+    assert f"the real cluster is in use by pid {os.getpid()}" in done.stderr, done.stderr
