@@ -13,12 +13,18 @@ NAMES = ("openmpi4", "openmpi5", "mpich", "intel", "colossalai", "horovod", "non
 STAMP = ".jobcore-installed"
 
 
-def root() -> Path:
-    """$JOBCORE_FRAMEWORKS, else ~/.cache/jobcore/frameworks (as the script chooses)."""
-    if folder := os.environ.get("JOBCORE_FRAMEWORKS"):
+def cache_folder(variable: str, name: str) -> Path:
+    """$variable, else ~/.cache/jobcore/NAME, $XDG_CACHE_HOME standing for ~/.cache if set
+    (as the scripts choose)."""
+    if folder := os.environ.get(variable):
         return Path(folder)
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "jobcore" / "frameworks"
+    return Path(cache) / "jobcore" / name
+
+
+def root() -> Path:
+    """$JOBCORE_FRAMEWORKS, else ~/.cache/jobcore/frameworks."""
+    return cache_folder("JOBCORE_FRAMEWORKS", "frameworks")
 
 
 def home(name: str) -> Path:

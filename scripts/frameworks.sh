@@ -17,26 +17,8 @@ all=(openmpi4 openmpi5 mpich intel colossalai horovod nonroot)
 names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=("${all[@]}")
 
-# apt_install PACKAGE...: the Debian packages not yet installed, in one apt-get run.
-apt_install() {
-  local missing=() package
-  for package in "$@"; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
-      || missing+=("$package")
-  done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
-    echo "frameworks.sh: ${missing[*]} missing, and installing needs root and apt-get" >&2
-    return 1
-  fi
-  echo "frameworks.sh: apt-get install ${missing[*]}" >&2
-  if [[ ! -f /tmp/jobcore-apt-updated ]]; then
-    apt-get update -qq >/tmp/jobcore-apt.log 2>&1 || { cat /tmp/jobcore-apt.log >&2; return 1; }
-    touch /tmp/jobcore-apt-updated
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-    >/tmp/jobcore-apt.log 2>&1 || { cat /tmp/jobcore-apt.log >&2; return 1; }
-}
+# shellcheck source=scripts/apt.sh
+source "$here/apt.sh"
 
 # venv_install FOLDER PYTHON PIP_ARGS...: a fresh virtualenv made by PYTHON, then pip install.
 venv_install() {
@@ -56,6 +38,7 @@ VENV_ARGS=()
 prefix_install() {
   local dest=$1 pin=$2 binary
   shift 2
+  apt_install python3-venv || return 1
   rm -rf "${dest:?}" && mkdir -p "$dest"  # a stale home/ from an older layout would swallow the link
   venv_install "$dest/venv" "$(command -v python3)" --prefix "$dest/prefix" "$pin" || return 1
   for binary in "$@"; do

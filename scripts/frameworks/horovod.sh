@@ -47,10 +47,11 @@ _horovod_build_wheel() {
 
 install_horovod() {
   local dest=$1 wheels
-  apt_install python3-torch libtorch-dev pybind11-dev cmake g++ make libopenmpi-dev \
-    openmpi-bin python3-venv python3-dev || return 1
+  apt_install python3-torch openmpi-bin python3-venv || return 1
   wheels=$(_horovod_wheel_dir) || return 1
   if ! compgen -G "$wheels/horovod-$horovod_version-*.whl" >/dev/null; then
+    # Only a build needs the compilers and headers (an image reusing the wheel does without).
+    apt_install libtorch-dev pybind11-dev cmake g++ make libopenmpi-dev python3-dev || return 1
     _horovod_build_wheel "$wheels" || return 1
   else
     echo "frameworks.sh: horovod: reusing the wheel in $wheels" >&2
