@@ -14,6 +14,7 @@ this process until `stop()`, so a sandbox can leave the cluster up and a later r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import shutil
@@ -120,7 +121,7 @@ class RealCluster(Started):
         self.timings.clear()
         if _daemons.recorded(self.layout.pids) or self.layout.saved.is_dir():
             log.warning("taking down a cluster an earlier run left", home=str(self.layout.home))
-            await self._timed("clean-up of an earlier run", self.stop())
+            await self._timed("clean-up of an earlier run", self._stop())
         try:
             await self._timed("configuration", self._configure())
             await self._timed("control plane", self._start_control_plane())
@@ -131,7 +132,7 @@ class RealCluster(Started):
             await self._timed("cluster DNS", self._start_dns())
             await self._timed("default ServiceAccount token", self._default_token())
         except BaseException:
-            await self.stop()
+            await self._stop()
             raise
 
     async def stop(self) -> None:
@@ -179,6 +180,13 @@ class RealCluster(Started):
         for name in ("kube-controller-manager", "kube-scheduler", "dns-watch", "dnsmasq"):
             await _daemons.stop(pids, name)
         await _daemons.stop(pids, "kubelet", grace=30)
+        config = self.layout.etc / "containerd.toml"
+        if not _daemons.pid_of(pids, "containerd") and self.layout.containerd_state.is_dir():
+            # A crashed run's shims still run its containers: containerd on the same state
+            # finds them again, so they can be stopped.
+            with contextlib.suppress(RealClusterError, OSError):
+                if config.is_file():
+                    await self._start_containerd()
         if _daemons.pid_of(pids, "containerd"):
             await c.remove_containers()
         await _daemons.stop(pids, "kube-proxy")

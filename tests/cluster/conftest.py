@@ -32,6 +32,17 @@ from jobcore.testing import require
 from tests import installs
 
 ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 900
+"""Seconds a test of this tier may take, its fixtures included: the first one starts the cluster,
+imports its images (minutes when they are new) and deploys the controller, and another process
+may hold the machine's cluster meanwhile (the kit waits for it)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.is_relative_to(here) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIMEOUT))
 
 
 @dataclass(frozen=True)
