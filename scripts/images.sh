@@ -243,7 +243,7 @@ bud() {
   shift 2
   [[ -f /etc/ssl/certs/ca-certificates.crt ]] \
     && ca=(-v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
-  nice -n 19 buildah bud --quiet "${runc[@]}" --pull=never --network=host --layers=false \
+  nice -n 19 buildah bud --quiet "${runc[@]}" --pull=never --network=host --layers=false --force-rm \
     "${ca[@]}" "$@" -f "$file" -t "$reference" "$(dirname "$file")" >/dev/null
 }
 
@@ -251,19 +251,19 @@ bud() {
 # it prints its version).
 declare -A checks=(
   [python]="python3 -c 'import ssl, venv, sys; print(sys.version)' && pip --version"
-  [jobcore]="jobcore --help | head -n 3"
+  [jobcore]="jobcore --help | sed -n 1,2p"
   [base]="/usr/sbin/sshd -t && id mpiuser && ls -ld /run/sshd /home/mpiuser"
-  [openmpi4]="/opt/jobcore/frameworks/openmpi4/home/bin/mpirun --version | head -n 1 && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 /opt/jobcore/programs/allreduce"
-  [mpich]="/opt/jobcore/frameworks/mpich/home/bin/mpichversion | head -n 1 && /opt/jobcore/frameworks/mpich/home/bin/mpiexec -n 2 /opt/jobcore/programs/allreduce"
-  [intel]="/opt/jobcore/frameworks/intel/home/bin/IMB-MPI1 -help | head -n 3"
+  [openmpi4]="/opt/jobcore/frameworks/openmpi4/home/bin/mpirun --version | sed -n 1p && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 /opt/jobcore/programs/allreduce"
+  [mpich]="/opt/jobcore/frameworks/mpich/home/bin/mpichversion | sed -n 1p && /opt/jobcore/frameworks/mpich/home/bin/mpiexec -n 2 /opt/jobcore/programs/allreduce"
+  [intel]="export PATH=/opt/jobcore/frameworks/intel/home/bin:\$PATH LD_LIBRARY_PATH=/opt/jobcore/frameworks/intel/home/lib && mpiexec -n 2 IMB-MPI1 PingPong -msglog 2 | grep -A 4 '#bytes'"
   [torch]="python3 -c 'import torch; print(\"torch\", torch.__version__, torch.distributed.is_gloo_available())'"
-  [colossalai]="/opt/jobcore/frameworks/colossalai/home/bin/colossalai run --help | head -n 3"
+  [colossalai]="/opt/jobcore/frameworks/colossalai/home/bin/colossalai run --help | sed -n 1p"
   [horovod]="/opt/jobcore/frameworks/horovod/home/bin/horovodrun --check-build"
   [mpi-pi]="runuser -u mpiuser -- mpirun -np 2 /home/mpiuser/pi"
 )
 run_check() {  # run_check NAME REF
   local container status=0
-  local command=(bash -c "${checks[$1]:-}")
+  local command=(bash -c "set -o pipefail; ${checks[$1]:-}")
   [[ $1 == pause ]] && command=(/pause -v)
   container=$(buildah from --pull=never --quiet "$2") || return 1
   buildah run "${runc[@]}" --network=host "$container" -- "${command[@]}" 2>&1 \
@@ -350,6 +350,7 @@ for name in "${all[@]}"; do
     failed+=("$name")
   fi
 done
+buildah rmi --prune >/dev/null  # untagged images a rebuild left
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "images.sh: not built: ${failed[*]}" >&2
   exit 1
