@@ -24,11 +24,12 @@
 # NAME.ref, the image's reference inside it. The images only the tests use are tagged
 # localhost/jobcore-test/NAME:<first 12 hex of the input hash>. An image is rebuilt only when the
 # sha256 of its inputs changes (its Containerfile and the files it copies, its Debian package
-# list, the image it builds FROM, the build command; NAME.inputs keeps it); a NAME brings the
-# images it builds FROM. Each new image is checked (sshd -t, mpirun --version, ...) before its
-# tarball is written; --check checks the up-to-date ones too. buildah keeps its storage in
-# $JOBCORE_IMAGES/.buildah. Prints "built in N s" or "up to date" per image and exits non-zero
-# naming what failed. Needs root; installs the Debian packages it needs.
+# list but not the versions the mirror has, the image it builds FROM, the build command;
+# NAME.inputs keeps it); a NAME brings the images it builds FROM. Each new image is checked
+# (sshd -t, a 2-rank mpirun, ...) before its tarball is written; --check checks the up-to-date
+# ones too. buildah keeps its storage in $JOBCORE_IMAGES/.buildah. Prints "built in N s" or
+# "up to date" per image and exits non-zero naming what failed. Needs root; installs the Debian
+# packages it needs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -70,7 +71,7 @@ cat >"$CONTAINERS_STORAGE_CONF" <<EOF
 [storage]
 driver = "overlay"
 graphroot = "$images/.buildah/storage"
-runroot = "/run/jobcore-buildah"
+runroot = "/run/jobcore-buildah/$(sha256sum <<<"$images" | cut -c1-12)"
 EOF
 runc=(--runtime /usr/sbin/runc)  # Debian's buildah defaults to crun, which refuses hybrid cgroups
 mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null \
@@ -139,7 +140,8 @@ recipe_jobcore() {
 rootfs_base() {
   # Kubeflow's MPI images configure ssh so: sshd's StrictModes off (a Secret volume's directory
   # is world-writable), and ssh accepts and remembers no host keys. jobcore's kinds pass their
-  # own options, which come first.
+  # own options, which come first, and their sshd presents the job's host key: the host keys
+  # openssh-server made here are every container's, for sshd started without one.
   mkrootfs "$1/rootfs.tar" openssh-server,openssh-client,iproute2,procps,netbase,ca-certificates \
     --customize-hook='chroot "$1" useradd --create-home --home-dir /home/mpiuser --uid 1000 --user-group --shell /bin/bash mpiuser' \
     --customize-hook='sed -i "s/^#\?StrictModes .*/StrictModes no/" "$1"/etc/ssh/sshd_config' \
@@ -243,7 +245,7 @@ bud() {
   shift 2
   [[ -f /etc/ssl/certs/ca-certificates.crt ]] \
     && ca=(-v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
-  nice -n 19 buildah bud --quiet "${runc[@]}" --pull=never --network=host --layers=false \
+  nice -n 19 buildah bud --quiet "${runc[@]}" --pull=never --network=host --layers=false --force-rm \
     "${ca[@]}" "$@" -f "$file" -t "$reference" "$(dirname "$file")" >/dev/null
 }
 
@@ -251,19 +253,19 @@ bud() {
 # it prints its version).
 declare -A checks=(
   [python]="python3 -c 'import ssl, venv, sys; print(sys.version)' && pip --version"
-  [jobcore]="jobcore --help | head -n 3"
-  [base]="/usr/sbin/sshd -t && id mpiuser && ls -ld /run/sshd /home/mpiuser"
-  [openmpi4]="/opt/jobcore/frameworks/openmpi4/home/bin/mpirun --version | head -n 1 && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 /opt/jobcore/programs/allreduce"
-  [mpich]="/opt/jobcore/frameworks/mpich/home/bin/mpichversion | head -n 1 && /opt/jobcore/frameworks/mpich/home/bin/mpiexec -n 2 /opt/jobcore/programs/allreduce"
-  [intel]="/opt/jobcore/frameworks/intel/home/bin/IMB-MPI1 -help | head -n 3"
+  [jobcore]="jobcore --help | sed -n 1,2p"
+  [base]="/usr/sbin/sshd -t && id mpiuser && ls -ld /run/sshd /home/mpiuser && runuser -u mpiuser -- bash -c 'ssh-keygen -q -t ed25519 -N \"\" -f /tmp/key && /usr/sbin/sshd -t -p 2222 -o PidFile=none -o HostKey=/tmp/key && echo non-root sshd config ok'"
+  [openmpi4]="/opt/jobcore/frameworks/openmpi4/home/bin/mpirun --version | sed -n 1p && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 /opt/jobcore/programs/allreduce"
+  [mpich]="/opt/jobcore/frameworks/mpich/home/bin/mpichversion | sed -n 1p && /opt/jobcore/frameworks/mpich/home/bin/mpiexec -n 2 /opt/jobcore/programs/allreduce"
+  [intel]="export PATH=/opt/jobcore/frameworks/intel/home/bin:\$PATH LD_LIBRARY_PATH=/opt/jobcore/frameworks/intel/home/lib && mpiexec -n 2 IMB-MPI1 PingPong -msglog 2 | grep -A 4 '#bytes'"
   [torch]="python3 -c 'import torch; print(\"torch\", torch.__version__, torch.distributed.is_gloo_available())'"
-  [colossalai]="/opt/jobcore/frameworks/colossalai/home/bin/colossalai run --help | head -n 3"
+  [colossalai]="/opt/jobcore/frameworks/colossalai/home/bin/colossalai run --help | sed -n 1p"
   [horovod]="/opt/jobcore/frameworks/horovod/home/bin/horovodrun --check-build"
   [mpi-pi]="runuser -u mpiuser -- mpirun -np 2 /home/mpiuser/pi"
 )
 run_check() {  # run_check NAME REF
   local container status=0
-  local command=(bash -c "${checks[$1]:-}")
+  local command=(bash -c "set -o pipefail; ${checks[$1]:-}")
   [[ $1 == pause ]] && command=(/pause -v)
   container=$(buildah from --pull=never --quiet "$2") || return 1
   buildah run "${runc[@]}" --network=host "$container" -- "${command[@]}" 2>&1 \
@@ -350,6 +352,7 @@ for name in "${all[@]}"; do
     failed+=("$name")
   fi
 done
+buildah rmi --prune >/dev/null  # untagged images a rebuild left
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "images.sh: not built: ${failed[*]}" >&2
   exit 1
