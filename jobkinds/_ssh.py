@@ -198,7 +198,8 @@ def client_config(ssh: Access) -> str:
 
 
 # The wait script's body: `hostfile`, `timeout` and `port` are set before it; it leaves the hosts in
-# the bash array `workers`. Its exit code when giving up is WAIT_TIMEOUT_EXIT.
+# the bash array `workers`, and `still` for a caller's own bounded wait. Its exit code when giving
+# up is WAIT_TIMEOUT_EXIT.
 _WAIT_BODY = r"""case $timeout in
   '' | *[!0-9]*)  # bash arithmetic would run what a job's env hides in the value
     echo "jobcore: the wait time must be a whole number of seconds, not '$timeout'" >&2
@@ -210,6 +211,18 @@ case $port in
     echo "jobcore: the ssh port must be a number, not '$port'" >&2
     exit 124 ;;
 esac
+
+said=""
+still() {  # $1, what is awaited, said once while it lasts; exit 124 once the time is up
+  if [ "$1" != "$said" ]; then
+    echo "jobcore: $1; waiting"
+    said=$1
+  fi
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "jobcore: gave up after ${timeout}s: $1" >&2
+    exit 124
+  fi
+}
 
 reachable() {  # $1 accepts TCP on $port within 5 s (bash's /dev/tcp has no timeout)
   (exec 3<>"/dev/tcp/$1/$port") 2>/dev/null &
@@ -234,22 +247,13 @@ while read -r host _ || [ -n "$host" ]; do
 done <"$hostfile"
 echo "jobcore: waiting up to ${timeout}s for ${#workers[@]} worker(s) to resolve and accept ssh"
 for host in "${workers[@]}"; do
-  said=""
   while :; do
     if ! getent hosts "$host" >/dev/null 2>&1; then
-      problem="does not resolve"
+      still "worker $host does not resolve"
     elif ! reachable "$host"; then
-      problem="does not accept connections on port $port"
+      still "worker $host does not accept connections on port $port"
     else
       break
-    fi
-    if [ "$problem" != "$said" ]; then
-      echo "jobcore: worker $host $problem; waiting"
-      said=$problem
-    fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      echo "jobcore: gave up after ${timeout}s: worker $host $problem" >&2
-      exit 124
     fi
     sleep 1
   done

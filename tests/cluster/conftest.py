@@ -19,17 +19,23 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from controllers import clusterjobs
 from controllers import images
 from controllers.clustersandbox import deploy
 from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
+from jobcore import CONFIGMAPS
+from jobcore import JOB_NAME_LABEL
 from jobcore import NAMESPACES
 from jobcore import ApiError
 from jobcore import Client
+from jobcore import Object
+from jobcore import Resource
 from jobcore.testing import RealCluster
 from jobcore.testing import eventually
 from jobcore.testing import require
 from tests import installs
+from tests.realruns import run_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 900
@@ -117,3 +123,57 @@ async def cluster_namespace(
     finally:
         with contextlib.suppress(ApiError):
             await cluster_client.delete(NAMESPACES, name)
+
+
+def with_programs_configmap(job: Object, folder: Path) -> tuple[Object, Object]:
+    """`job` with the programs its sample wrote into `folder` mounted in every pod at that
+    path, and the ConfigMap `JOB-programs` (in the job's namespace) that holds them."""
+    meta = job["metadata"]
+    name = f"{meta['name']}-programs"
+    configmap = clusterjobs.programs_configmap(folder, name=name, namespace=meta["namespace"])
+    return clusterjobs.with_programs(job, folder, name), configmap
+
+
+async def run_in_cluster(
+    cluster: Cluster,
+    client: Client,
+    resource: Resource,
+    job: Object,
+    folder: Path,
+    *,
+    container: str = "launcher",
+    timeout: float = 120,
+) -> tuple[dict[str, Any], str]:
+    """`realruns.run_to_end` of a sample in the cluster's containers (its programs from
+    `folder`, see `with_programs_configmap`): its status and its launcher's output."""
+    job, configmap = with_programs_configmap(job, folder)
+    await client.create(CONFIGMAPS, configmap)
+    return await run_to_end(client, cluster, resource, job, container=container, timeout=timeout)
+
+
+def container_status(cluster: Cluster, namespace: str, pod: str, container: str) -> Any:
+    """The container's status as the kubelet reported it (`kubectl get pod`)."""
+    statuses = cluster.json("pod", "-n", namespace, pod)["status"].get("containerStatuses") or ()
+    return next(s for s in statuses if s["name"] == container)
+
+
+async def kill_container(cluster: Cluster, namespace: str, pod: str, container: str) -> None:
+    """SIGKILL the container's process from the host, through containerd, as the kernel's OOM
+    killer or a crash would end it: the kubelet sees it die and reports it."""
+    found = container_status(cluster, namespace, pod, container)
+    runtime, _, container_id = found["containerID"].partition("://")
+    assert runtime == "containerd", found
+    await cluster.real.commands.ctr("tasks", "kill", "--signal", "SIGKILL", container_id)
+
+
+async def create_in_cluster(client: Client, resource: Resource, job: Object, folder: Path) -> None:
+    """Create `job` with its programs from `folder` (see `with_programs_configmap`)."""
+    job, configmap = with_programs_configmap(job, folder)
+    await client.create(CONFIGMAPS, configmap)
+    await client.create(resource, job)
+
+
+def job_pods(cluster: Cluster, namespace: str, job: str) -> dict[str, Any]:
+    """The job's pods (`kubectl get pods -l jobcore.dev/job-name=JOB`), by name."""
+    found = cluster.json("pods", "-n", namespace, "-l", f"{JOB_NAME_LABEL}={job}")["items"]
+    return {pod["metadata"]["name"]: pod for pod in found}

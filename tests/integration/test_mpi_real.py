@@ -6,7 +6,6 @@ Each implementation comes from `scripts/frameworks.sh`; under CI a missing one f
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncIterator
 from collections.abc import Awaitable
 from collections.abc import Callable
@@ -30,6 +29,9 @@ from jobcore.testing import spec_with
 from jobcore.testing import wait_for_end
 from jobkinds.mpijob import MPIJobKind
 from tests.jobdocs import sample
+from tests.mpioutput import assert_pingpong_on_two_workers
+from tests.mpioutput import on_two_workers
+from tests.mpioutput import ranks
 from tests.realruns import run_to_end
 
 KIND = MPIJobKind()
@@ -75,37 +77,17 @@ def run_mpi(
     return run
 
 
-def ranks(log: str) -> list[str]:
-    return sorted(line for line in log.splitlines() if line.startswith("rank "))
-
-
 @pytest.mark.parametrize("mpi", COMPILED)
 async def test_two_workers_by_two_slots_allreduce_for_real(run_mpi: RunMPI, mpi: str) -> None:
     status, log = await run_mpi(mpi, name="allreduce")
     assert status["phase"] == "Succeeded", log
-    lines = ranks(log)
-    assert len(lines) == 4, log
-    assert all(re.fullmatch(r"rank \d of 4 on .*: sum=10", line) for line in lines), log
-    hosts = {line.split(" on ")[1].split(":")[0] for line in lines}
-    assert hosts == {"allreduce-worker-0", "allreduce-worker-1"}, log
+    assert ranks(log) == on_two_workers("allreduce"), log
 
 
 async def test_intel_mpi_pingpong_between_the_two_workers_for_real(run_mpi: RunMPI) -> None:
     status, log = await run_mpi("intel", name="pingpong")
     assert status["phase"] == "Succeeded", log
-    assert "# Benchmarking PingPong" in log, log
-    assert re.search(r"# #processes = 2; rank order \(rowwise\): *\n# +0 +2 *\n", log), log
-    # I_MPI_DEBUG's pinning table: rank, pid, host, cpus. Ranks 0 and 2 are on two workers.
-    hosts = dict(re.findall(r"^\[0\] MPI startup\(\): (\d) +\d+ +(\S+) +\{", log, re.M))
-    assert hosts == {
-        "0": "pingpong-worker-0",
-        "1": "pingpong-worker-0",
-        "2": "pingpong-worker-1",
-        "3": "pingpong-worker-1",
-    }, log
-    # The largest message's row: bytes, repetitions, t[usec], Mbytes/sec.
-    rows = [line.split() for line in log.splitlines() if re.match(r"\s+65536\s", line)]
-    assert rows and float(rows[0][3]) > 0, log
+    assert_pingpong_on_two_workers(log, "pingpong")
 
 
 @pytest.mark.parametrize("mpi", [*COMPILED, "intel"])
@@ -127,8 +109,7 @@ async def test_the_seeds_mpi_flags_are_valid_for_real_open_mpi(run_mpi: RunMPI) 
         "openmpi", name="seedflags", mca=seed["mca"], ssh=seed["ssh"], worker=flags
     )
     assert status["phase"] == "Succeeded", log
-    lines = ranks(log)
-    assert len(lines) == 6 and all(line.endswith("sum=21") for line in lines), log
+    assert ranks(log) == on_two_workers("seedflags", slots=3), log
 
 
 @pytest.mark.usefixtures("controller")

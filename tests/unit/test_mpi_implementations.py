@@ -105,7 +105,7 @@ def test_open_mpi_is_the_default_and_keeps_todays_launcher() -> None:
     assert job.spec.mpi_implementation == "OpenMPI"
     values = env(job)
     assert values["OMPI_MCA_orte_set_default_slots"] == values["PRTE_MCA_prte_set_default_slots"]
-    assert not any(name.startswith(("HYDRA_", "I_MPI_")) for name in values)
+    assert not any(name.startswith(("HYDRA_", "I_MPI_", "JOBCORE_MPI_LAUNCHER")) for name in values)
     children = rendered(job)
     assert "hostname" not in children["pi-launcher"]["spec"]
     assert "dnsConfig" not in children["pi-worker-0"]["spec"]
@@ -127,6 +127,9 @@ def test_hydra_jobs_bootstrap_over_ssh_and_resolve_the_launcher(implementation: 
     assert children["pi"]["spec"]["selector"] == job.labels()
     dns = children["pi-worker-0"]["spec"]["dnsConfig"]
     assert dns["searches"] == [f"pi.{NS}.svc.cluster.local"]
+    # The launch script waits until a worker resolves it, asking over ssh as Hydra would.
+    assert values["JOBCORE_MPI_LAUNCHER_HOST"] == "pi-launcher"
+    assert values["JOBCORE_MPI_SSH_ARGS"] == values["I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS"]
 
 
 def test_hydra_forwards_no_env_by_flag_as_it_passes_the_whole_environment() -> None:
