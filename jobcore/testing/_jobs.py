@@ -248,15 +248,23 @@ async def wait_for_deletion(
     await eventually(deleted, timeout=timeout, interval=0.1)
 
 
-async def event_reasons(client: Client, namespace: str, name: str) -> list[str]:
-    """The reasons of the events recorded about the object `name`, oldest first."""
-    return [reason for reason, _ in await events_of(client, namespace, name)]
+async def event_reasons(
+    client: Client, namespace: str, name: str, *, kind: str | None = None
+) -> list[str]:
+    """The reasons of the events recorded about the object `name` (of `kind`), oldest first."""
+    return [reason for reason, _ in await events_of(client, namespace, name, kind=kind)]
 
 
 async def wait_for_events(
-    client: Client, namespace: str, name: str, *reasons: str, timeout: float = 10
+    client: Client,
+    namespace: str,
+    name: str,
+    *reasons: str,
+    kind: str | None = None,
+    timeout: float = 10,
 ) -> list[str]:
-    """Wait until events of each of `reasons` are recorded about `name`; all its reasons.
+    """Wait until events of each of `reasons` are recorded about `name` (of `kind`); all its
+    reasons.
 
     A controller records events in the background, so one may land just after the status
     that announced it.
@@ -264,14 +272,24 @@ async def wait_for_events(
     found: list[str] = []
 
     async def recorded() -> bool:
-        found[:] = await event_reasons(client, namespace, name)
+        found[:] = await event_reasons(client, namespace, name, kind=kind)
         return set(reasons) <= set(found)
 
     await eventually(recorded, timeout=timeout, interval=0.1)
     return found
 
 
-async def events_of(client: Client, namespace: str, name: str) -> list[tuple[str, str]]:
-    """The (reason, message) of each event recorded about the object `name`, oldest first."""
+async def events_of(
+    client: Client, namespace: str, name: str, *, kind: str | None = None
+) -> list[tuple[str, str]]:
+    """The (reason, message) of each event recorded about the object `name`, oldest first.
+
+    With `kind`, only about the object of that kind: in a cluster that runs Kubernetes' own
+    controllers, a job's Service of the same name gets events too (e.g. the EndpointSlice
+    controller's).
+    """
     items = (await client.list(EVENTS, namespace))["items"]
-    return [(e["reason"], e["message"]) for e in items if e["involvedObject"]["name"] == name]
+    about = [e for e in items if e["involvedObject"]["name"] == name]
+    if kind is not None:
+        about = [e for e in about if e["involvedObject"]["kind"] == kind]
+    return [(e["reason"], e["message"]) for e in about]

@@ -13,7 +13,9 @@ from jobcore._events import EventRecorder
 from jobcore._resources import CONFIGMAPS
 from jobcore._resources import EVENTS
 from jobcore._resources import NAMESPACES
+from jobcore._resources import SERVICES
 from jobcore._resources import Object
+from jobcore.testing import event_reasons
 
 pytestmark = pytest.mark.integration
 
@@ -129,3 +131,21 @@ async def test_forgotten_events_start_a_new_event(client: Client, configmap: Obj
         ("First", 1),
         ("Second", 1),
     ]
+
+
+async def test_the_kits_events_of_tells_same_named_objects_apart_by_kind(
+    client: Client, recorder: EventRecorder, configmap: Object, namespace: str
+) -> None:
+    # A job and its Service share a name; Kubernetes' controllers report on the Service.
+    meta = {"name": "subject", "namespace": namespace}
+    service = await client.create(
+        SERVICES,
+        {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"clusterIP": "None"}},
+    )
+    await recorder.record(configmap, type="Normal", reason="Created", message="pods created")
+    reason = "FailedToUpdateEndpointSlices"
+    await recorder.record(service, type="Warning", reason=reason, message="failed to delete")
+
+    assert await event_reasons(client, namespace, "subject", kind="ConfigMap") == ["Created"]
+    about_both = await event_reasons(client, namespace, "subject")
+    assert sorted(about_both) == ["Created", reason]
