@@ -268,6 +268,58 @@ def horovod_allreduce(folder: Path) -> list[str]:
     return ["python3", str(script)]
 
 
+HOROVOD_ELASTIC = """\
+import os
+import sys
+import time
+
+import horovod.torch as hvd
+import torch
+
+stop_file, deadline = sys.argv[1], time.monotonic() + float(sys.argv[2])
+hvd.init()
+model = torch.nn.Linear(4, 1)
+optimizer = hvd.DistributedOptimizer(
+    torch.optim.SGD(model.parameters(), lr=0.01), named_parameters=model.named_parameters()
+)
+state = hvd.elastic.TorchState(model=model, optimizer=optimizer, step=0)
+
+
+@hvd.elastic.run
+def train(state):
+    while True:
+        # Every rank must stop at the same step: the stop decision is itself reduced.
+        stop = os.path.exists(stop_file) or time.monotonic() > deadline
+        flags = hvd.allreduce(torch.tensor([1.0, float(stop)]), op=hvd.Sum, name="flags")
+        if flags[1] > 0:
+            return
+        optimizer.zero_grad()
+        model(torch.ones(1, 4)).sum().backward()
+        optimizer.step()
+        if hvd.rank() == 0:
+            print(f"step {state.step} size={hvd.size()} ranks={int(flags[0])}", flush=True)
+        state.step += 1
+        state.commit()
+        time.sleep(0.25)
+
+
+train(state)
+if hvd.rank() == 0:
+    print(f"done after {state.step} steps on {hvd.size()} ranks", flush=True)
+"""
+"""Elastic training that rank 0 reports step by step (`step N size=S`) until any rank sees the
+stop file (argv[1]) or argv[2] seconds passed."""
+
+
+def horovod_elastic(folder: Path, stop_file: str, seconds: float) -> list[str]:
+    """The elastic training program, written into `folder`; the command that runs it until
+    `stop_file` exists on any rank's host or `seconds` passed."""
+    script = folder / "elastic.py"
+    script.write_text(HOROVOD_ELASTIC)
+    folder.chmod(0o755)
+    return ["python", str(script), stop_file, str(seconds)]
+
+
 # Non-root --------------------------------------------------------------------------------
 
 NONROOT_USER = "mpiuser"

@@ -23,6 +23,7 @@ from jobcore.testing import job_controller
 from jobcore.testing import require
 from jobcore.testing import wait_for_events
 from jobkinds.colossalaijob import ColossalAIJobKind
+from tests.realruns import assert_all_reduced
 from tests.realruns import run_to_end
 
 pytestmark = pytest.mark.integration
@@ -48,10 +49,7 @@ async def test_two_workers_by_two_processes_all_reduce_over_gloo(
         client, process_node, JOBS, job, container="launcher", timeout=150
     )
     assert status["phase"] == "Succeeded", log
-    ranks = sorted(re.findall(r"rank (\d) of (\d) on (cai-worker-\d): sum=(\d+)", log))
-    assert [r[0] for r in ranks] == ["0", "1", "2", "3"], log
-    assert {r[1] for r in ranks} == {"4"} and {r[3] for r in ranks} == {"10"}, log
-    assert {r[2] for r in ranks} == {"cai-worker-0", "cai-worker-1"}, log
+    assert_all_reduced(log, "cai")
     await wait_for_events(client, namespace, "cai", "Succeeded")
 
 

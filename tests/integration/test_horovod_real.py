@@ -8,9 +8,7 @@ the training programs are written to a folder every pod can read.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncIterator
-from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -18,20 +16,20 @@ import pytest
 
 from controllers import realjobs
 from controllers.frameworks import missing
-from jobcore import PODS
 from jobcore import Client
 from jobcore import Controller
 from jobcore import Object
 from jobcore.testing import ProcessNode
 from jobcore.testing import condition
-from jobcore.testing import events_of
 from jobcore.testing import eventually
 from jobcore.testing import job_controller
-from jobcore.testing import live_pods
 from jobcore.testing import require
-from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phase
 from jobkinds.horovodjob import HorovodJobKind
+from tests.realruns import assert_all_reduced
+from tests.realruns import elastic_horovod_job
+from tests.realruns import launcher_log
+from tests.realruns import scale_up_down_and_replace
 
 pytestmark = pytest.mark.integration
 
@@ -47,53 +45,12 @@ hvd.init()
 sys.exit(3 if hvd.rank() == 1 else 0)
 """
 
-ELASTIC = """\
-import os
-import sys
-import time
-
-import horovod.torch as hvd
-import torch
-
-stop_file, deadline = sys.argv[1], time.monotonic() + float(sys.argv[2])
-hvd.init()
-model = torch.nn.Linear(4, 1)
-optimizer = hvd.DistributedOptimizer(
-    torch.optim.SGD(model.parameters(), lr=0.01), named_parameters=model.named_parameters()
-)
-state = hvd.elastic.TorchState(model=model, optimizer=optimizer, step=0)
-
-
-@hvd.elastic.run
-def train(state):
-    while True:
-        # Every rank must stop at the same step: the stop decision is itself reduced.
-        stop = os.path.exists(stop_file) or time.monotonic() > deadline
-        flags = hvd.allreduce(torch.tensor([1.0, float(stop)]), op=hvd.Sum, name="flags")
-        if flags[1] > 0:
-            return
-        optimizer.zero_grad()
-        model(torch.ones(1, 4)).sum().backward()
-        optimizer.step()
-        if hvd.rank() == 0:
-            print(f"step {state.step} size={hvd.size()} ranks={int(flags[0])}", flush=True)
-        state.step += 1
-        state.commit()
-        time.sleep(0.25)
-
-
-train(state)
-if hvd.rank() == 0:
-    print(f"done after {state.step} steps on {hvd.size()} ranks", flush=True)
-"""
-
 
 @pytest.fixture
 def programs(tmp_path: Path) -> Path:
     """A folder every pod can read, holding the training programs."""
     folder = tmp_path / "programs"
     folder.mkdir()
-    (folder / "elastic.py").write_text(ELASTIC)
     (folder / "fail.py").write_text(FAIL)
     for path in (tmp_path, folder):
         path.chmod(0o755)
@@ -112,13 +69,6 @@ def horovodjob(namespace: str, name: str, cmd: list[str], **spec: Any) -> Object
     job = realjobs.horovod_job(cmd, name=name, namespace=namespace)
     job["spec"].update(spec)
     return job
-
-
-def launcher_log(node: ProcessNode, namespace: str, job: str) -> str:
-    try:
-        return node.logs(namespace, f"{job}-launcher", "launcher")
-    except KeyError:  # not started yet
-        return ""
 
 
 # Static ----------------------------------------------------------------------------------
@@ -141,10 +91,7 @@ async def test_a_static_job_allreduces_on_two_workers_by_two_slots(
     assert condition(status, "Completed")["reason"] == "Succeeded", log
     started = f"starting: horovodrun -np 4 --hostfile /etc/horovod/hostfile --{backend} python"
     assert started in log, log
-    ranks = re.findall(r"^\S+<stdout>:rank (\d) of (\d) on (\S+): sum=(\d+)$", log, re.M)
-    assert sorted(rank for rank, *_ in ranks) == ["0", "1", "2", "3"], log
-    assert {(size, total) for _, size, _, total in ranks} == {("4", "10")}, log
-    assert {host for *_, host, _ in ranks} == {"ar-worker-0", "ar-worker-1"}, log
+    assert_all_reduced(log, "ar")
 
 
 @pytest.mark.usefixtures("controller")
@@ -183,98 +130,24 @@ def netns_of(pod: Object) -> str:
 # rank of the change before the reset; without the launcher's socket timeout this stalled the
 # survivor for minutes (flaky under load since session 8, about 1 suite run in 3).
 @pytest.mark.timeout(180)
+@pytest.mark.usefixtures("controller")
 async def test_an_elastic_job_scales_up_and_down_and_replaces_a_deleted_worker_while_training(
-    client: Client,
-    namespace: str,
-    controller: Controller,
-    process_node: ProcessNode,
-    programs: Path,
+    client: Client, namespace: str, process_node: ProcessNode, programs: Path
 ) -> None:
     require(missing("horovod"))
     stop = programs / "stop"
-    cmd = ["python", str(programs / "elastic.py"), str(stop), "120"]
-    job = horovodjob(
-        namespace,
-        "el",
-        cmd,
-        elastic={"minReplicas": 1, "maxReplicas": 3},
-        horovod={"glooTimeoutSeconds": 10},  # how long the others stall on a lost worker
-    )
-    job["spec"]["worker"]["slotsPerWorker"] = 1
-    await client.create(HOROVODJOBS, job)
+    cmd = realjobs.horovod_elastic(programs, str(stop), 120)
+    job = elastic_horovod_job(horovodjob(namespace, "el", cmd))
 
-    def sizes() -> list[int]:
-        """The world size at each training step, as rank 0 printed it."""
-        log = launcher_log(process_node, namespace, "el")
-        return [int(size) for size in re.findall(r"<stdout>:step \d+ size=(\d+)", log)]
+    async def stop_training() -> None:
+        stop.touch()  # every rank reads the host's files
 
-    async def trains_on(size: int, after: int = 0) -> None:
-        await eventually(lambda: size in sizes()[after:], timeout=60, interval=0.3)
-
-    async def ready_message() -> str:
-        status = (await client.get(HOROVODJOBS, "el", namespace)).get("status") or {}
-        return str(condition(status, "Running")["message"]) if status else ""
-
-    try:
-        await trains_on(2)
-        scaled = len(sizes())
-        await client.patch(HOROVODJOBS, "el", {"spec": {"worker": {"replicas": 3}}}, namespace)
-        await trains_on(3, after=scaled)
-        three = "3 of 3 worker(s) Ready for horovodrun to use."
-        await eventually(lambda: _equal(ready_message(), three), timeout=20, interval=0.2)
-        pods = await live_pods(client, namespace)
-        removed = netns_of(pods["el-worker-2"])
-        scaled = len(sizes())
-        await client.patch(HOROVODJOBS, "el", {"spec": {"worker": {"replicas": 2}}}, namespace)
-        await trains_on(2, after=scaled)
-
-        lost = pods["el-worker-1"]
-        scaled = len(sizes())
-        await client.delete(PODS, "el-worker-1", namespace, grace_period_seconds=1)
-        await trains_on(1, after=scaled)  # on worker-0 alone, until the new worker-1 joins
-        await trains_on(2, after=scaled + sizes()[scaled:].index(1))
-        replaced = (await live_pods(client, namespace))["el-worker-1"]
-        assert replaced["metadata"]["uid"] != lost["metadata"]["uid"]
-
-        stop.touch()
-        status = await wait_for_phase(client, HOROVODJOBS, namespace, "el", "Succeeded", timeout=60)
-    except BaseException as exc:  # what horovodrun said explains most failures
-        exc.add_note(launcher_log(process_node, namespace, "el"))
-        raise
-    log = launcher_log(process_node, namespace, "el")
-    steps = sizes()
-    assert steps[0] == 2 and 3 in steps and steps[-1] == 2, log
-    assert re.search(r"<stdout>:done after \d+ steps on 2 ranks", log), log
-    assert condition(status, "Completed")["message"] == "The job has finished successfully."
-    assert condition(status, "ReplicaFailure")["status"] == "False"
-    workers = {s["name"]: s for t in status["tasks"] if t["type"] == "worker" for s in t["status"]}
-    assert workers["el-worker-1"]["uid"] == replaced["metadata"]["uid"]
-    assert workers["el-worker-1"]["phase"] == "Running"
-    # The Events tell the story: scaled up, scaled down, a lost worker replaced, done.
-    await wait_for_events(client, namespace, "el", "Succeeded")
-    events = await events_of(client, namespace, "el")
-    assert [reason for reason, _ in events] == [
-        "Initialized",
-        "Running",
-        "PodCreated",
-        "PodDeleted",
-        "PodCreated",
-        "Succeeded",
-    ], events
-    assert [message for reason, message in events if reason.startswith("Pod")] == [
-        "Created pod el-worker-2",
-        "Deleted pod el-worker-2",
-        "Created pod el-worker-1",
-    ], events
+    run = await scale_up_down_and_replace(client, process_node, job, stop_training)
     # The removed and the replaced worker left no network namespace (nor veth) behind.
-    gone = (removed, netns_of(lost))
+    gone = (netns_of(run.removed), netns_of(run.lost))
     await eventually(lambda: _none_of(gone), timeout=20, interval=0.2)
 
 
 async def _none_of(names: tuple[str, ...]) -> bool:
     listed = await netns_list()
     return not any(name in listed for name in names)
-
-
-async def _equal(value: Awaitable[str], expected: str) -> bool:
-    return await value == expected
