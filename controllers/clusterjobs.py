@@ -61,6 +61,15 @@ def with_programs(job: Object, folder: Path, configmap: str) -> Object:
     return job
 
 
+def with_programs_configmap(job: Object, folder: Path) -> tuple[Object, Object]:
+    """`job` with the programs its sample wrote into `folder` mounted in every pod at that path,
+    and the ConfigMap `JOB-programs` (in the job's namespace) that holds them, to create first."""
+    meta = job["metadata"]
+    name = f"{meta['name']}-programs"
+    configmap = programs_configmap(folder, name=name, namespace=meta["namespace"])
+    return with_programs(job, folder, name), configmap
+
+
 def _templates(spec: Any) -> list[dict[str, Any]]:
     """Every pod template below `spec`, in any kind's shape."""
     found: list[dict[str, Any]] = []

@@ -102,10 +102,7 @@ async def run_cluster_sandbox(
 async def _run(cluster: RealCluster, sample: realjobs.Sample, programs: Path, out: TextIO) -> str:
     """Create the sample with its programs' ConfigMap, follow it, print its launcher's output."""
     name, namespace = sample.job["metadata"]["name"], sample.job["metadata"]["namespace"]
-    configmap = clusterjobs.programs_configmap(
-        programs, name=f"{name}-programs", namespace=namespace
-    )
-    job = clusterjobs.with_programs(sample.job, programs, configmap["metadata"]["name"])
+    job, configmap = clusterjobs.with_programs_configmap(sample.job, programs)
     client = await Client.from_kubeconfig(cluster.kubeconfig_path)
     try:
         await client.create(CONFIGMAPS, configmap)

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from controllers import clusterjobs
 from controllers import images
+from controllers.clusterjobs import with_programs_configmap
 from controllers.clustersandbox import deploy
 from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
@@ -125,15 +125,6 @@ async def cluster_namespace(
             await cluster_client.delete(NAMESPACES, name)
 
 
-def with_programs_configmap(job: Object, folder: Path) -> tuple[Object, Object]:
-    """`job` with the programs its sample wrote into `folder` mounted in every pod at that
-    path, and the ConfigMap `JOB-programs` (in the job's namespace) that holds them."""
-    meta = job["metadata"]
-    name = f"{meta['name']}-programs"
-    configmap = clusterjobs.programs_configmap(folder, name=name, namespace=meta["namespace"])
-    return clusterjobs.with_programs(job, folder, name), configmap
-
-
 async def run_in_cluster(
     cluster: Cluster,
     client: Client,
@@ -145,7 +136,7 @@ async def run_in_cluster(
     timeout: float = 120,
 ) -> tuple[dict[str, Any], str]:
     """`realruns.run_to_end` of a sample in the cluster's containers (its programs from
-    `folder`, see `with_programs_configmap`): its status and its launcher's output."""
+    `folder`, see `clusterjobs.with_programs_configmap`): its status and its launcher's output."""
     job, configmap = with_programs_configmap(job, folder)
     await client.create(CONFIGMAPS, configmap)
     return await run_to_end(client, cluster, resource, job, container=container, timeout=timeout)

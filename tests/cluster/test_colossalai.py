@@ -21,7 +21,6 @@ from tests.realruns import assert_all_reduced
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.timeout(240)
 async def test_two_workers_by_two_processes_all_reduce_over_gloo(
     cluster: Cluster, cluster_client: Client, cluster_namespace: str, tmp_path: Path
 ) -> None:

@@ -17,7 +17,6 @@ from jobcore.testing import condition
 from jobcore.testing import require
 from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import run_in_cluster
-from tests.cluster.conftest import with_programs_configmap
 from tests.realruns import assert_all_reduced
 from tests.realruns import elastic_horovod_job
 from tests.realruns import scale_up_down_and_replace
@@ -28,7 +27,6 @@ STOP = "/tmp/jobcore-stop"
 """The elastic program's stop file, in a worker container's own /tmp."""
 
 
-@pytest.mark.timeout(180)
 async def test_a_static_job_allreduces_on_two_workers_by_two_slots(
     cluster: Cluster, cluster_client: Client, cluster_namespace: str, tmp_path: Path
 ) -> None:
@@ -44,7 +42,6 @@ async def test_a_static_job_allreduces_on_two_workers_by_two_slots(
     assert_all_reduced(log, "ar")
 
 
-@pytest.mark.timeout(240)
 async def test_an_elastic_job_scales_up_and_down_and_replaces_a_deleted_worker_while_training(
     cluster: Cluster, cluster_client: Client, cluster_namespace: str, tmp_path: Path
 ) -> None:
@@ -53,7 +50,7 @@ async def test_an_elastic_job_scales_up_and_down_and_replaces_a_deleted_worker_w
     job = realjobs.horovod_job(
         cmd, name="el", namespace=cluster_namespace, installs=clusterjobs.installs()
     )
-    job, configmap = with_programs_configmap(elastic_horovod_job(job), tmp_path)
+    job, configmap = clusterjobs.with_programs_configmap(elastic_horovod_job(job), tmp_path)
     await cluster_client.create(CONFIGMAPS, configmap)
 
     async def stop_training() -> None:

@@ -39,7 +39,6 @@ def scaled_down(sample: Path, folder: Path) -> Path:
     return edited
 
 
-@pytest.mark.timeout(240)
 def test_kubeflows_non_root_pi_example_succeeds(
     cluster: Cluster, cluster_namespace: str, tmp_path: Path
 ) -> None:
