@@ -45,6 +45,8 @@ class ContainerRun:
         default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}}
     )
     ready: bool = False
+    restarts: int = 0
+    last_state: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -59,6 +61,11 @@ class ContainerRun:
         return self.directory / f"{self.name}.sh"
 
     @property
+    def previous_log(self) -> Path:
+        """The output of the run before the last restart (`kubectl logs --previous`)."""
+        return self.directory / f"{self.name}.previous.log"
+
+    @property
     def started(self) -> Path:
         """Touched by the wrapper once the mounts are in place, just before the command runs."""
         return self.directory / f"{self.name}.started"
@@ -68,6 +75,15 @@ class ContainerRun:
         code = self.state.get("terminated", {}).get("exitCode")
         return None if code is None else int(code)
 
+    def back_off(self, delay: float) -> None:
+        """Exited, to be started again after `delay` seconds: the exit becomes `lastState`,
+        the container waits in CrashLoopBackOff and its log starts afresh (the kubelet's)."""
+        self.last_state, self.restarts = self.state, self.restarts + 1
+        message = f"back-off {delay:g}s restarting failed container={self.name}"
+        self.state = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(self.log, self.previous_log)
+
     def status(self) -> dict[str, Any]:
         status = {
             "name": self.name,
@@ -75,8 +91,9 @@ class ContainerRun:
             "imageID": "",
             "ready": self.ready,
             "started": "running" in self.state,
-            "restartCount": 0,
+            "restartCount": self.restarts,
             "state": self.state,
+            "lastState": self.last_state,
         }
         if self.process is not None:
             status["containerID"] = f"process://{self.process.pid}"
@@ -149,6 +166,17 @@ class PodRun:
         result = _kubelet.condition(kind, value, None if value else reason)
         result["lastTransitionTime"] = self.transitions[kind][1]
         return result
+
+
+def restarts(policy: str, exit_code: int | None) -> bool:
+    """Whether the kubelet starts a container that exited with `exit_code` again."""
+    return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+
+
+def back_off_seconds(restarts: int) -> float:
+    """The kubelet's crash-loop back-off before restart number `restarts + 1`: at once the first
+    time, then 10 s doubling up to 5 minutes."""
+    return 0.0 if restarts == 0 else min(10.0 * 2 ** (restarts - 1), 300.0)
 
 
 def pod_status(run: PodRun) -> dict[str, Any]:

@@ -5,8 +5,9 @@ from) and `args` run as host binaries, in a network namespace per Pod (`_netns`)
 UTS namespace per container, behind a wrapper that mounts the Pod's volumes, hosts file and
 resolv.conf (`_podsetup`), then runs the command as the securityContext's user and groups
 (`_podidentity`). Readiness probes run for real (`_probes`); exits become
-`state.terminated` and the Pod's phase (`_podrun`). Every restartPolicy is treated as Never: an
-exited container is not started again. Liveness and startup probes, resources, security
+`state.terminated` and the Pod's phase (`_podrun`). A container that exits is started again as
+its Pod's restartPolicy says, after the kubelet's back-off (shortened); init containers are not
+restarted. Liveness and startup probes, resources, security
 contexts beyond their user, groups and fsGroup, hostNetwork, and updates of a mounted Secret or
 ConfigMap are ignored.
 
@@ -61,7 +62,8 @@ class ProcessNode(NodeBase):
     Same contract as `SimulatedNode`: `run()` until cancelled; registers a Node; finalises
     deleted Pods, after SIGTERM to each container's process group and SIGKILL once the grace
     period (capped at `max_grace` seconds) is over. Probe periods longer than
-    `max_probe_period` are shortened, so tests need not wait. Stopping the node kills every
+    `max_probe_period`, and restart back-offs longer than `max_restart_delay`, are shortened,
+    so tests need not wait. Stopping the node kills every
     process it started and removes every namespace, veth and file it made. `logs()` returns a
     container's output (stdout and stderr, interleaved), also after its Pod is gone.
     """
@@ -75,11 +77,13 @@ class ProcessNode(NodeBase):
         *,
         max_grace: float = 10.0,
         max_probe_period: float = 1.0,
+        max_restart_delay: float = 1.0,
         **options: Unpack[NodeOptions],
     ) -> None:
         super().__init__(client, **options)
         self.max_grace = max_grace
         self.max_probe_period = max_probe_period
+        self.max_restart_delay = max_restart_delay
         self._runs: dict[ObjectKey, PodRun] = {}
         self._kept_logs: dict[tuple[str, str, str], str] = {}
         self._token = uuid.uuid4().hex
@@ -297,7 +301,7 @@ class ProcessNode(NodeBase):
             await self._start(run, c)
         run.phase = "Running"
         await self._report(run)
-        await asyncio.gather(*(self._watch(run, c) for c in run.mains))
+        await asyncio.gather(*(self._keep_running(run, c) for c in run.mains))
         succeeded = all(c.exit_code == 0 for c in run.mains)
         run.phase = "Succeeded" if succeeded else "Failed"
         await self._report(run)
@@ -331,6 +335,24 @@ class ProcessNode(NodeBase):
         finally:
             os.close(log)
         c.state = {"running": {"startedAt": now()}}
+
+    async def _keep_running(self, run: PodRun, c: ContainerRun) -> None:
+        """Watch the container; while the Pod's restartPolicy says so, start it again after
+        the kubelet's back-off (at most `max_restart_delay`) each time it exits."""
+        policy = run.pod["spec"].get("restartPolicy") or "Always"
+        while True:
+            await self._watch(run, c)
+            if run.deleting or c.process is None or not _podrun.restarts(policy, c.exit_code):
+                return
+            delay = min(_podrun.back_off_seconds(c.restarts), self.max_restart_delay)
+            await asyncio.to_thread(c.back_off, delay)
+            await self._report(run)
+            await asyncio.sleep(delay)
+            exited = c.process
+            await self._start(run, c)
+            if c.process is exited:  # not started (StartError, or the Pod is being deleted)
+                await self._report(run)
+                return
 
     async def _watch(self, run: PodRun, c: ContainerRun) -> None:
         """Probe the container's readiness until its process exits, then record the exit."""

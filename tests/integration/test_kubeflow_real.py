@@ -159,8 +159,8 @@ def root_job(namespace: str, name: str, mpi: MPI, command: list[str], **run_poli
 
     The launcher is created once the workers are Ready (launcherCreationPolicy
     WaitForWorkersReady), so that their names resolve when mpirun starts. Created with them
-    (AtStartup), it can start first: its ssh then fails at once ("Could not resolve hostname"),
-    and where Kubeflow's launcher Job would restart it, a process node restarts nothing.
+    (AtStartup), it can start first: its ssh then fails at once ("Could not resolve hostname")
+    and its container is restarted (the launcher's restartPolicy OnFailure).
     """
     container = {"name": "tensorflow-benchmarks", "image": "host"}
     launcher = {**container, "command": command, "env": mpi.env()}
@@ -185,8 +185,8 @@ def pi_job(namespace: str, name: str, image: Image, user: pwd.struct_passwd) -> 
     accepts connections. The launcher's ssh client learns the port as in Kubeflow's images,
     from /etc/ssh/ssh_config (the image's file, mounted there). Every launcher starts
     through the entrypoint, which waits until the workers' names resolve: Kubeflow's Open MPI
-    image has none and its launcher, started with its workers, relies on the launcher Job
-    restarting it when it ran too early; a process node restarts nothing.
+    image has none and its launcher, started with its workers, relies on being restarted in
+    its pod (restartPolicy OnFailure) when it ran too early; the entrypoint spares the test that.
     """
     run_as = {"runAsUser": user.pw_uid}
     sshd = ["/usr/sbin/sshd", "-De", "-f", image / "sshd_config"]
@@ -338,6 +338,9 @@ async def test_a_rank_exiting_3_fails_the_job_with_the_launcher_jobs_reason(
     program = realjobs.mpi_program(mpi, tmp_path, failing_rank=1)
     mpirun = SEED_MPIRUN if mpi == "openmpi" else ["mpirun", "-n", "2"]
     job = root_job(namespace, "rank3", chosen, [*mpirun, *program], backoffLimit=0)
+    # Not restarted in its pod (the launcher's default OnFailure), which the Job controller
+    # would count past the backoffLimit and delete, exit code and all: the pod stays Failed.
+    job["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = "Never"
     run = await run_to_end(client, node, job)
     assert "rank 0 of 2 on rank3-worker-0: sum=3" in run.log, run.log
     (container,) = run.launcher["status"]["containerStatuses"]

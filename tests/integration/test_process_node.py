@@ -123,6 +123,42 @@ async def test_exit_code_and_output_of_a_failing_container(
     assert node.logs(namespace, "fails", "main") == "hi\noops\n"
 
 
+async def test_a_container_is_restarted_as_its_restart_policy_says(
+    client: Client, namespace: str, node: ProcessNode, tmp_path: Path
+) -> None:
+    # As a real kubelet restarts Kubeflow's launcher (restartPolicy OnFailure) whose first
+    # mpirun failed: the second run, finding the file the first made, succeeds.
+    ran = tmp_path / "ran"
+    script = f"if [ -e {ran} ]; then echo second; exit 0; fi; touch {ran}; echo first; exit 255"
+    retried = pod(namespace, "retried", ["sh", "-c", script])
+    retried["spec"]["restartPolicy"] = "OnFailure"
+    await client.create(PODS, retried)
+    always = pod(namespace, "always", ["sh", "-c", "exit 0"])
+    always["spec"]["restartPolicy"] = "Always"
+    await client.create(PODS, always)
+
+    async def phase(name: str) -> str:
+        return str((await status(client, namespace, name)).get("phase"))
+
+    await eventually(lambda: _equal(phase("retried"), "Succeeded"), timeout=20)
+    (container,) = (await status(client, namespace, "retried"))["containerStatuses"]
+    assert container["restartCount"] == 1, container
+    assert container["lastState"]["terminated"]["exitCode"] == 255, container
+    assert container["state"]["terminated"]["exitCode"] == 0, container
+    assert node.logs(namespace, "retried", "main") == "second\n"  # `kubectl logs`: this run's
+
+    async def restarted(times: int) -> bool:
+        found = await status(client, namespace, "always")
+        return bool(found) and found["containerStatuses"][0]["restartCount"] >= times
+
+    await eventually(lambda: restarted(2), timeout=20)  # exit 0 too: Always restarts it
+    assert await phase("always") == "Running"
+
+
+async def _equal(value: Any, expected: str) -> bool:
+    return bool(await value == expected)
+
+
 async def test_tcp_readiness_probe_passes_only_once_the_port_listens(
     client: Client, namespace: str, node: ProcessNode
 ) -> None:
