@@ -9,9 +9,10 @@ Rank = tuple[int, int, str, int]
 """(rank, world size, host, sum) from the allreduce's line `rank R of N on HOST: sum=S`."""
 
 
-def ranks(log: str) -> list[Rank]:
-    """Every allreduce line of `log`, by rank."""
-    found = re.findall(r"^rank (\d+) of (\d+) on (\S+): sum=(\d+)$", log, re.M)
+def ranks(log: str, prefix: str = "") -> list[Rank]:
+    """Every allreduce line of `log`, by rank; `prefix` matches what a launcher writes before
+    each rank's output (horovodrun's `[1,0]<stdout>:`, say)."""
+    found = re.findall(rf"^{prefix}rank (\d+) of (\d+) on (\S+): sum=(\d+)$", log, re.M)
     return sorted((int(r), int(n), host, int(s)) for r, n, host, s in found)
 
 

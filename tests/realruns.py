@@ -65,17 +65,6 @@ async def run_to_end(
     return status, log()
 
 
-def assert_all_reduced(log: str, job: str, *, workers: int = 2, ranks: int = 4) -> None:
-    """Each of the `ranks` ranks of a `realjobs` all-reduce printed the sum of 1..ranks, and
-    they ran on the job's `workers` workers."""
-    found = re.findall(rf"rank (\d+) of (\d+) on ({job}-worker-\d+): sum=(\d+)$", log, re.M)
-    assert sorted(int(rank) for rank, *_ in found) == list(range(ranks)), log
-    assert {(int(size), int(total)) for _, size, _, total in found} == {
-        (ranks, ranks * (ranks + 1) // 2)
-    }, log
-    assert {host for *_, host, _ in found} == {f"{job}-worker-{i}" for i in range(workers)}, log
-
-
 # An elastic HorovodJob -------------------------------------------------------------------
 
 ELASTIC = {"minReplicas": 1, "maxReplicas": 3}

@@ -15,9 +15,9 @@ from jobcore import CONFIGMAPS
 from jobcore import Client
 from jobcore.testing import condition
 from jobcore.testing import require
+from tests import mpioutput
 from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import run_in_cluster
-from tests.realruns import assert_all_reduced
 from tests.realruns import elastic_horovod_job
 from tests.realruns import scale_up_down_and_replace
 
@@ -39,7 +39,7 @@ async def test_a_static_job_allreduces_on_two_workers_by_two_slots(
     assert status["phase"] == "Succeeded", log
     assert condition(status, "Completed")["reason"] == "Succeeded", log
     assert "starting: horovodrun -np 4 --hostfile /etc/horovod/hostfile --gloo python3" in log, log
-    assert_all_reduced(log, "ar")
+    assert mpioutput.ranks(log, prefix=".*") == mpioutput.on_two_workers("ar"), log
 
 
 async def test_an_elastic_job_scales_up_and_down_and_replaces_a_deleted_worker_while_training(

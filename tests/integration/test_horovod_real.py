@@ -26,7 +26,7 @@ from jobcore.testing import job_controller
 from jobcore.testing import require
 from jobcore.testing import wait_for_phase
 from jobkinds.horovodjob import HorovodJobKind
-from tests.realruns import assert_all_reduced
+from tests import mpioutput
 from tests.realruns import elastic_horovod_job
 from tests.realruns import launcher_log
 from tests.realruns import scale_up_down_and_replace
@@ -91,7 +91,7 @@ async def test_a_static_job_allreduces_on_two_workers_by_two_slots(
     assert condition(status, "Completed")["reason"] == "Succeeded", log
     started = f"starting: horovodrun -np 4 --hostfile /etc/horovod/hostfile --{backend} python"
     assert started in log, log
-    assert_all_reduced(log, "ar")
+    assert mpioutput.ranks(log, prefix=".*") == mpioutput.on_two_workers("ar"), log
 
 
 @pytest.mark.usefixtures("controller")
