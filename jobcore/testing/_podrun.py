@@ -83,6 +83,7 @@ class ContainerRun:
         self.state = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
         with contextlib.suppress(FileNotFoundError):
             os.replace(self.log, self.previous_log)
+        self.started.unlink(missing_ok=True)  # Ready again once the new run's mounts are made
 
     def status(self) -> dict[str, Any]:
         status = {

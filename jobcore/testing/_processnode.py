@@ -91,12 +91,14 @@ class ProcessNode(NodeBase):
         self._dns_changed = asyncio.Event()
         self._hosts_lock = asyncio.Lock()
 
-    def logs(self, namespace: str, pod: str, container: str) -> str:
-        """What the container wrote to stdout and stderr (its last MiB once the Pod is gone)."""
+    def logs(self, namespace: str, pod: str, container: str, *, previous: bool = False) -> str:
+        """What the container wrote to stdout and stderr (its last MiB once the Pod is gone);
+        `previous`: in its run before the last restart, while the Pod is there."""
         run = self._runs.get(ObjectKey(namespace, pod))
         for c in run.containers if run else ():
             if c.name == container:
-                return c.log.read_text(errors="replace") if c.log.exists() else ""
+                log = c.previous_log if previous else c.log
+                return log.read_text(errors="replace") if log.exists() else ""
         kept = self._kept_logs.get((namespace, pod, container))
         if kept is None:
             raise KeyError(f"no container {container} of pod {namespace}/{pod} ran on {self.name}")

@@ -146,6 +146,7 @@ async def test_a_container_is_restarted_as_its_restart_policy_says(
     assert container["lastState"]["terminated"]["exitCode"] == 255, container
     assert container["state"]["terminated"]["exitCode"] == 0, container
     assert node.logs(namespace, "retried", "main") == "second\n"  # `kubectl logs`: this run's
+    assert node.logs(namespace, "retried", "main", previous=True) == "first\n"
 
     async def restarted(times: int) -> bool:
         found = await status(client, namespace, "always")
