@@ -13,6 +13,8 @@ import os
 import signal
 import ssl
 import subprocess
+from collections.abc import Awaitable
+from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 
@@ -105,3 +107,31 @@ async def probe(
     except (OSError, TimeoutError, ValueError):
         return False
     return False
+
+
+async def keep_probing(
+    spec: Mapping[str, Any],
+    *,
+    container: Mapping[str, Any],
+    ip: str,
+    pid: int,
+    env: Mapping[str, str],
+    longest_period: float,
+    ready: bool,
+    set_ready: Callable[[bool], Awaitable[None]],
+) -> None:
+    """Probe every periodSeconds (at most `longest_period`) after initialDelaySeconds, and call
+    `set_ready` with the new state once successThreshold passes (or failureThreshold failures)
+    in a row turn it over; `ready` is the state before the first probe. Runs until cancelled."""
+    await asyncio.sleep(float(spec.get("initialDelaySeconds", 0)))
+    period = min(float(spec.get("periodSeconds") or 10), longest_period)
+    needed = {True: spec.get("successThreshold") or 1, False: spec.get("failureThreshold") or 3}
+    streak, last = 0, None
+    while True:
+        passed = await probe(spec, container=container, ip=ip, pid=pid, env=env)
+        streak = streak + 1 if passed == last else 1
+        last = passed
+        if passed != ready and streak >= needed[passed]:
+            ready = passed
+            await set_ready(ready)
+        await asyncio.sleep(period)

@@ -35,6 +35,7 @@ from jobcore._errors import ApiError
 from jobcore._errors import NotFoundError
 from jobcore._resources import Object
 from jobcore._resources import ObjectKey
+from jobcore.testing import _containerprocess
 from jobcore.testing import _netns
 from jobcore.testing import _podidentity
 from jobcore.testing import _podrun
@@ -42,7 +43,6 @@ from jobcore.testing import _podsetup
 from jobcore.testing import _probes
 from jobcore.testing._kubelet import NodeBase
 from jobcore.testing._kubelet import NodeOptions
-from jobcore.testing._kubelet import now
 from jobcore.testing._netns import prepare_host
 from jobcore.testing._netns import process_node_available
 from jobcore.testing._podrun import ContainerRun
@@ -292,7 +292,7 @@ class ProcessNode(NodeBase):
                 continue
             for main in run.mains:
                 main.state = {"waiting": {"reason": "PodInitializing"}}
-            await self._start(run, c)
+            await _containerprocess.start(run, c)
             await self._watch(run, c)
             if c.exit_code != 0:
                 run.phase = "Failed"
@@ -300,43 +300,13 @@ class ProcessNode(NodeBase):
                 return
         run.initialized = True
         for c in run.mains:
-            await self._start(run, c)
+            await _containerprocess.start(run, c)
         run.phase = "Running"
         await self._report(run)
         await asyncio.gather(*(self._keep_running(run, c) for c in run.mains))
         succeeded = all(c.exit_code == 0 for c in run.mains)
         run.phase = "Succeeded" if succeeded else "Failed"
         await self._report(run)
-
-    async def _start(self, run: PodRun, c: ContainerRun) -> None:
-        command = [str(part) for part in c.spec.get("command") or ()]
-        if not command or run.sandbox is None or run.deleting:
-            message = _podrun.NO_COMMAND if not command else "the Pod is being deleted"
-            c.state = _podrun.terminated(128, "StartError", now(), message)
-            return
-        args = [str(part) for part in c.spec.get("args") or ()]
-        argv = [_podsetup.expand(part, c.env) for part in (*command, *args)]
-        enter = [_netns.tool("ip"), "netns", "exec", run.sandbox.netns, _netns.tool("unshare")]
-        enter += ["--mount", "--uts", "--propagation", "private", str(c.wrapper)]
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
-        log = await asyncio.to_thread(os.open, c.log, flags, 0o644)
-        try:
-            c.process = await asyncio.create_subprocess_exec(
-                *enter,
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                env=c.env,
-                cwd=run.directory,
-                start_new_session=True,  # its own process group, signalled as one
-            )
-        except OSError as exc:
-            c.state = _podrun.terminated(128, "StartError", now(), str(exc))
-            return
-        finally:
-            os.close(log)
-        c.state = {"running": {"startedAt": now()}}
 
     async def _keep_running(self, run: PodRun, c: ContainerRun) -> None:
         """Watch the container; while the Pod's restartPolicy says so, start it again after
@@ -351,7 +321,7 @@ class ProcessNode(NodeBase):
             await self._report(run)
             await asyncio.sleep(delay)
             exited = c.process
-            await self._start(run, c)
+            await _containerprocess.start(run, c)
             if c.process is exited:  # not started (StartError, or the Pod is being deleted)
                 await self._report(run)
                 return
@@ -367,13 +337,7 @@ class ProcessNode(NodeBase):
         finally:
             if readiness is not None:
                 readiness.cancel()
-        code = returncode if returncode >= 0 else 128 - returncode
-        message = None
-        if code != 0 and c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
-            message = await asyncio.to_thread(_podrun.termination_message, c.log)
-        started = c.state.get("running", {}).get("startedAt", now())
-        c.state = _podrun.terminated(code, "Completed" if code == 0 else "Error", started, message)
-        c.ready = False
+        await asyncio.to_thread(_containerprocess.exited, c, returncode)
         await self._report(run)
 
     async def _readiness(
@@ -390,20 +354,21 @@ class ProcessNode(NodeBase):
             c.ready = True
             await self._report(run)
             return
-        await asyncio.sleep(float(spec.get("initialDelaySeconds", 0)))
-        period = min(float(spec.get("periodSeconds") or 10), self.max_probe_period)
-        needed = {True: spec.get("successThreshold") or 1, False: spec.get("failureThreshold") or 3}
-        streak, last = 0, None
-        while True:
-            passed = await _probes.probe(
-                spec, container=c.spec, ip=run.ip or "", pid=process.pid, env=c.env
-            )
-            streak = streak + 1 if passed == last else 1
-            last = passed
-            if passed != c.ready and streak >= needed[passed]:
-                c.ready = passed
-                await self._report(run)
-            await asyncio.sleep(period)
+
+        async def set_ready(ready: bool) -> None:
+            c.ready = ready
+            await self._report(run)
+
+        await _probes.keep_probing(
+            spec,
+            container=c.spec,
+            ip=run.ip or "",
+            pid=process.pid,
+            env=c.env,
+            longest_period=self.max_probe_period,
+            ready=c.ready,
+            set_ready=set_ready,
+        )
 
     async def _report(self, run: PodRun) -> None:
         """Write the Pod's whole status as it is now; one write at a time per Pod."""

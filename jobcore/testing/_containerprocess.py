@@ -1,0 +1,59 @@
+"""A ProcessNode container's process: how it starts, and what its exit records."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from jobcore.testing import _netns
+from jobcore.testing import _podrun
+from jobcore.testing import _podsetup
+from jobcore.testing._kubelet import now
+from jobcore.testing._podrun import ContainerRun
+from jobcore.testing._podrun import PodRun
+
+
+async def start(run: PodRun, c: ContainerRun) -> None:
+    """Start the container's command in its Pod's network namespace, in mount and UTS
+    namespaces of its own, behind its wrapper; a command that cannot start is recorded as
+    terminated with StartError."""
+    command = [str(part) for part in c.spec.get("command") or ()]
+    if not command or run.sandbox is None or run.deleting:
+        message = _podrun.NO_COMMAND if not command else "the Pod is being deleted"
+        c.state = _podrun.terminated(128, "StartError", now(), message)
+        return
+    args = [str(part) for part in c.spec.get("args") or ()]
+    argv = [_podsetup.expand(part, c.env) for part in (*command, *args)]
+    enter = [_netns.tool("ip"), "netns", "exec", run.sandbox.netns, _netns.tool("unshare")]
+    enter += ["--mount", "--uts", "--propagation", "private", str(c.wrapper)]
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    log = await asyncio.to_thread(os.open, c.log, flags, 0o644)
+    try:
+        c.process = await asyncio.create_subprocess_exec(
+            *enter,
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=c.env,
+            cwd=run.directory,
+            start_new_session=True,  # its own process group, signalled as one
+        )
+    except OSError as exc:
+        c.state = _podrun.terminated(128, "StartError", now(), str(exc))
+        return
+    finally:
+        os.close(log)
+    c.state = {"running": {"startedAt": now()}}
+
+
+def exited(c: ContainerRun, returncode: int) -> None:
+    """Record the exit as the kubelet does: the code (128 + signal when killed), the reason,
+    and with FallbackToLogsOnError the end of the log as the message (reads the log)."""
+    code = returncode if returncode >= 0 else 128 - returncode
+    message = None
+    if code != 0 and c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+        message = _podrun.termination_message(c.log)
+    started = c.state.get("running", {}).get("startedAt", now())
+    c.state = _podrun.terminated(code, "Completed" if code == 0 else "Error", started, message)
+    c.ready = False
