@@ -82,6 +82,31 @@ def pytest_configure(config: pytest.Config) -> None:
         from jobcore.testing import _fixtures  # noqa: PLC0415
 
         config.pluginmanager.register(_fixtures, "jobcore-async-fixtures")
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        config.pluginmanager.register(_GroupsKept(), "jobcore-xdist-groups")
+
+
+class _GroupsKept:
+    """Fails the real cluster's tests in an xdist worker whose groups xdist did not take: they
+    would run on every worker at once, each waiting for the one cluster the machine has."""
+
+    @pytest.hookimpl(trylast=True)  # after xdist named each item's group in its node id
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            group = item.get_closest_marker("xdist_group")
+            lost = "@" not in item.nodeid.rpartition("]")[2]
+            if lost and group is not None and REAL_CLUSTER_GROUP in group.args:
+                getattr(item, "fixturenames", []).insert(0, "_real_cluster_group_lost")
+
+
+@pytest.fixture
+def _real_cluster_group_lost() -> None:
+    pytest.fail(
+        f"pytest {pytest.__version__} and this pytest-xdist do not keep xdist_group groups "
+        "under --dist loadgroup, so the real cluster's tests would run on every worker at "
+        "once: install a pytest and pytest-xdist that do (jobcore's test extra pins them)",
+        pytrace=False,
+    )
 
 
 def _run(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, _T]) -> _T:
