@@ -5,8 +5,8 @@ own. Open MPI (`mpirun`, ORTE or PRRTE) and the Hydra-based MPICH and Intel MPI 
 differ in their hostfile, flags and environment; `Flavour` holds what differs. Every
 user-provided string reaches the launcher as a positional argument of `bash -c`, never as
 script text. Open MPI copies some of them (`--prefix`, MCA parameters, the launch agent) into
-the command its daemons' shell runs on each worker: `remote_shell_errors` and the kind's
-validation refuse what would act there.
+the command its daemons' shell runs on each worker: `_mpiargs.remote_shell_errors` and the
+kind's validation refuse what would act there.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from jobkinds._launch import hostfile_name
 from jobkinds._launch import launcher_name
 from jobkinds._launch import meta
 from jobkinds._launch import worker_host
+from jobkinds._mpiargs import flag_values
 
 if TYPE_CHECKING:
     from jobkinds.mpijob import MPIJobSpec
@@ -49,12 +50,6 @@ Implementation = Literal["OpenMPI", "IntelMPI", "Intel", "MPICH"]
 
 _SLOTS = re.compile(r"[1-9][0-9]{0,5}")
 """A positive integer in ASCII digits, below a million: what a launcher reads as a slot count."""
-_MCA_FLAG = re.compile(r"--?[a-z]*mca")
-"""Open MPI's flags followed by an MCA parameter's name and value: -mca, --gmca, --prtemca..."""
-_MCA_VALUE_FLAGS = ("-am", "--am", "-tune", "--tune", "-launch-agent", "--launch-agent")
-"""Open MPI flags whose value mpirun copies onto its daemons' command line: parameter files
-become MCA values, and the launch agent starts that command line."""
-_PREFIX_FLAGS = ("-prefix", "--prefix")
 
 
 @dataclass(frozen=True)
@@ -159,7 +154,7 @@ def slots(extra_mpi_args: Sequence[str], mpi: Flavour = OPEN_MPI) -> int:
     Invalid values count as 1 here; `npernode_errors` reports them at validation.
     """
     found = 1
-    for _, value in _flag_values(extra_mpi_args, mpi.npernode_flags):
+    for _, value in flag_values(extra_mpi_args, mpi.npernode_flags):
         if value is not None and _SLOTS.fullmatch(value):
             found = int(value)
     return found
@@ -170,51 +165,9 @@ def npernode_errors(extra_mpi_args: Sequence[str], mpi: Flavour = OPEN_MPI) -> l
     return [
         f"{flag} needs a positive integer value (processes per worker), got "
         + (repr(value) if value is not None else "nothing")
-        for flag, value in _flag_values(extra_mpi_args, mpi.npernode_flags)
+        for flag, value in flag_values(extra_mpi_args, mpi.npernode_flags)
         if value is None or not _SLOTS.fullmatch(value)
     ]
-
-
-def remote_shell_errors(args: Sequence[str]) -> list[str]:
-    """What in Open MPI's extra args would act in the shell that starts its daemons.
-
-    mpirun (ORTE and PRRTE alike) writes `--prefix` unquoted into that command, and each MCA
-    parameter as `-mca name "value"`, a launch agent unquoted: all must hold characters no
-    shell acts on (`_checks.SAFE_PATH`, `_checks.MCA_NAME`, `_checks.MCA_VALUE`).
-    """
-    errors = [
-        f"{flag} needs an absolute path of {_checks.PATH_CHARACTERS} only (Open MPI writes it "
-        f"into the workers' shell command), got {value!r}"
-        for flag, value in _flag_values(args, _PREFIX_FLAGS)
-        if value is None or not _checks.SAFE_PATH.fullmatch(value)
-    ]
-    for flag, value in _flag_values(args, _MCA_VALUE_FLAGS):
-        if problem := _checks.mca_value_error(value or ""):
-            errors.append(f"{flag} {problem}")
-    for i, arg in enumerate(args):
-        if not _MCA_FLAG.fullmatch(arg):
-            continue
-        name, value = [*args[i + 1 : i + 3], "", ""][:2]
-        if not _checks.MCA_NAME.fullmatch(name):
-            errors.append(
-                f"{arg} needs an MCA parameter name ([A-Za-z0-9_]+; Open MPI writes it unquoted "
-                f"into the workers' shell command), got {name!r}"
-            )
-        elif problem := _checks.mca_value_error(value):
-            errors.append(f"{arg} {name}: the value {problem}")
-    return errors
-
-
-def _flag_values(args: Sequence[str], flags: Sequence[str]) -> list[tuple[str, str | None]]:
-    """Each occurrence of one of `flags` with its value (`-N 3` or `--npernode=3`)."""
-    found: list[tuple[str, str | None]] = []
-    for i, arg in enumerate(args):
-        name, eq, inline = arg.partition("=")
-        if name in flags and eq:
-            found.append((name, inline))
-        elif arg in flags:
-            found.append((arg, args[i + 1] if i + 1 < len(args) else None))
-    return found
 
 
 def hostfile_text(hosts: Sequence[str], slots_per_host: int, mpi: Flavour = OPEN_MPI) -> str:

@@ -28,6 +28,7 @@ from jobcore import PodTemplateSpec
 from jobcore import Resource
 from jobkinds import _checks
 from jobkinds import _mpi
+from jobkinds import _mpiargs
 from jobkinds import _ssh
 from jobkinds import _t9kshape
 from jobkinds._launch import LAUNCHER
@@ -264,7 +265,7 @@ def _open_mpi_shell_errors(spec: MPIJobSpec) -> list[FieldError]:
     ]
     errors += [
         FieldError("spec.worker.extraMPIArgs", problem)
-        for problem in _mpi.remote_shell_errors(spec.worker.extra_mpi_args)
+        for problem in _mpiargs.remote_shell_errors(spec.worker.extra_mpi_args)
     ]
     if found := _checks.template_container(spec, WORKER_CONTAINER):
         path, container = found
