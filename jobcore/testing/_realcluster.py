@@ -1,10 +1,11 @@
 """A real single-node Kubernetes 1.20 cluster on this host: the kit's backend for real containers.
 
-etcd, kube-apiserver (x509 and token authentication, Node and RBAC authorization, the
-ServiceAccount admission plugin, a real service-account issuer), kube-controller-manager with
-every controller, kube-scheduler, containerd and runc, kubelet, kube-proxy in iptables mode, a
-CNI bridge and cluster DNS; images come from docker-archive tarballs (no registry). Kubernetes'
-binaries come from `$KUBEBUILDER_ASSETS`, the runtime from the host's packages. It needs root.
+etcd, kube-apiserver (client certificates and service-account tokens, Node and RBAC
+authorization, the ServiceAccount admission plugin, a real service-account issuer),
+kube-controller-manager with every controller, kube-scheduler, containerd and runc, kubelet,
+kube-proxy in iptables mode, a CNI bridge and cluster DNS; images come from docker-archive
+tarballs (no registry). Kubernetes' binaries come from `$KUBEBUILDER_ASSETS`, the runtime from
+the host's packages. It needs root.
 
 One fits a machine (fixed ports, bridge and directories): `start()` first takes down whatever an
 earlier run left, and `stop()` puts the host back as it was (`_hoststate`). The daemons outlive
