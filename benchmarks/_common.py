@@ -30,6 +30,15 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
+def status_mb(pid: int, field: str) -> float:
+    """A memory figure of /proc/PID/status in MB (`VmRSS:`, `VmHWM:`); 0 when it has none."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(field):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU seconds a process has used so far."""
     with open(f"/proc/{pid}/stat") as stat:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from benchmarks._common import cpu_seconds
+from benchmarks._common import status_mb
 from jobcore.testing import eventually
 
 
@@ -25,17 +26,10 @@ class Process:
     probe_port: int
 
     def peak_rss_mb(self) -> float:
-        return self._status_mb("VmHWM:")
+        return status_mb(self.pid, "VmHWM:")
 
     def rss_mb(self) -> float:
-        return self._status_mb("VmRSS:")
-
-    def _status_mb(self, field: str) -> float:
-        with open(f"/proc/{self.pid}/status") as status:
-            for line in status:
-                if line.startswith(field):
-                    return int(line.split()[1]) / 1024
-        return 0.0
+        return status_mb(self.pid, "VmRSS:")
 
     def cpu_seconds(self) -> float:
         return cpu_seconds(self.pid)

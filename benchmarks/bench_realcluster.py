@@ -26,9 +26,11 @@ from benchmarks._common import median_index
 from benchmarks._common import odd_count
 from benchmarks._common import print_table
 from benchmarks._common import run_benchmark
+from benchmarks._common import status_mb
 from controllers import clusterjobs
 from controllers import realjobs
 from controllers.clustersandbox import deploy
+from controllers.manifests import CONTROLLER_SELECTOR
 from controllers.manifests import NAMESPACE
 from jobcore import CONFIGMAPS
 from jobcore import Client
@@ -56,9 +58,8 @@ def _time(text: str) -> float:
 
 async def pod_start_to_ready(cluster: RealCluster) -> list[float]:
     """Each controller pod's start to its Ready condition, as its kubelet wrote them (1 s)."""
-    selector = "app.kubernetes.io/name=jobcore,app.kubernetes.io/component=controller"
     answer = await cluster.commands.kubectl(
-        "get", "pods", "-n", NAMESPACE, "-l", selector, "-o", "json"
+        "get", "pods", "-n", NAMESPACE, "-l", CONTROLLER_SELECTOR, "-o", "json"
     )
     seconds = []
     for pod in json.loads(answer.stdout)["items"]:
@@ -74,14 +75,8 @@ def controller_rss_mb() -> list[float]:
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
             if b"--leader-elect" in argv and any(a.endswith(b"jobcore") for a in argv[:2]):
-                status = (proc / "status").read_text()
-                kib = next(
-                    int(line.split()[1])
-                    for line in status.splitlines()
-                    if line.startswith("VmRSS:")
-                )
-                sizes.append(kib / 1024)
-        except (OSError, StopIteration):
+                sizes.append(status_mb(int(proc.name), "VmRSS:"))
+        except (OSError, ValueError):
             continue
     return sizes
 

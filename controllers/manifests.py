@@ -32,6 +32,8 @@ manifest names the one build it was written for."""
 METRICS_PORT = 8080
 HEALTH_PORT = 8081
 _LABELS = {"app.kubernetes.io/name": "jobcore", "app.kubernetes.io/component": "controller"}
+CONTROLLER_SELECTOR = ",".join(f"{key}={value}" for key, value in _LABELS.items())
+"""The label selector of the controller's pods (kubectl -l)."""
 _RBAC = "rbac.authorization.k8s.io"
 _VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
 """The verbs a rule may grant, in the order rules list them."""

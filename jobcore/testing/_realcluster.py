@@ -43,6 +43,7 @@ from jobcore.testing._clusterlayout import write_configs
 from jobcore.testing._clusterpki import ensure_pki
 from jobcore.testing._controlplane import ASSETS_ENV
 from jobcore.testing._controlplane import _log_tail
+from jobcore.testing._eventually import eventually
 from jobcore.testing._netns import run
 from jobcore.testing._started import Started
 
@@ -177,7 +178,8 @@ class RealCluster(Started):
                 await _daemons.stop(pids, name)
             await c.kubectl("delete", "pods", "--all", "-A", "--grace-period=0", "--force",
                             "--wait=false", check=False)  # fmt: skip
-            await _until(c.no_tasks, 60)
+            with contextlib.suppress(TimeoutError):  # what is left, the next steps kill
+                await eventually(c.no_tasks, timeout=60, interval=0.5)
         for name in ("kube-controller-manager", "kube-scheduler", "dns-watch", "dnsmasq"):
             await _daemons.stop(pids, name)
         await _daemons.stop(pids, "kubelet", grace=30)
@@ -351,15 +353,6 @@ class RealCluster(Started):
                     + _log_tail(path)
                 )
             await asyncio.sleep(0.2)
-
-
-async def _until(check: Callable[[], Awaitable[bool]], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.5)
-    return True
 
 
 def _host_ip() -> str:

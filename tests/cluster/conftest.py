@@ -22,6 +22,7 @@ import pytest_asyncio
 from controllers import images
 from controllers.clusterjobs import with_programs_configmap
 from controllers.clustersandbox import deploy
+from controllers.manifests import CONTROLLER_SELECTOR
 from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
 from jobcore import CONFIGMAPS
@@ -78,8 +79,7 @@ class Cluster:
         return self.kubectl(*args, check=False)
 
     def controller_pods(self) -> list[dict[str, Any]]:
-        selector = "app.kubernetes.io/name=jobcore,app.kubernetes.io/component=controller"
-        return list(self.json("pods", "-n", NAMESPACE, "-l", selector)["items"])
+        return list(self.json("pods", "-n", NAMESPACE, "-l", CONTROLLER_SELECTOR)["items"])
 
     def leader(self) -> str:
         """The pod holding the controller's Lease (its identity is `hostname_uuid`)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from controllers.manifests import CONTROLLER_SELECTOR
 from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
 from controllers.realjobs import MPIJOBS
@@ -22,8 +23,6 @@ from tests.mpioutput import ranks
 
 pytestmark = pytest.mark.integration
 
-SELECTOR = "app.kubernetes.io/name=jobcore,app.kubernetes.io/component=controller"
-
 
 def rollout(cluster: Cluster, namespace: str) -> None:
     args = ("rollout", "status", "-n", namespace, f"deployment/{NAME}", "--timeout=180s")
@@ -35,7 +34,9 @@ def cluster_wide_controller_stopped(cluster: Cluster) -> Iterator[None]:
     """The cluster-wide install scaled to none for the test (it would reconcile NS's jobs too),
     and back to its two replicas after."""
     cluster.kubectl("scale", "-n", NAMESPACE, f"deployment/{NAME}", "--replicas=0")
-    cluster.kubectl("wait", "--for=delete", "pod", "-n", NAMESPACE, "-l", SELECTOR, "--timeout=90s")
+    cluster.kubectl(
+        "wait", "--for=delete", "pod", "-n", NAMESPACE, "-l", CONTROLLER_SELECTOR, "--timeout=90s"
+    )
     try:
         yield
     finally:
@@ -54,7 +55,7 @@ async def test_a_namespaced_install_runs_the_jobs_of_its_namespace(
     await installs.namespaced_install(cluster.kubeconfig, cluster_namespace, install)
     cluster.kubectl("apply", "-k", str(install))
     rollout(cluster, cluster_namespace)
-    pods = cluster.json("pods", "-n", cluster_namespace, "-l", SELECTOR)["items"]
+    pods = cluster.json("pods", "-n", cluster_namespace, "-l", CONTROLLER_SELECTOR)["items"]
     assert len(pods) == 2, [pod["metadata"]["name"] for pod in pods]
     lease = cluster.json("lease", "-n", cluster_namespace, NAME)
     leader = lease["spec"]["holderIdentity"].partition("_")[0]
