@@ -81,7 +81,7 @@ def controller_rss_mb() -> list[float]:
     return sizes
 
 
-async def sample_run(cluster: RealCluster, client: Client, namespace: str, round_: int) -> float:
+async def sample_run(client: Client, namespace: str, round_: int) -> float:
     """Seconds from creating the MPIJob sample to its Succeeded."""
     programs = Path(tempfile.mkdtemp(prefix="jobcore-bench-"))
     sample = realjobs.sample(
@@ -89,10 +89,7 @@ async def sample_run(cluster: RealCluster, client: Client, namespace: str, round
     )
     name = f"bench-{round_}"
     sample.job["metadata"]["name"] = name
-    configmap = clusterjobs.programs_configmap(
-        programs, name=f"{name}-programs", namespace=namespace
-    )
-    job = clusterjobs.with_programs(sample.job, programs, f"{name}-programs")
+    job, configmap = clusterjobs.with_programs_configmap(sample.job, programs)
     await client.create(CONFIGMAPS, configmap)
     started = time.monotonic()
     await client.create(sample.resource, job)
@@ -125,7 +122,7 @@ async def main(rounds: int, cold: bool) -> None:
             rows.append((f"controller pod {index} start to Ready (kubelet)", f"{seconds:.0f} s"))
         client = await Client.from_kubeconfig(cluster.kubeconfig_path)
         try:
-            runs = [await sample_run(cluster, client, "default", n) for n in range(rounds)]
+            runs = [await sample_run(client, "default", n) for n in range(rounds)]
         finally:
             await client.close()
         median = runs[median_index(runs)]
