@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from controllers.realjobs import MPIJOBS
 from jobcore import Client
 from jobcore.testing import condition
+from jobcore.testing import eventually
 from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phase
 from tests.cluster import mpiruns
@@ -45,6 +47,15 @@ async def test_debug_mode_keeps_the_pods_up_to_run_mpirun_by_hand(
         "/opt/jobcore/programs/allreduce"
     )
     exec_in = ("exec", "-n", cluster_namespace, "debug-launcher", "-c", "mpi-launcher", "--")
+
+    # In debug mode nothing waits for the workers' DNS records, which cluster DNS publishes a
+    # moment after the pods start: a user typing mpirun waits as long, the test until they resolve.
+    def workers_resolve() -> bool:
+        every = 'while read -r host _; do getent hosts "$host" >/dev/null || exit 1; done'
+        lookup = f"{every} </etc/mpi/hostfile && echo resolved"
+        return "resolved" in cluster.kubectl(*exec_in, "sh", "-c", lookup, check=False)
+
+    await eventually(lambda: asyncio.to_thread(workers_resolve), timeout=30, interval=0.5)
     output = cluster.kubectl(*exec_in, "sh", "-c", by_hand)
     assert ranks(output) == on_two_workers("debug"), output
     status = await wait_for_phase(cluster_client, MPIJOBS, cluster_namespace, "debug", "Running")
