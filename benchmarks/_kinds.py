@@ -17,12 +17,12 @@ from typing import Any
 
 from jobcore import BATCH_JOBS
 from jobcore import PODS
-from jobcore import JobKind
 from jobcore import Object
-from jobcore import Observed
 from jobcore import Resource
-from jobcore import adopt
-from jobcore import parse_job
+from jobcore._jobs.plan import adopt
+from jobcore.jobs import JobKind
+from jobcore.jobs import Observed
+from jobcore.jobs import parse_job
 from jobcore.testing import job_manifest
 from jobkinds import kubeflow
 from jobkinds import mpijob as t9k

@@ -36,7 +36,7 @@ from jobcore import Client
 from jobcore import Object
 from jobcore import Resource
 from jobcore import configure_logging
-from jobcore import crd_for
+from jobcore.jobs import crd_for
 from jobcore.testing import ControlPlane
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background

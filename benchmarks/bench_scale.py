@@ -51,13 +51,13 @@ from benchmarks._kinds import MPIJOB
 from benchmarks._kinds import BenchKind
 from benchmarks._kinds import bench_kind
 from benchmarks._kinds import with_template_env
-from jobcore import JOB_NAME_LABEL
 from jobcore import NAMESPACES
 from jobcore import PODS
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
 from jobcore import configure_logging
-from jobcore import crd_for
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import crd_for
 from jobcore.testing import ControlPlane
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background

@@ -30,10 +30,10 @@ from controllers._apischema import NONE
 from controllers.kinds import BUNDLED_KINDS
 from controllers.kinds import installed_kinds
 from controllers.kinds import kind_names
-from jobcore import T9K_STATUS
-from jobcore import JobKind
-from jobcore import crd_for
-from jobcore import status_part
+from jobcore.jobs import T9K_STATUS
+from jobcore.jobs import JobKind
+from jobcore.jobs import crd_for
+from jobcore.jobs import status_part
 
 REGENERATE = "python -m controllers.apidocs docs/reference"
 """The command that rewrites the committed pages."""

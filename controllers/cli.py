@@ -20,20 +20,20 @@ from controllers.kinds import KindLoadError
 from controllers.kinds import installed_kinds
 from controllers.kinds import kind_names
 from controllers.kinds import load_all_kinds
-from jobcore import DEFAULT_CLUSTER_DOMAIN
-from jobcore import RETRY_BACKOFF
-from jobcore import GangScheduler
-from jobcore import JobKind
 from jobcore import LeaderElectionConfig
 from jobcore import LeaderElectionLost
 from jobcore import Manager
-from jobcore import RetryBackoff
-from jobcore import SchedulerPlugins
-from jobcore import T9kScheduler
-from jobcore import Volcano
-from jobcore import add_job_controller
 from jobcore import configure_gc
 from jobcore import configure_logging
+from jobcore.jobs import DEFAULT_CLUSTER_DOMAIN
+from jobcore.jobs import RETRY_BACKOFF
+from jobcore.jobs import GangScheduler
+from jobcore.jobs import JobKind
+from jobcore.jobs import RetryBackoff
+from jobcore.jobs import SchedulerPlugins
+from jobcore.jobs import T9kScheduler
+from jobcore.jobs import Volcano
+from jobcore.jobs import add_job_controller
 
 if sys.platform == "win32":  # uvloop is not made for Windows
     from asyncio import run as _run_event_loop

@@ -10,7 +10,7 @@ from typing import Any
 
 import structlog
 
-from jobcore import JobKind
+from jobcore.jobs import JobKind
 
 ENTRY_POINT_GROUP = "jobcore.jobkinds"
 BUNDLED_KINDS = ("colossalaijob", "horovodjob", "kubeflow-mpijob", "mpijob")

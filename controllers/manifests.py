@@ -15,13 +15,13 @@ from jobcore import CONFIGMAPS
 from jobcore import EVENTS
 from jobcore import LEASES
 from jobcore import PODS
-from jobcore import JobKind
 from jobcore import Object
 from jobcore import Resource
-from jobcore import SchedulerPlugins
-from jobcore import T9kScheduler
-from jobcore import Volcano
-from jobcore import write_crds
+from jobcore.jobs import JobKind
+from jobcore.jobs import SchedulerPlugins
+from jobcore.jobs import T9kScheduler
+from jobcore.jobs import Volcano
+from jobcore.jobs import write_crds
 
 NAMESPACE = "jobcore-system"
 """Where the cluster-wide install runs the controller."""

@@ -5,8 +5,8 @@ would check it: its apiVersion and kind name an installed kind, its metadata is 
 and namespace, its spec parses with the kind's model (the same pydantic model the CRD schema
 is generated from; fields the schema does not know are errors here, where the API server
 would drop them silently) and passes `jobcore.parse_job`, the controller's own checks. The
-children are what `jobcore.plan` returns, owned through `jobcore.adopt`, after the PodGroup
-of the job's gang scheduler: the calls the reconciler makes.
+children are what `plan_children` returns, the reconciler's own plan, owned by the job, after
+the PodGroup of the job's gang scheduler.
 """
 
 from __future__ import annotations
@@ -27,21 +27,18 @@ from controllers.documents import Problem
 from controllers.documents import UnreadableInput
 from controllers.documents import read_documents
 from controllers.documents import source_name
-from jobcore import DEFAULT_CLUSTER_DOMAIN
 from jobcore import PODS
 from jobcore import SECRETS
-from jobcore import GangScheduler
-from jobcore import Job
-from jobcore import JobKind
 from jobcore import Object
-from jobcore import Observed
 from jobcore import Resource
-from jobcore import adopt
-from jobcore import gang_scheduling
-from jobcore import parse_job
-from jobcore import plan
-from jobcore import pod_group
-from jobcore import unserved_kinds
+from jobcore.jobs import DEFAULT_CLUSTER_DOMAIN
+from jobcore.jobs import GangScheduler
+from jobcore.jobs import Job
+from jobcore.jobs import JobKind
+from jobcore.jobs import Observed
+from jobcore.jobs import UnservedChildren
+from jobcore.jobs import parse_job
+from jobcore.jobs import plan_children
 
 DEFAULT_NAMESPACE = "default"
 """The namespace of a job that names none, as `kubectl apply` without `-n` would use."""
@@ -244,24 +241,20 @@ def render_job(
     before the pods. A `resumeSpecs` applies only once a job was paused and resumed, which a
     new job never was.
     """
-    job, scheduler = gang_scheduling(job, gang_scheduler)
-    children = _children(kind, job, Observed({}), scheduler)
-    if workers_ready:
-        children = _children(kind, job, _existing(kind, children), scheduler)
-    return children
+    first = _children(kind, job, Observed({}), gang_scheduler)
+    if not workers_ready:
+        return first
+    return _children(kind, job, _existing(kind, first), gang_scheduler)
 
 
 def _children(
-    kind: JobKind[Any], job: Job[Any], observed: Observed, scheduler: GangScheduler | None
+    kind: JobKind[Any], job: Job[Any], observed: Observed, gang_scheduler: GangScheduler | None
 ) -> list[Object]:
-    desired = plan(kind, job, observed, scheduler=scheduler)
-    if unknown := unserved_kinds(kind, desired):
-        raise RenderError(
-            f"{kind.resource.kind} rendered {unknown}, not in its child_resources: "
-            "the controller would refuse to create them"
-        )
-    group = [pod_group(kind, job, scheduler, desired)] if scheduler is not None else []
-    return [*group, *(adopt(job, child) for child in desired)]
+    try:
+        planned = plan_children(kind, job, observed, gang_scheduler)
+    except UnservedChildren as error:
+        raise RenderError(f"{error}: the controller would refuse to create them") from error
+    return planned.adopted()
 
 
 def _existing(kind: JobKind[Any], children: Sequence[Object]) -> Observed:

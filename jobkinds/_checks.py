@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Any
 
-from jobcore import FieldError
-from jobcore import Job
+from jobcore.jobs import FieldError
+from jobcore.jobs import Job
 
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 CONTAINERS = "spec.worker.template.spec.containers"

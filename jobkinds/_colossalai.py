@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
 
-from jobcore import Job
 from jobcore import Object
+from jobcore.jobs import Job
 from jobkinds import _launch
 from jobkinds import _ssh
 from jobkinds import _t9kshape

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
 
-from jobcore import Job
 from jobcore import Object
+from jobcore.jobs import Job
 from jobkinds import _checks
 from jobkinds import _launch
 from jobkinds import _ssh

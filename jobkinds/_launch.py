@@ -21,11 +21,11 @@ from jobcore import CONFIGMAPS
 from jobcore import PODS
 from jobcore import SECRETS
 from jobcore import SERVICES
-from jobcore import Job
 from jobcore import Object
-from jobcore import Observed
-from jobcore import Outcome
 from jobcore import Resource
+from jobcore.jobs import Job
+from jobcore.jobs import Observed
+from jobcore.jobs import Outcome
 from jobkinds import _pods
 from jobkinds import _ssh
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import Literal
 
-from jobcore import Job
 from jobcore import Object
+from jobcore.jobs import Job
 from jobkinds import _checks
 from jobkinds import _launch
 from jobkinds import _ssh

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobcore import Object
-from jobcore import Outcome
+from jobcore.jobs import Outcome
 
 WAITING_ERRORS = frozenset(
     {

@@ -22,8 +22,8 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from jobcore import Job
 from jobcore import Object
+from jobcore.jobs import Job
 
 KEY_COMMENT = "jobcore"
 HOST_KEY_COMMENT = "jobcore-host"

@@ -19,7 +19,7 @@ from typing import get_args
 
 from pydantic import Field
 
-from jobcore import ApiModel
+from jobcore.jobs import ApiModel
 from jobkinds._launch import WorkerCount
 
 JsonSchema = dict[str, Any]

@@ -19,15 +19,15 @@ from typing import Literal
 from pydantic import Field
 
 from jobcore import PODS
-from jobcore import ApiModel
-from jobcore import FieldError
-from jobcore import Job
-from jobcore import JobSpec
 from jobcore import Object
-from jobcore import Observed
-from jobcore import Outcome
-from jobcore import PodTemplateSpec
 from jobcore import Resource
+from jobcore.jobs import ApiModel
+from jobcore.jobs import FieldError
+from jobcore.jobs import Job
+from jobcore.jobs import JobSpec
+from jobcore.jobs import Observed
+from jobcore.jobs import Outcome
+from jobcore.jobs import PodTemplateSpec
 from jobkinds import _checks
 from jobkinds import _horovod
 from jobkinds import _pods

@@ -18,14 +18,14 @@ from pydantic import ConfigDict
 from pydantic import Field
 from pydantic import model_validator
 
-from jobcore import ApiModel
-from jobcore import FieldError
-from jobcore import Job
-from jobcore import JobSpec
 from jobcore import Object
-from jobcore import Observed
-from jobcore import PodTemplateSpec
 from jobcore import Resource
+from jobcore.jobs import ApiModel
+from jobcore.jobs import FieldError
+from jobcore.jobs import Job
+from jobcore.jobs import JobSpec
+from jobcore.jobs import Observed
+from jobcore.jobs import PodTemplateSpec
 from jobkinds import _checks
 from jobkinds import _mpi
 from jobkinds import _mpiargs

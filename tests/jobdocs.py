@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from jobcore import JobKind
 from jobcore import Object
+from jobcore.jobs import JobKind
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.kubeflow import MPIJobKind as KubeflowMPIJobKind

@@ -8,10 +8,10 @@ from datetime import timedelta
 from typing import Any
 
 from jobcore import Client
-from jobcore import JobKind
 from jobcore import Object
 from jobcore import Resource
-from jobcore import parse_time
+from jobcore.jobs import JobKind
+from jobcore.jobs import parse_time
 from jobcore.testing import eventually
 from jobcore.testing import job_manifest
 from jobcore.testing import job_status

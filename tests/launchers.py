@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from jobcore import CONFIGMAPS
-from jobcore import JOB_NAME_LABEL
 from jobcore import PODS
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import SECRETS
 from jobcore import SERVICES
 from jobcore import Client
 from jobcore import Object
 from jobcore import Resource
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import condition

@@ -4,7 +4,7 @@ For each kind, hypothesis puts strings built to run a canary program (`;`, `$(..
 backquotes, quotes, newlines, `&&`, `|`, globs, spaces, unicode, a leading `-`, thousands of
 characters) into the fields that reach the launcher's or the workers' command lines. Each job
 is read as the controller reads it (`jobcore.parse_job`, so the kind's validation); one it
-accepts is planned (`jobcore.plan`), and its launcher container's command runs under bash with
+accepts is planned (`plan`), and its launcher container's command runs under bash with
 its env, the wait pointed at an empty hostfile. The launchers it starts are stubs first on
 PATH (tests/shell_canary_stubs), each modelling which strings the real program writes into a
 shell command and how it quotes them, down to the worker's shell: a stub ssh runs its remote
@@ -36,11 +36,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from jobcore import PODS
-from jobcore import JobKind
-from jobcore import Observed
 from jobcore import Resource
-from jobcore import parse_job
-from jobcore import plan
+from jobcore._jobs.plan import plan
+from jobcore.jobs import JobKind
+from jobcore.jobs import Observed
+from jobcore.jobs import parse_job
 from jobcore.testing._podsetup import Sources
 from jobcore.testing._podsetup import environment
 from jobkinds import _checks

@@ -18,8 +18,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from jobcore import JobKind
 from jobcore import Object
+from jobcore.jobs import JobKind
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.mpijob import MPIJobKind

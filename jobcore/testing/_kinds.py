@@ -31,20 +31,20 @@ from typing import Generic
 
 import pytest
 
-from jobcore._jobkind import FieldError
-from jobcore._jobkind import Job
-from jobcore._jobkind import JobKind
-from jobcore._jobkind import Observed
-from jobcore._jobkind import Outcome
-from jobcore._jobkind import SpecT
-from jobcore._jobmodels import JobStatus
-from jobcore._jobparse import job_with
-from jobcore._resources import CONFIGMAPS
-from jobcore._resources import PODS
-from jobcore._resources import SECRETS
-from jobcore._resources import SERVICES
-from jobcore._resources import Object
-from jobcore._resources import Resource
+from jobcore._jobs.kind import FieldError
+from jobcore._jobs.kind import Job
+from jobcore._jobs.kind import JobKind
+from jobcore._jobs.kind import Observed
+from jobcore._jobs.kind import Outcome
+from jobcore._jobs.kind import SpecT
+from jobcore._jobs.models import JobStatus
+from jobcore._jobs.parse import job_with
+from jobcore._runtime.resources import CONFIGMAPS
+from jobcore._runtime.resources import PODS
+from jobcore._runtime.resources import SECRETS
+from jobcore._runtime.resources import SERVICES
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import Resource
 
 CHILD_RESOURCES = (PODS, SECRETS, CONFIGMAPS, SERVICES)
 """The children `observed_of` sorts by their kind unless told others."""

@@ -22,17 +22,17 @@ from typing import Unpack
 
 import structlog
 
-from jobcore._client import Client
-from jobcore._errors import ApiError
-from jobcore._errors import ConflictError
-from jobcore._errors import NotFoundError
-from jobcore._informer import Informer
-from jobcore._queue import QueueShutDown
-from jobcore._queue import WorkQueue
-from jobcore._resources import NODES
-from jobcore._resources import PODS
-from jobcore._resources import Object
-from jobcore._resources import ObjectKey
+from jobcore._runtime.client import Client
+from jobcore._runtime.errors import ApiError
+from jobcore._runtime.errors import ConflictError
+from jobcore._runtime.errors import NotFoundError
+from jobcore._runtime.informer import Informer
+from jobcore._runtime.resources import NODES
+from jobcore._runtime.resources import PODS
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import ObjectKey
+from jobcore._runtime.workqueue import QueueShutDown
+from jobcore._runtime.workqueue import WorkQueue
 
 _log = structlog.get_logger("jobcore.testing.node")
 _MAX_RETRY_SECONDS = 5.0

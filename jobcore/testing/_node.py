@@ -10,11 +10,11 @@ from typing import Any
 from typing import ClassVar
 from typing import Unpack
 
-from jobcore._client import Client
-from jobcore._labels import parse_selector
-from jobcore._resources import PODS
-from jobcore._resources import Object
-from jobcore._resources import ObjectKey
+from jobcore._runtime.client import Client
+from jobcore._runtime.labels import parse_selector
+from jobcore._runtime.resources import PODS
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import ObjectKey
 from jobcore.testing._kubelet import NodeBase
 from jobcore.testing._kubelet import NodeOptions
 from jobcore.testing._kubelet import condition as _condition

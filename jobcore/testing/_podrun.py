@@ -16,8 +16,8 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from jobcore._resources import Object
-from jobcore._resources import ObjectKey
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import ObjectKey
 from jobcore.testing import _kubelet
 from jobcore.testing._kubelet import now
 from jobcore.testing._netns import GATEWAY

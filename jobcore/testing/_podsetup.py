@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jobcore._client import Client
-from jobcore._errors import NotFoundError
-from jobcore._jobkind import DEFAULT_CLUSTER_DOMAIN
-from jobcore._resources import CONFIGMAPS
-from jobcore._resources import SECRETS
-from jobcore._resources import Object
-from jobcore._resources import Resource
+from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
+from jobcore._runtime.client import Client
+from jobcore._runtime.errors import NotFoundError
+from jobcore._runtime.resources import CONFIGMAPS
+from jobcore._runtime.resources import SECRETS
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import Resource
 from jobcore.testing import _podidentity
 from jobcore.testing._netns import tool
 

@@ -30,11 +30,11 @@ from typing import Unpack
 
 import structlog
 
-from jobcore._client import Client
-from jobcore._errors import ApiError
-from jobcore._errors import NotFoundError
-from jobcore._resources import Object
-from jobcore._resources import ObjectKey
+from jobcore._runtime.client import Client
+from jobcore._runtime.errors import ApiError
+from jobcore._runtime.errors import NotFoundError
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import ObjectKey
 from jobcore.testing import _containerprocess
 from jobcore.testing import _netns
 from jobcore.testing import _podidentity

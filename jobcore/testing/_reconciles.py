@@ -6,11 +6,11 @@ first know that the reconcile ran; these wait for that, rather than for a fixed 
 
 from __future__ import annotations
 
-from jobcore._client import Client
-from jobcore._controller import Controller
-from jobcore._handler import Request
-from jobcore._metrics import REGISTRY
-from jobcore._resources import Resource
+from jobcore._runtime.client import Client
+from jobcore._runtime.controller import Controller
+from jobcore._runtime.handler import Request
+from jobcore._runtime.metrics import REGISTRY
+from jobcore._runtime.resources import Resource
 from jobcore.testing._eventually import eventually
 
 

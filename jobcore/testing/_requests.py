@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobcore._metrics import REGISTRY
+from jobcore._runtime.metrics import REGISTRY
 
 
 def api_requests(method: str | None = None) -> float:

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import pytest
 
-from jobcore._compact import modified_subtrees
+from jobcore._runtime.compact import modified_subtrees
 from jobcore.testing._controlplane import ControlPlane
 from jobcore.testing._k3s import K3sCluster
 from jobcore.testing._k3s import docker_available

@@ -15,8 +15,8 @@ from typing import Literal
 from pydantic import ConfigDict
 from pydantic import Field
 
-from jobcore import ApiModel
-from jobcore import PodTemplateSpec
+from jobcore.jobs import ApiModel
+from jobcore.jobs import PodTemplateSpec
 
 DEFAULT_SSH_AUTH_MOUNT_PATH = "/root/.ssh"
 MPI_OPERATOR = "kubeflow.org/mpi-operator"

@@ -16,9 +16,9 @@ from typing import Any
 
 from jobcore import BATCH_JOBS
 from jobcore import SECRETS
-from jobcore import Job
 from jobcore import Object
-from jobcore import Observed
+from jobcore.jobs import Job
+from jobcore.jobs import Observed
 from jobkinds import _mpi
 from jobkinds import _pods
 from jobkinds import _ssh

@@ -8,8 +8,8 @@ reasons and messages, so scripts that wait for `MPIJobSucceeded` keep working.
 from __future__ import annotations
 
 from jobcore import EventRecorder
-from jobcore import JobStatus
 from jobcore import Object
+from jobcore.jobs import JobStatus
 
 
 def announce(recorder: EventRecorder, obj: Object, previous: JobStatus, status: JobStatus) -> None:

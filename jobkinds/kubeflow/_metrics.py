@@ -11,10 +11,10 @@ import contextlib
 from prometheus_client import Counter
 from prometheus_client import Gauge
 
-from jobcore import INVALID_SPEC
 from jobcore import REGISTRY
-from jobcore import JobStatus
 from jobcore import Object
+from jobcore.jobs import INVALID_SPEC
+from jobcore.jobs import JobStatus
 from jobkinds.kubeflow._status import EVICTED
 
 JOBS_CREATED = Counter(

@@ -29,10 +29,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from jobcore import INVALID_SPEC
-from jobcore import JobStatus
 from jobcore import Object
-from jobcore import parse_time
+from jobcore.jobs import INVALID_SPEC
+from jobcore.jobs import JobStatus
+from jobcore.jobs import parse_time
 from jobkinds._launch import LAUNCHER
 from jobkinds._launch import WORKER
 from jobkinds.kubeflow._api import JobCondition

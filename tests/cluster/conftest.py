@@ -26,12 +26,12 @@ from controllers.manifests import CONTROLLER_SELECTOR
 from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
 from jobcore import CONFIGMAPS
-from jobcore import JOB_NAME_LABEL
 from jobcore import NAMESPACES
 from jobcore import ApiError
 from jobcore import Client
 from jobcore import Object
 from jobcore import Resource
+from jobcore.jobs import JOB_NAME_LABEL
 from jobcore.testing import RealCluster
 from jobcore.testing import eventually
 from jobcore.testing import require

@@ -37,20 +37,20 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from jobcore import JOB_NAME_LABEL
 from jobcore import PODS
 from jobcore import REGISTRY
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import ApiError
 from jobcore import Client
 from jobcore import InvalidError
-from jobcore import JobKind
 from jobcore import Manager
 from jobcore import NotFoundError
 from jobcore import Object
-from jobcore import add_job_controller
-from jobcore import crd_for
-from jobcore import parse_job
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import JobKind
+from jobcore.jobs import add_job_controller
+from jobcore.jobs import crd_for
+from jobcore.jobs import parse_job
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import install_crd

@@ -14,14 +14,14 @@ import pytest
 from controllers.kinds import BUNDLED_KINDS
 from controllers.kinds import installed_kinds
 from jobcore import CONFIGMAPS
-from jobcore import JOB_NAME_LABEL
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
 from jobcore import Informer
 from jobcore import Object
 from jobcore import controller_of
-from jobcore import crd_for
 from jobcore import owner_reference
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import crd_for
 from jobcore.testing import SimulatedNode
 from jobcore.testing import create_until_phase
 from jobcore.testing import eventually

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from jobcore import PODS
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
-from jobcore import crd_for
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import crd_for
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import create_until_phase

@@ -13,7 +13,7 @@ from jobcore import Client
 from jobcore import ConflictError
 from jobcore import InvalidError
 from jobcore import NotFoundError
-from jobcore import crd_for
+from jobcore.jobs import crd_for
 from jobcore.testing import api_requests
 from jobcore.testing import eventually
 from jobcore.testing import install_crd

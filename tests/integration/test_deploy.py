@@ -16,12 +16,12 @@ import yaml
 
 from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
-from jobcore import REPLICA_TYPE_LABEL
-from jobcore import T9K_STATUS
 from jobcore import Client
 from jobcore import Object
 from jobcore import Resource
-from jobcore import T9kScheduler
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import T9K_STATUS
+from jobcore.jobs import T9kScheduler
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import eventually

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from jobcore import JOB_NAME_LABEL
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
 from jobcore import Object
 from jobcore import Request
-from jobcore import RetryBackoff
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import RetryBackoff
 from jobcore.testing import ControlPlane
 from jobcore.testing import FaultProxy
 from jobcore.testing import Faults

@@ -8,13 +8,13 @@ import uuid
 import pytest
 from structlog.testing import capture_logs
 
-from jobcore._client import Client
-from jobcore._events import EventRecorder
-from jobcore._resources import CONFIGMAPS
-from jobcore._resources import EVENTS
-from jobcore._resources import NAMESPACES
-from jobcore._resources import SERVICES
-from jobcore._resources import Object
+from jobcore._runtime.client import Client
+from jobcore._runtime.events import EventRecorder
+from jobcore._runtime.resources import CONFIGMAPS
+from jobcore._runtime.resources import EVENTS
+from jobcore._runtime.resources import NAMESPACES
+from jobcore._runtime.resources import SERVICES
+from jobcore._runtime.resources import Object
 from jobcore.testing import event_reasons
 
 pytestmark = pytest.mark.integration

@@ -18,10 +18,10 @@ from jobcore import CONFIGMAPS
 from jobcore import NAMESPACES
 from jobcore import PODS
 from jobcore import REGISTRY
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
 from jobcore import Object
-from jobcore import crd_for
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import crd_for
 from jobcore.testing import ControlPlane
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background

@@ -26,12 +26,12 @@ from jobcore import CONFIGMAPS
 from jobcore import EVENTS
 from jobcore import LEASES
 from jobcore import PODS
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import SECRETS
 from jobcore import SERVICES
 from jobcore import Client
 from jobcore import Object
-from jobcore import crd_for
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import crd_for
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import eventually

@@ -15,14 +15,14 @@ import pytest
 from jobcore import NAMESPACES
 from jobcore import PODS
 from jobcore import REGISTRY
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import ApiError
 from jobcore import Client
 from jobcore import Informer
 from jobcore import Manager
 from jobcore import Object
-from jobcore import add_job_controller
-from jobcore import crd_for
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import add_job_controller
+from jobcore.jobs import crd_for
 from jobcore.testing import ControlPlane
 from jobcore.testing import FaultProxy
 from jobcore.testing import Faults

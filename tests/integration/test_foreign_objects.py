@@ -10,19 +10,19 @@ import pytest
 
 from jobcore import BATCH_JOBS
 from jobcore import CONFIGMAPS
-from jobcore import JOB_KIND_LABEL
-from jobcore import JOB_NAME_LABEL
 from jobcore import PODS
 from jobcore import REGISTRY
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
 from jobcore import Manager
 from jobcore import Object
 from jobcore import Request
-from jobcore import Volcano
-from jobcore import add_job_controller
-from jobcore import crd_for
 from jobcore import owner_reference
+from jobcore.jobs import JOB_KIND_LABEL
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import Volcano
+from jobcore.jobs import add_job_controller
+from jobcore.jobs import crd_for
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import condition

@@ -12,7 +12,7 @@ from jobcore import CONFIGMAPS
 from jobcore import Client
 from jobcore import Controller
 from jobcore import Object
-from jobcore import RetryBackoff
+from jobcore.jobs import RetryBackoff
 from jobcore.testing import SimulatedNode
 from jobcore.testing import condition
 from jobcore.testing import create_until_phase

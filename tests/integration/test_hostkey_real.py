@@ -19,8 +19,8 @@ from controllers import frameworks
 from controllers import realjobs
 from jobcore import SECRETS
 from jobcore import Client
-from jobcore import JobKind
 from jobcore import NotFoundError
+from jobcore.jobs import JobKind
 from jobcore.testing import ProcessNode
 from jobcore.testing import eventually
 from jobcore.testing import job_controller

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from jobcore import Client
-from jobcore import Volcano
+from jobcore.jobs import Volcano
 from jobcore.testing import SimulatedNode
 from jobcore.testing import eventually
 from jobcore.testing import install_crd

@@ -29,7 +29,7 @@ from jobcore import Client
 from jobcore import Controller
 from jobcore import Object
 from jobcore import Request
-from jobcore import crd_for
+from jobcore.jobs import crd_for
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import controller_uids

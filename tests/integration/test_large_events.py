@@ -10,12 +10,12 @@ import pytest
 from structlog.testing import capture_logs
 
 from jobcore import CONFIGMAPS
-from jobcore import JOB_NAME_LABEL
 from jobcore import PODS
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
 from jobcore import Informer
 from jobcore import Object
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.testing import SimulatedNode
 from jobcore.testing import create_until_phase
 from jobcore.testing import eventually

@@ -20,12 +20,12 @@ import pytest
 import yaml
 from structlog.testing import capture_logs
 
-from jobcore._client import Client
-from jobcore._errors import LeaderElectionLost
-from jobcore._leaderelection import LeaderElectionConfig
-from jobcore._leaderelection import LeaderElector
-from jobcore._metrics import REGISTRY
-from jobcore._resources import LEASES
+from jobcore._runtime.client import Client
+from jobcore._runtime.errors import LeaderElectionLost
+from jobcore._runtime.leaderelection import LeaderElectionConfig
+from jobcore._runtime.leaderelection import LeaderElector
+from jobcore._runtime.metrics import REGISTRY
+from jobcore._runtime.resources import LEASES
 from jobcore.testing import eventually
 
 pytestmark = pytest.mark.integration

@@ -15,19 +15,19 @@ from typing import Any
 import pytest
 
 from jobcore import EVENTS
-from jobcore import JOB_NAME_LABEL
 from jobcore import PODS
-from jobcore import REPLICA_TYPE_LABEL
-from jobcore import RUN_MODE_LABEL
 from jobcore import Client
 from jobcore import Controller
 from jobcore import Object
 from jobcore import Request
 from jobcore import Resource
-from jobcore import RetryBackoff
-from jobcore import SchedulerPlugins
-from jobcore import T9kScheduler
-from jobcore import Volcano
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import RUN_MODE_LABEL
+from jobcore.jobs import RetryBackoff
+from jobcore.jobs import SchedulerPlugins
+from jobcore.jobs import T9kScheduler
+from jobcore.jobs import Volcano
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import condition

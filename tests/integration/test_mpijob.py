@@ -20,9 +20,9 @@ from jobcore import Controller
 from jobcore import Manager
 from jobcore import Object
 from jobcore import Request
-from jobcore import T9kScheduler
-from jobcore import add_job_controller
-from jobcore import crd_for
+from jobcore.jobs import T9kScheduler
+from jobcore.jobs import add_job_controller
+from jobcore.jobs import crd_for
 from jobcore.testing import SimulatedNode
 from jobcore.testing import api_requests
 from jobcore.testing import background

@@ -15,14 +15,14 @@ import pytest
 
 from controllers.manifests import NAME
 from jobcore import CONFIGMAPS
-from jobcore import JOB_NAME_LABEL
 from jobcore import LEASES
 from jobcore import PODS
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import SECRETS
 from jobcore import SERVICES
 from jobcore import Client
 from jobcore import ForbiddenError
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import eventually

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from jobcore import CONFIGMAPS
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
 from jobcore import Informer
+from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.testing import ControlPlane
 from jobcore.testing import FaultProxy
 from jobcore.testing import Faults

@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
 from jobcore import Object
 from jobcore import Resource
+from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.testing import SimulatedNode
 from jobcore.testing import condition
 from jobcore.testing import events_of

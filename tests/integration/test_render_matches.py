@@ -13,12 +13,12 @@ import yaml
 
 from controllers.render import PLACEHOLDER_UID
 from jobcore import CONFIGMAPS
-from jobcore import JOB_NAME_LABEL
 from jobcore import PODS
 from jobcore import SECRETS
 from jobcore import SERVICES
 from jobcore import Client
 from jobcore import Object
+from jobcore.jobs import JOB_NAME_LABEL
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import eventually

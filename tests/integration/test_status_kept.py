@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from jobcore import CONFIGMAPS
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
 from jobcore import EventRecorder
 from jobcore import Informer
-from jobcore import JobReconciler
 from jobcore import Object
 from jobcore import Request
-from jobcore import RetryBackoff
-from jobcore import crd_for
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import JobReconciler
+from jobcore.jobs import RetryBackoff
+from jobcore.jobs import crd_for
 from jobcore.testing import ControlPlane
 from jobcore.testing import FaultProxy
 from jobcore.testing import Faults

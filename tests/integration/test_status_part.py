@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
-from jobcore import JobStatus
 from jobcore import Object
 from jobcore import Resource
-from jobcore import RetryBackoff
-from jobcore import crd_for
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import JobStatus
+from jobcore.jobs import RetryBackoff
+from jobcore.jobs import crd_for
 from jobcore.testing import SimulatedNode
 from jobcore.testing import eventually
 from jobcore.testing import job_controller

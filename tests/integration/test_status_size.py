@@ -16,9 +16,9 @@ import pytest
 from jobcore import PODS
 from jobcore import ApiError
 from jobcore import Client
-from jobcore import JobStatus
 from jobcore import Object
-from jobcore import _jobtasks
+from jobcore._jobs import tasks as tasks_module
+from jobcore.jobs import JobStatus
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import condition
@@ -45,11 +45,11 @@ def listed_in_full(status: Any, pods: list[Object]) -> Any:
     """`status` with its tasks listed pod by pod, as before compaction: counted by the
     controller's own code with its limits lifted."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_jobtasks, "LISTED_PODS", len(pods))
+        patch.setattr(tasks_module, "LISTED_PODS", len(pods))
         patch.setattr(
-            _jobtasks, "LISTED_CONTAINERS", sum(len(p["spec"]["containers"]) for p in pods)
+            tasks_module, "LISTED_CONTAINERS", sum(len(p["spec"]["containers"]) for p in pods)
         )
-        tasks, _ = _jobtasks.tasks_and_aggregate(pods, KIND.replica_types, JobStatus())
+        tasks, _ = tasks_module.tasks_and_aggregate(pods, KIND.replica_types, JobStatus())
     return {**status, "tasks": [task.to_api() for task in tasks]}
 
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from jobcore import PODS
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
 from jobcore import ConflictError
 from jobcore import Controller
 from jobcore import Request
+from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.testing import SimulatedNode
 from jobcore.testing import create_until_phase
 from jobcore.testing import eventually

@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 
 from jobcore import CONFIGMAPS
-from jobcore import JOB_NAME_LABEL
 from jobcore import PODS
 from jobcore import SECRETS
 from jobcore import SERVICES
 from jobcore import Client
-from jobcore import JobKind
 from jobcore import Manager
 from jobcore import Object
-from jobcore import add_job_controller
-from jobcore import crd_for
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import JobKind
+from jobcore.jobs import add_job_controller
+from jobcore.jobs import crd_for
 from jobcore.testing import background
 from jobcore.testing import eventually
 from jobcore.testing import install_crd

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import Client
+from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.testing import SimulatedNode
 from jobcore.testing import create_until_phase
 from tests.integration.test_cache_memory import ready_controller

@@ -15,11 +15,11 @@ from controllers.apidocs import main
 from controllers.apidocs import write_api_reference
 from controllers.kinds import BUNDLED_KINDS
 from controllers.kinds import installed_kinds
-from jobcore import ApiModel
-from jobcore import JobKind
-from jobcore import JobSpec
-from jobcore import PodTemplateSpec
 from jobcore import Resource
+from jobcore.jobs import ApiModel
+from jobcore.jobs import JobKind
+from jobcore.jobs import JobSpec
+from jobcore.jobs import PodTemplateSpec
 from jobcore.testing import ModelKind
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference"

@@ -4,7 +4,7 @@ Every bundled kind's samples (manifests/samples) are mutated by hypothesis: fiel
 replaced by values of the wrong type, huge or negative numbers, unicode and over-long strings,
 nulls, extra fields, deep nesting, duplicated list entries, odd names and labels. For each,
 `jobcore.parse_job` returns a job or field errors under `spec`/`metadata` and never raises; a
-job it accepts plans (`jobcore.plan`, with and without a gang scheduler) into a bounded number
+job it accepts plans (`plan`, with and without a gang scheduler) into a bounded number
 of objects whose names, labels and hostnames the API server would accept. A spec that looks
 valid to parse_job but renders an invalid object is a validation gap of its kind.
 """
@@ -25,15 +25,15 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from jobcore import PODS
-from jobcore import Job
-from jobcore import JobKind
 from jobcore import Object
-from jobcore import Observed
-from jobcore import T9kScheduler
-from jobcore import gang_scheduling
-from jobcore import parse_job
-from jobcore import plan
-from jobcore import pod_group
+from jobcore._jobs.plan import gang_scheduling
+from jobcore._jobs.plan import plan
+from jobcore._jobs.plan import pod_group
+from jobcore.jobs import Job
+from jobcore.jobs import JobKind
+from jobcore.jobs import Observed
+from jobcore.jobs import T9kScheduler
+from jobcore.jobs import parse_job
 from tests.jobdocs import FieldPath
 from tests.jobdocs import at
 from tests.jobdocs import kind_of

@@ -24,9 +24,9 @@ from jobcore import Client
 from jobcore import ConflictError
 from jobcore import EventRecorder
 from jobcore import NotFoundError
-from jobcore._retry import MAX_ASKED_WAIT
-from jobcore._retry import asked_wait
-from jobcore._retry import parse_retry_after
+from jobcore._runtime.retry import MAX_ASKED_WAIT
+from jobcore._runtime.retry import asked_wait
+from jobcore._runtime.retry import parse_retry_after
 from jobcore.testing import api_requests
 
 Reply = tuple[int, dict[str, object] | str] | tuple[int, dict[str, object] | str, dict[str, str]]

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from jobcore import RUN_MODE_LABEL
-from jobcore import Job
 from jobcore import Object
-from jobcore import Observed
-from jobcore import Outcome
-from jobcore import plan
-from jobcore import run_mode_errors
+from jobcore._jobs.plan import plan
+from jobcore.jobs import RUN_MODE_LABEL
+from jobcore.jobs import Job
+from jobcore.jobs import Observed
+from jobcore.jobs import Outcome
+from jobcore.jobs import run_mode_errors
 from jobcore.testing import by_name
 from jobcore.testing import container_named
 from jobcore.testing import env_list

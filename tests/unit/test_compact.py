@@ -1,4 +1,4 @@
-"""Unit tests for jobcore._compact: cached objects share equal parts, and stay exact."""
+"""Unit tests for jobcore._runtime.compact: cached objects share equal parts, and stay exact."""
 
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from jobcore import _compact
-from jobcore._compact import compact
-from jobcore._compact import modified_subtrees
+from jobcore._runtime import compact as compact_module
+from jobcore._runtime.compact import compact
+from jobcore._runtime.compact import modified_subtrees
 
 
 @pytest.fixture(autouse=True)
 def empty_table() -> Iterator[None]:
-    _compact._table.clear()
+    compact_module._table.clear()
     yield
-    _compact._table.clear()
+    compact_module._table.clear()
 
 
 def pod(name: str, version: int, **fields: Any) -> dict[str, Any]:
@@ -52,7 +52,7 @@ def test_values_that_only_compare_equal_stay_apart() -> None:
 
 
 def test_exact_when_the_table_fills(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_compact, "_CAPACITY", 3)
+    monkeypatch.setattr(compact_module, "_CAPACITY", 3)
     originals = [
         pod(f"p{i}", i, spec={"containers": [{"name": "main", "args": [str(i % 3)] * (i % 4)}]})
         for i in range(40)
@@ -61,13 +61,13 @@ def test_exact_when_the_table_fills(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_neither_whole_objects_nor_blobs_are_kept() -> None:
-    key = "k" * (_compact._SHARE_MAX_LEN + 1)
-    command = "c" * (_compact._INTERN_MAX_LEN + 1)  # long, but shared
+    key = "k" * (compact_module._SHARE_MAX_LEN + 1)
+    command = "c" * (compact_module._INTERN_MAX_LEN + 1)  # long, but shared
     secret = compact({"kind": "Secret", "data": {"id_rsa": key}, "type": "Opaque"})
     first = compact(pod("a", 1, spec={"command": [command]}))
     second = compact(pod("b", 1, spec={"command": [command]}))
 
-    kept = [subtree for subtree, _ in _compact._table.values()]
+    kept = [subtree for subtree, _ in compact_module._table.values()]
     assert all(subtree is not obj for subtree in kept for obj in (secret, first, second))
     assert all(subtree is not secret["data"] for subtree in kept)
     assert secret["data"] == {"id_rsa": key}
@@ -95,8 +95,8 @@ def test_a_change_in_place_is_found_once() -> None:
 def test_a_change_in_place_never_reaches_unequal_objects(monkeypatch: pytest.MonkeyPatch) -> None:
     """A list entry stored just after the table emptied names its child by identity; the entry
     keeps that child alive, so a new, different child can never take over its identity."""
-    monkeypatch.setattr(_compact, "_CAPACITY", 3)
-    _compact._table.update({("filler", n): ({}, ()) for n in range(2)})
+    monkeypatch.setattr(compact_module, "_CAPACITY", 3)
+    compact_module._table.update({("filler", n): ({}, ()) for n in range(2)})
     cached = compact({"items": [{"name": "a"}]})  # the list is stored after a clear
     other = {"items": [{"name": "b"}]}
     arg = copy.deepcopy(other)
@@ -114,7 +114,7 @@ def test_an_update_takes_the_equal_parts_of_its_previous_version() -> None:
     before = compact(
         pod("a", 1, spec={"containers": copy.deepcopy(containers)}, status={"phase": "Pending"})
     )
-    _compact._table.clear()  # nothing left to share with but the previous version
+    compact_module._table.clear()  # nothing left to share with but the previous version
     update = pod(
         "a",
         2,

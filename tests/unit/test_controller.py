@@ -18,16 +18,16 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from jobcore._controller import Controller
-from jobcore._controller import Reconciler
-from jobcore._controller import Result
-from jobcore._controller import reconciler_from
-from jobcore._errors import ConflictError
-from jobcore._errors import TerminalError
-from jobcore._handler import Request
-from jobcore._metrics import REGISTRY
-from jobcore._ratelimit import ItemExponentialFailureRateLimiter
-from jobcore._resources import ObjectKey
+from jobcore._runtime.controller import Controller
+from jobcore._runtime.controller import Reconciler
+from jobcore._runtime.controller import Result
+from jobcore._runtime.controller import reconciler_from
+from jobcore._runtime.errors import ConflictError
+from jobcore._runtime.errors import TerminalError
+from jobcore._runtime.handler import Request
+from jobcore._runtime.metrics import REGISTRY
+from jobcore._runtime.ratelimit import ItemExponentialFailureRateLimiter
+from jobcore._runtime.resources import ObjectKey
 
 A, B, C = ObjectKey("ns", "a"), ObjectKey("ns", "b"), ObjectKey("ns", "c")
 

@@ -15,13 +15,13 @@ from pydantic import Field
 
 from jobcore import Object
 from jobcore import Resource
-from jobcore._crd import crd_for
-from jobcore._crd import structural_schema
-from jobcore._crd import write_crds
-from jobcore._jobkind import JobKind
-from jobcore._jobmodels import ApiModel
-from jobcore._jobmodels import JobSpec
-from jobcore._jobmodels import PodTemplateSpec
+from jobcore._jobs.crd import crd_for
+from jobcore._jobs.crd import structural_schema
+from jobcore._jobs.crd import write_crds
+from jobcore._jobs.kind import JobKind
+from jobcore._jobs.models import ApiModel
+from jobcore._jobs.models import JobSpec
+from jobcore._jobs.models import PodTemplateSpec
 from jobcore.testing import ModelKind
 
 PRESERVE = "x-kubernetes-preserve-unknown-fields"

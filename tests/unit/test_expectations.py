@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
-from jobcore._expectations import Expectations
-from jobcore._resources import ObjectKey
+from jobcore._runtime.expectations import Expectations
+from jobcore._runtime.resources import ObjectKey
 
 OWNER = ObjectKey("ns", "job")
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-from jobcore import Job
 from jobcore import Object
-from jobcore import Outcome
-from jobcore import plan
-from jobcore import run_mode_errors
+from jobcore._jobs.plan import plan
+from jobcore.jobs import Job
+from jobcore.jobs import Outcome
+from jobcore.jobs import run_mode_errors
 from jobcore.testing import accepting_connections
 from jobcore.testing import by_name
 from jobcore.testing import env_list

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from jobcore._informer import CONTROLLER_UID_INDEX
-from jobcore._informer import NAMESPACE_INDEX
-from jobcore._informer import Informer
-from jobcore._informer import strip_bulk
-from jobcore._resources import PODS
-from jobcore._resources import Object
-from jobcore._resources import ObjectKey
+from jobcore._runtime.informer import CONTROLLER_UID_INDEX
+from jobcore._runtime.informer import NAMESPACE_INDEX
+from jobcore._runtime.informer import Informer
+from jobcore._runtime.informer import strip_bulk
+from jobcore._runtime.resources import PODS
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import ObjectKey
 
 Event = tuple[Any, ...]
 

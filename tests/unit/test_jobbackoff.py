@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from jobcore import JobStatus
-from jobcore import Outcome
-from jobcore import RetryBackoff
-from jobcore._jobbackoff import RETRY_BACKOFF
-from jobcore._jobbackoff import retry_note
-from jobcore._jobbackoff import retry_wait
-from jobcore._jobdecide import RESTARTING
-from jobcore._jobdecide import Verdict
-from jobcore._jobdecide import noting_retry
-from jobcore._jobdecide import replace_pods
-from jobcore._jobdecide import retry_hold
-from jobcore._jobstatus import Lifecycle
+from jobcore._jobs.backoff import RETRY_BACKOFF
+from jobcore._jobs.backoff import retry_note
+from jobcore._jobs.backoff import retry_wait
+from jobcore._jobs.decide import RESTARTING
+from jobcore._jobs.decide import Verdict
+from jobcore._jobs.decide import noting_retry
+from jobcore._jobs.decide import replace_pods
+from jobcore._jobs.decide import retry_hold
+from jobcore._jobs.status import Lifecycle
+from jobcore.jobs import JobStatus
+from jobcore.jobs import Outcome
+from jobcore.jobs import RetryBackoff
 from tests.unit.test_jobpolicy import NOW
 from tests.unit.test_jobpolicy import T0
 from tests.unit.test_jobpolicy import at

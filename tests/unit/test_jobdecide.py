@@ -1,26 +1,26 @@
 """The job layer's decisions on plain pods, statuses and a fixed clock, and its announcements.
 
-Steps 2 and 4 of a reconcile (`jobcore._jobdecide`) call nothing, and step 6
-(`jobcore._jobannounce`) only hands Events to a recorder: each is tested here on its own.
+Steps 2 and 4 of a reconcile (`jobcore._jobs.decide`) call nothing, and step 6
+(`jobcore._jobs.announce`) only hands Events to a recorder: each is tested here on its own.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from jobcore import JobStatus
 from jobcore import Object
-from jobcore import Outcome
-from jobcore._jobannounce import Announcer
-from jobcore._jobbackoff import RETRY_BACKOFF
-from jobcore._jobdecide import RESTARTING
-from jobcore._jobdecide import apply_policy
-from jobcore._jobdecide import frozen_outcome
-from jobcore._jobdecide import has_ended
-from jobcore._jobdecide import restart_recorded
-from jobcore._jobstatus import Lifecycle
-from jobcore._jobstatus import derive_status
-from jobcore._jobstatus import invalid_status
+from jobcore._jobs.announce import Announcer
+from jobcore._jobs.backoff import RETRY_BACKOFF
+from jobcore._jobs.decide import RESTARTING
+from jobcore._jobs.decide import apply_policy
+from jobcore._jobs.decide import frozen_outcome
+from jobcore._jobs.decide import has_ended
+from jobcore._jobs.decide import restart_recorded
+from jobcore._jobs.status import Lifecycle
+from jobcore._jobs.status import derive_status
+from jobcore._jobs.status import invalid_status
+from jobcore.jobs import JobStatus
+from jobcore.jobs import Outcome
 from tests.unit.test_jobpolicy import NOW
 from tests.unit.test_jobpolicy import failed
 from tests.unit.test_jobpolicy import pod

@@ -5,19 +5,19 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from jobcore import JOB_KIND_LABEL
-from jobcore import JOB_NAME_LABEL
-from jobcore import JobStatus
 from jobcore import Object
-from jobcore import Observed
-from jobcore import T9kScheduler
-from jobcore import Volcano
-from jobcore import adopt
-from jobcore import gang_scheduling
-from jobcore import parse_job
-from jobcore import plan
-from jobcore import pod_group
-from jobcore._jobparse import run_policy_of
+from jobcore._jobs.parse import run_policy_of
+from jobcore._jobs.plan import adopt
+from jobcore._jobs.plan import gang_scheduling
+from jobcore._jobs.plan import plan
+from jobcore._jobs.plan import pod_group
+from jobcore.jobs import JOB_KIND_LABEL
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import JobStatus
+from jobcore.jobs import Observed
+from jobcore.jobs import T9kScheduler
+from jobcore.jobs import Volcano
+from jobcore.jobs import parse_job
 from jobkinds.kubeflow import MPIJobKind as KubeflowMPIJobKind
 from jobkinds.mpijob import MPIJobKind
 

@@ -1,4 +1,4 @@
-"""jobcore.plan and run_mode_errors on plain objects: run modes and scheduling over a render."""
+"""plan and run_mode_errors on plain objects: run modes and scheduling over a render."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ from typing import Any
 
 from jobcore import CONFIGMAPS
 from jobcore import PODS
-from jobcore import RUN_MODE_LABEL
-from jobcore import Job
-from jobcore import JobKind
-from jobcore import JobSpec
 from jobcore import Object
-from jobcore import Observed
 from jobcore import Resource
-from jobcore import ResumeSpec
-from jobcore import SchedulerPlugins
-from jobcore import plan
-from jobcore import run_mode_errors
+from jobcore._jobs.plan import plan
+from jobcore.jobs import RUN_MODE_LABEL
+from jobcore.jobs import Job
+from jobcore.jobs import JobKind
+from jobcore.jobs import JobSpec
+from jobcore.jobs import Observed
+from jobcore.jobs import ResumeSpec
+from jobcore.jobs import SchedulerPlugins
+from jobcore.jobs import run_mode_errors
 from jobcore.testing import ModelKind
 from jobcore.testing import job_manifest
 from jobcore.testing import job_of

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from jobcore import REPLICA_TYPE_LABEL
-from jobcore import JobStatus
 from jobcore import Object
-from jobcore import RunPolicy
-from jobcore._jobpolicy import deadline_left
-from jobcore._jobpolicy import doomed_after_end
-from jobcore._jobpolicy import pending_too_long
-from jobcore._jobpolicy import pod_failures
-from jobcore._jobpolicy import should_retry
-from jobcore._jobpolicy import ttl_left
+from jobcore._jobs.policy import deadline_left
+from jobcore._jobs.policy import doomed_after_end
+from jobcore._jobs.policy import pending_too_long
+from jobcore._jobs.policy import pod_failures
+from jobcore._jobs.policy import should_retry
+from jobcore._jobs.policy import ttl_left
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import JobStatus
+from jobcore.jobs import RunPolicy
 
 T0 = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
 NOW = T0.timestamp() + 100

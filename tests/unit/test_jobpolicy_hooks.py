@@ -8,20 +8,20 @@ from typing import Literal
 
 from pydantic import Field
 
-from jobcore import ApiModel
-from jobcore import Job
-from jobcore import JobPolicy
-from jobcore import JobSpec
-from jobcore import JobStatus
 from jobcore import Object
-from jobcore import PauseMode
 from jobcore import Resource
-from jobcore import RunMode
-from jobcore import RunPolicy
-from jobcore import parse_job
-from jobcore._jobannounce import Announcer
-from jobcore._jobdecide import running_since
-from jobcore._jobmodels import JobCondition
+from jobcore._jobs.announce import Announcer
+from jobcore._jobs.decide import running_since
+from jobcore._jobs.models import JobCondition
+from jobcore.jobs import ApiModel
+from jobcore.jobs import Job
+from jobcore.jobs import JobPolicy
+from jobcore.jobs import JobSpec
+from jobcore.jobs import JobStatus
+from jobcore.jobs import PauseMode
+from jobcore.jobs import RunMode
+from jobcore.jobs import RunPolicy
+from jobcore.jobs import parse_job
 from jobcore.testing import ModelKind
 from jobcore.testing import job_manifest
 from jobcore.testing import job_of

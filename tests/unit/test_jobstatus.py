@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobcore import REPLICA_TYPE_LABEL
-from jobcore import JobStatus
-from jobcore import Outcome
-from jobcore import ResumeSpec
-from jobcore._jobstatus import MAX_MESSAGE
-from jobcore._jobstatus import Lifecycle
-from jobcore._jobstatus import bounded
-from jobcore._jobstatus import derive_status
-from jobcore._jobstatus import invalid_status
-from jobcore._jobtasks import replica_phase
+from jobcore._jobs.status import MAX_MESSAGE
+from jobcore._jobs.status import Lifecycle
+from jobcore._jobs.status import bounded
+from jobcore._jobs.status import derive_status
+from jobcore._jobs.status import invalid_status
+from jobcore._jobs.tasks import replica_phase
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import JobStatus
+from jobcore.jobs import Outcome
+from jobcore.jobs import ResumeSpec
 
 TYPES = ("launcher", "worker")
 

@@ -1,4 +1,4 @@
-"""jobcore._json.loads_without_managed_fields: a watch event decoded without its object's
+"""jsoncodec.loads_without_managed_fields: a watch event decoded without its object's
 metadata.managedFields, or whole as `loads` reads it when in doubt, never anything else,
 whatever the strings hold."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from jobcore._json import loads
-from jobcore._json import loads_without_managed_fields
+from jobcore._runtime.jsoncodec import loads
+from jobcore._runtime.jsoncodec import loads_without_managed_fields
 
 MANAGED = [
     {

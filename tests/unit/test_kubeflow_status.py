@@ -11,15 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from jobcore import REGISTRY
-from jobcore import JobStatus
 from jobcore import Object
-from jobcore import Outcome
-from jobcore._jobdecide import frozen_outcome
-from jobcore._jobdecide import has_ended
-from jobcore._jobdecide import is_invalid
-from jobcore._jobdecide import lifecycle_of
-from jobcore._jobstatus import derive_status
-from jobcore._jobstatus import invalid_status
+from jobcore._jobs.decide import frozen_outcome
+from jobcore._jobs.decide import has_ended
+from jobcore._jobs.decide import is_invalid
+from jobcore._jobs.decide import lifecycle_of
+from jobcore._jobs.status import derive_status
+from jobcore._jobs.status import invalid_status
+from jobcore.jobs import JobStatus
+from jobcore.jobs import Outcome
 from jobcore.testing import job_manifest
 from jobcore.testing import job_of
 from jobcore.testing import observed_of

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobcore._labels import parse_selector
-from jobcore._labels import selector_to_string
+from jobcore._runtime.labels import parse_selector
+from jobcore._runtime.labels import selector_to_string
 
 LABELS = {"app": "web", "tier": "frontend", "env": "prod", "example.com/team": "a-b_c.d"}
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from jobcore._logging import configure_logging
-from jobcore._logging import reconcile_context
+from jobcore._runtime.logs import configure_logging
+from jobcore._runtime.logs import reconcile_context
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ from controllers.manifests import metrics_exposure
 from controllers.manifests import metrics_patch
 from controllers.manifests import rbac
 from controllers.manifests import write_manifests
-from jobcore import crd_for
+from jobcore.jobs import crd_for
 from jobkinds.mpijob import MPIJobKind
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from jobcore import Job
 from jobcore import Object
-from jobcore import parse_job
+from jobcore.jobs import Job
+from jobcore.jobs import parse_job
 from jobcore.testing import by_name
 from jobcore.testing import container_named
 from jobcore.testing import env_of

@@ -16,13 +16,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from jobcore import RUN_MODE_LABEL
-from jobcore import Job
 from jobcore import Object
-from jobcore import Observed
-from jobcore import Outcome
-from jobcore import plan
-from jobcore import run_mode_errors
+from jobcore._jobs.plan import plan
+from jobcore.jobs import RUN_MODE_LABEL
+from jobcore.jobs import Job
+from jobcore.jobs import Observed
+from jobcore.jobs import Outcome
+from jobcore.jobs import run_mode_errors
 from jobcore.testing import accepting_connections
 from jobcore.testing import by_name
 from jobcore.testing import container_named

@@ -7,19 +7,19 @@ from typing import Any
 
 import pytest
 
-from jobcore._handler import EnqueueRequests
-from jobcore._handler import Request
-from jobcore._handler import request_for_object
-from jobcore._handler import requests_for_owner
-from jobcore._predicate import FuncPredicate
-from jobcore._predicate import GenerationChanged
-from jobcore._predicate import LabelSelectorPredicate
-from jobcore._queue import WorkQueue
-from jobcore._resources import NODES
-from jobcore._resources import PODS
-from jobcore._resources import Object
-from jobcore._resources import ObjectKey
-from jobcore._resources import Resource
+from jobcore._runtime.handler import EnqueueRequests
+from jobcore._runtime.handler import Request
+from jobcore._runtime.handler import request_for_object
+from jobcore._runtime.handler import requests_for_owner
+from jobcore._runtime.predicate import FuncPredicate
+from jobcore._runtime.predicate import GenerationChanged
+from jobcore._runtime.predicate import LabelSelectorPredicate
+from jobcore._runtime.resources import NODES
+from jobcore._runtime.resources import PODS
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import ObjectKey
+from jobcore._runtime.resources import Resource
+from jobcore._runtime.workqueue import WorkQueue
 from tests.unit.test_queue import drain
 
 JOBS = Resource("batch", "v1", "Job", "jobs")

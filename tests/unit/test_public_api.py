@@ -1,10 +1,17 @@
-"""The public API: what `jobcore` (and `jobcore.testing`) export, and module docstrings."""
+"""The public APIs: what `jobcore`, `jobcore.jobs` and `jobcore.testing` export, and module
+docstrings.
+
+Each public module's names are frozen in tests/unit/api/MODULE.txt, one per line, compared
+exactly: a name added or removed shows in review as a change to that file.
+"""
 
 from __future__ import annotations
 
 import ast
 import importlib
 import re
+import subprocess
+import sys
 import types
 from pathlib import Path
 
@@ -70,21 +77,37 @@ def test_isort_style_key_orders_like_ruff() -> None:
     assert sorted(reversed(expected), key=isort_style_key) == expected
 
 
-def test_jobcore_all_is_sorted_unique_importable_and_complete() -> None:
-    check_all(jobcore)
+PUBLIC_MODULES = ("jobcore", "jobcore.jobs", "jobcore.testing")
+API_LISTS = Path(__file__).parent / "api"
 
 
-def test_every_name_in_all_imports_with_from_import() -> None:
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_all_is_sorted_unique_importable_and_complete(name: str) -> None:
+    check_all(importlib.import_module(name))
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_public_names_are_exactly_the_checked_in_list(name: str) -> None:
+    listed = (API_LISTS / f"{name}.txt").read_text(encoding="utf-8").split()
+    exported = sorted(importlib.import_module(name).__all__)
+    assert listed == sorted(listed), f"{name}.txt is not sorted"
+    added = sorted(set(exported) - set(listed))
+    removed = sorted(set(listed) - set(exported))
+    assert (added, removed) == ([], []), f"{name}: update tests/unit/api/{name}.txt"
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_every_name_in_all_imports_with_from_import(name: str) -> None:
     namespace: dict[str, object] = {}
-    exec("from jobcore import *", namespace)
-    assert set(jobcore.__all__) <= set(namespace)
+    exec(f"from {name} import *", namespace)
+    assert set(importlib.import_module(name).__all__) <= set(namespace)
 
 
-def test_jobcore_testing_all() -> None:
-    testing = importlib.import_module("jobcore.testing")
-    if not hasattr(testing, "__all__"):
-        pytest.skip("jobcore.testing has no __all__ yet")
-    check_all(testing)
+def test_the_runtime_api_does_not_load_the_job_layer() -> None:
+    """`import jobcore` is the runtime alone: a controller without jobs pays for no job code."""
+    code = "import sys, jobcore; print(sorted(m for m in sys.modules if 'jobcore._jobs' in m))"
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(

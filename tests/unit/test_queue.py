@@ -16,10 +16,10 @@ import uvloop
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobcore._metrics import REGISTRY
-from jobcore._queue import QueueShutDown
-from jobcore._queue import WorkQueue
-from jobcore._ratelimit import ItemExponentialFailureRateLimiter
+from jobcore._runtime.metrics import REGISTRY
+from jobcore._runtime.ratelimit import ItemExponentialFailureRateLimiter
+from jobcore._runtime.workqueue import QueueShutDown
+from jobcore._runtime.workqueue import WorkQueue
 
 T = TypeVar("T", bound=Hashable)
 

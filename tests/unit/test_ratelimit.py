@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobcore._ratelimit import BucketRateLimiter
-from jobcore._ratelimit import ItemExponentialFailureRateLimiter
-from jobcore._ratelimit import MaxOfRateLimiter
-from jobcore._ratelimit import default_controller_rate_limiter
+from jobcore._runtime.ratelimit import BucketRateLimiter
+from jobcore._runtime.ratelimit import ItemExponentialFailureRateLimiter
+from jobcore._runtime.ratelimit import MaxOfRateLimiter
+from jobcore._runtime.ratelimit import default_controller_rate_limiter
 
 
 class FakeClock:

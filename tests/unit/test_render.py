@@ -21,9 +21,9 @@ from controllers.render import dump
 from controllers.render import load_job
 from controllers.render import redact_secrets
 from controllers.render import render_job
-from jobcore import JOB_NAME_LABEL
-from jobcore import JobKind
-from jobcore import Volcano
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import JobKind
+from jobcore.jobs import Volcano
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.mpijob import MPIJobKind
 

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from jobcore import REPLICA_TYPE_LABEL
-from jobcore import GangScheduler
-from jobcore import Job
-from jobcore import JobSpec
 from jobcore import Object
-from jobcore import PodSpec
 from jobcore import Resource
-from jobcore import SchedulerPlugins
-from jobcore import T9kScheduler
-from jobcore import Volcano
-from jobcore import summed_requests
-from jobcore._scheduling import scheduler_for
+from jobcore._jobs.scheduling import scheduler_for
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import GangScheduler
+from jobcore.jobs import Job
+from jobcore.jobs import JobSpec
+from jobcore.jobs import PodSpec
+from jobcore.jobs import SchedulerPlugins
+from jobcore.jobs import T9kScheduler
+from jobcore.jobs import Volcano
+from jobcore.jobs import summed_requests
 from jobcore.testing import ModelKind
 from jobcore.testing import job_manifest
 from jobcore.testing import job_of

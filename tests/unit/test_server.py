@@ -9,9 +9,9 @@ from collections.abc import Callable
 import aiohttp
 import pytest
 
-from jobcore import _metrics
-from jobcore._server import HealthChecks
-from jobcore._server import ProbeServer
+from jobcore._runtime import metrics
+from jobcore._runtime.server import HealthChecks
+from jobcore._runtime.server import ProbeServer
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ async def test_probe_server_serves_no_metrics(get: Get) -> None:
 
 
 async def test_metrics_only_server(http: aiohttp.ClientSession) -> None:
-    _metrics.workqueue_depth.labels("test-server").set(3)
+    metrics.workqueue_depth.labels("test-server").set(3)
     server = ProbeServer(host="127.0.0.1", port=0)
     await server.start()
     try:
@@ -106,7 +106,7 @@ async def test_metrics_only_server(http: aiohttp.ClientSession) -> None:
         assert status == 404
     finally:
         await server.stop()
-        _metrics.workqueue_depth.remove("test-server")
+        metrics.workqueue_depth.remove("test-server")
 
 
 async def test_port_before_start_and_stop_twice() -> None:

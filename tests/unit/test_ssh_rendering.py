@@ -21,9 +21,9 @@ from jobcore import CONFIGMAPS
 from jobcore import PODS
 from jobcore import SECRETS
 from jobcore import SERVICES
-from jobcore import Job
-from jobcore import JobKind
 from jobcore import Object
+from jobcore.jobs import Job
+from jobcore.jobs import JobKind
 from jobcore.testing import by_name
 from jobcore.testing import container_named
 from jobcore.testing import env_of

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobcore._jobwriter import progress_only
+from jobcore._jobs.writer import progress_only
 
 RUNNING = {"phase": "Running", "conditions": [{"type": "Running", "status": "True"}]}
 

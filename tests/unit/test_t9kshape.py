@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from jobcore import crd_for
+from jobcore.jobs import crd_for
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.colossalaijob import ColossalAIJobSpec
 from jobkinds.mpijob import MPIJobKind

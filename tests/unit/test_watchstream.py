@@ -9,10 +9,10 @@ import pytest
 from structlog.testing import capture_logs
 
 from jobcore import ApiError
-from jobcore._watchstream import Lines
-from jobcore._watchstream import Oversized
-from jobcore._watchstream import SkippedEvents
-from jobcore._watchstream import watch_events
+from jobcore._runtime.watchstream import Lines
+from jobcore._runtime.watchstream import Oversized
+from jobcore._runtime.watchstream import SkippedEvents
+from jobcore._runtime.watchstream import watch_events
 
 
 def split(chunks: list[bytes], limit: int = 100) -> list[bytes | Oversized]:

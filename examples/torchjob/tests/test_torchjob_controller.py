@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from jobcore import REPLICA_TYPE_LABEL
 from jobcore import SERVICES
 from jobcore import Client
 from jobcore import Object
+from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.testing import SimulatedNode
 from jobcore.testing import condition
 from jobcore.testing import job_controller

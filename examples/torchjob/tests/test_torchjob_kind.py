@@ -11,14 +11,14 @@ import yaml
 
 from jobcore import PODS
 from jobcore import SERVICES
-from jobcore import Job
-from jobcore import JobKind
-from jobcore import JobStatus
 from jobcore import Object
-from jobcore import Observed
-from jobcore import Outcome
-from jobcore import crd_for
-from jobcore import plan
+from jobcore.jobs import Job
+from jobcore.jobs import JobKind
+from jobcore.jobs import JobStatus
+from jobcore.jobs import Observed
+from jobcore.jobs import Outcome
+from jobcore.jobs import crd_for
+from jobcore.jobs import plan_children
 from torchjob import TorchJobKind
 from torchjob import TorchJobSpec
 
@@ -169,7 +169,7 @@ def test_render_is_pure() -> None:
 def test_debug_mode_sleeps_in_the_pytorch_container() -> None:
     raw = torchjob()
     raw["spec"]["runMode"] = {"debug": {"enabled": True}}
-    children = plan(KIND, job_of(raw), Observed({}))
+    children = plan_children(KIND, job_of(raw), Observed({}), None).desired
     pods = [c for c in children if c["kind"] == "Pod"]
     assert [p["spec"]["containers"][0]["command"] for p in pods] == [["sleep", "inf"]] * 3
     assert {c["kind"] for c in children} == {"Service", "Pod"}

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobcore import Job
 from jobcore import Object
-from jobcore import PodTemplateSpec
+from jobcore.jobs import Job
+from jobcore.jobs import PodTemplateSpec
 from torchjob._spec import CONTAINER
 from torchjob._spec import TorchJobSpec
 

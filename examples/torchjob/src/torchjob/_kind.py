@@ -9,13 +9,13 @@ from typing import Any
 
 from jobcore import PODS
 from jobcore import SERVICES
-from jobcore import FieldError
-from jobcore import Job
 from jobcore import Object
-from jobcore import Observed
-from jobcore import Outcome
-from jobcore import PodTemplateSpec
 from jobcore import Resource
+from jobcore.jobs import FieldError
+from jobcore.jobs import Job
+from jobcore.jobs import Observed
+from jobcore.jobs import Outcome
+from jobcore.jobs import PodTemplateSpec
 from torchjob import _children
 from torchjob._children import ENV_NAMES
 from torchjob._children import MASTER

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from jobcore import ApiModel
-from jobcore import JobSpec
-from jobcore import PodTemplateSpec
+from jobcore.jobs import ApiModel
+from jobcore.jobs import JobSpec
+from jobcore.jobs import PodTemplateSpec
 
 CONTAINER = "pytorch"
 """The container in each template that runs the user's command, with the job's env added."""

@@ -1,0 +1,19 @@
+"""The job layer: the generic reconciler that drives any job kind, on the runtime.
+
+Layers, bottom up (import-linter checks that each imports only those below it):
+
+- `models`: the T9k job API's pydantic models (`JobSpec`, `RunPolicy`, `JobStatus`...).
+- `kind`: the `JobKind` plugin interface, the `Job` a kind sees and the `Outcome` it decides.
+- `tasks`, `statuspart`, `quantity`, `metrics`: a status's tasks bounded in size, where a
+  kind's status lives, resource quantities, the job metrics.
+- `scheduling`, `status`: gang schedulers and PodGroups; the status derived from an outcome.
+- `policy`, `backoff`, `plan`: run policies (clean-up, TTL, deadlines), retry backoff, and
+  the children planned for one reconcile (`plan_children`, also `jobcore render`'s).
+- `decide`: the outcome of one pass, from the kind's verdict and the policies.
+- `announce`: the Events and metrics of what changed.
+- `refusals`, `children`, `writer`, `parse`, `crd`: refused children, creating and deleting
+  children, writing the status, reading a job, and CRDs generated from the models.
+- `reconciler`: one pass as a list of steps; `controller` wires it into a manager.
+
+The public names are re-exported by `jobcore.jobs`.
+"""

@@ -1,0 +1,322 @@
+"""The children of one kind's jobs: read from the shared caches, created, updated, deleted.
+
+The job layer's only writer of children. Creations and deletions are recorded in the
+reconciler's `Expectations` before they are sent, so a cache that has not shown them yet never
+makes the reconciler send them twice; an `ExpectationObserver` on every child cache confirms
+them as the cache shows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Generic
+
+from jobcore._jobs.kind import FieldError
+from jobcore._jobs.kind import Job
+from jobcore._jobs.kind import JobKind
+from jobcore._jobs.kind import Observed
+from jobcore._jobs.kind import SpecT
+from jobcore._jobs.plan import adopt
+from jobcore._jobs.scheduling import GangScheduler
+from jobcore._runtime.client import Client
+from jobcore._runtime.errors import AlreadyExistsError
+from jobcore._runtime.errors import ApiError
+from jobcore._runtime.errors import ForbiddenError
+from jobcore._runtime.errors import JobcoreError
+from jobcore._runtime.errors import NotFoundError
+from jobcore._runtime.errors import TerminalError
+from jobcore._runtime.expectations import Expectations
+from jobcore._runtime.handler import Request
+from jobcore._runtime.informer import CONTROLLER_UID_INDEX
+from jobcore._runtime.informer import Informer
+from jobcore._runtime.resources import BATCH_JOBS
+from jobcore._runtime.resources import CONFIGMAPS
+from jobcore._runtime.resources import PODS
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import ObjectKey
+from jobcore._runtime.resources import Resource
+from jobcore._runtime.resources import controller_of
+from jobcore._runtime.resources import run_by_batch_job
+
+RECHECK_SECONDS = 30.0
+"""How often a job waits again for a PodGroup CRD that is not installed, or for a PodGroup of
+its name that is another's to go."""
+_WORKLOADS = (PODS.kind, BATCH_JOBS.kind)
+"""Children that run pods: created only once every other child was."""
+_PREDECESSOR = "the job's predecessor"
+CREATIONS_AT_ONCE = 64
+"""A job's creations in flight at once: a wide job's thousand Pods are sent as answers come
+back, so that serializing them never holds the event loop for long."""
+
+
+@dataclasses.dataclass(slots=True)
+class Creation:
+    """What one pass created, and what the API server forbade it to create (with why)."""
+
+    created: list[Object] = dataclasses.field(default_factory=list)
+    refused: list[tuple[Object, ForbiddenError]] = dataclasses.field(default_factory=list)
+
+
+class ChildRefused(TerminalError):
+    """The API server refused a child for good: the job is invalid as it stands."""
+
+    def __init__(self, error: FieldError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class JobChildren(Generic[SpecT]):
+    """Creates, updates and deletes the children of `kind`'s jobs, and reads them from the
+    shared child caches (by the controller-uid index)."""
+
+    def __init__(
+        self,
+        kind: JobKind[SpecT],
+        client: Client,
+        informers: Mapping[Resource, Informer],
+        expectations: Expectations,
+    ) -> None:
+        self.kind = kind
+        self.client = client
+        self.informers = informers
+        self.expectations = expectations
+        # The last PodGroup applied per job (by uid): applied again only when it changes.
+        self._pod_groups: dict[ObjectKey, tuple[str, Object]] = {}
+        self._kind_name = kind.resource.kind
+        for informer in informers.values():
+            informer.add_handler(ExpectationObserver(expectations, kind.resource))
+
+    def observe(self, uid: str) -> Observed:
+        """The job's children as the caches show them now; its pods include those of the
+        batch Jobs it controls (a launcher run by Kubernetes' Job controller, say)."""
+        children = {
+            resource: {
+                o["metadata"]["name"]: o for o in informer.by_index(CONTROLLER_UID_INDEX, uid)
+            }
+            for resource, informer in self.informers.items()
+        }
+        if (pods := children.get(PODS)) is not None:
+            for batch_job in children.get(BATCH_JOBS, {}).values():
+                run = self.informers[PODS].by_index(
+                    CONTROLLER_UID_INDEX, batch_job["metadata"]["uid"]
+                )
+                pods.update((o["metadata"]["name"], o) for o in run)
+        return Observed(children)
+
+    async def create_missing(
+        self, request: Request, job: Job[SpecT], desired: Sequence[Object], observed: Observed
+    ) -> Creation:
+        """Create what is missing: the other children first, then the workloads (Pods and
+        batch Jobs), which mount or read them.
+
+        Children the API server forbids (a quota, a LimitRange, admission) are returned as
+        refused, and no workload is created while another child is refused; a child it finds
+        invalid, or one that exists and is not this job's, raises `ChildRefused`; any other
+        failure raises. At most CREATIONS_AT_ONCE creations are in flight.
+        """
+        resources = {resource.kind: resource for resource in self.kind.child_resources}
+        missing = [
+            o for o in desired if observed.get(resources[o["kind"]], o["metadata"]["name"]) is None
+        ]
+        creation = Creation()
+        in_flight = asyncio.Semaphore(CREATIONS_AT_ONCE)
+
+        async def create(obj: Object) -> None:
+            async with in_flight:
+                await self._create(request, job, resources[obj["kind"]], obj)
+
+        for wave in (
+            [o for o in missing if o["kind"] not in _WORKLOADS],
+            [o for o in missing if o["kind"] in _WORKLOADS],
+        ):
+            if not wave or creation.refused:
+                continue
+            self.expectations.expect_creations(request, [o["metadata"]["name"] for o in wave])
+            results = await asyncio.gather(*map(create, wave), return_exceptions=True)
+            failures = [r for r in results if isinstance(r, BaseException)]
+            if failure := next((f for f in failures if not isinstance(f, ForbiddenError)), None):
+                raise failure
+            for obj, result in zip(wave, results, strict=True):
+                if isinstance(result, ForbiddenError):
+                    creation.refused.append((obj, result))
+                else:
+                    creation.created.append(obj)
+        return creation
+
+    async def _create(
+        self, request: Request, job: Job[SpecT], resource: Resource, obj: Object
+    ) -> None:
+        meta = adopt(job, obj)["metadata"]
+        try:
+            # Client.create, without decoding the answer: a Pod's can be hundreds of KB.
+            await self.client.request("POST", resource.path(job.namespace), body=obj, decode=False)
+        except AlreadyExistsError:
+            self.expectations.creation_observed(request, meta["name"])
+            await self._check_owner(job, resource, meta["name"])
+        except ApiError as error:
+            self.expectations.creation_observed(request, meta["name"])  # never coming
+            if error.status in (400, 422):
+                message = f"the API server refused {resource.kind} {meta['name']}: {error}"
+                raise ChildRefused(FieldError("spec", message)) from error
+            raise
+        except Exception:
+            self.expectations.creation_observed(request, meta["name"])  # never coming
+            raise
+
+    async def _check_owner(self, job: Job[SpecT], resource: Resource, name: str) -> None:
+        """A child that exists already must be this job's: another's (a job of another kind
+        with the same name wants the same children) is a conflict only a rename resolves."""
+        existing = await self.client.get(resource, name, job.namespace)
+        if (held := self._held_by(job, existing)) is None:
+            return
+        if held == _PREDECESSOR:
+            # A job deleted and created again: its old children go with the garbage collector.
+            raise JobcoreError(f"{resource.kind} {name} still belongs to the job's predecessor")
+        message = (
+            f"{resource.kind} {name} already exists and belongs to {held}: give this "
+            f"{self._kind_name} another name"
+        )
+        raise ChildRefused(FieldError("metadata.name", message))
+
+    def _held_by(self, job: Job[SpecT], existing: Object) -> str | None:
+        """Who controls `existing` if not `job`: `_PREDECESSOR` (a deleted job of the same
+        kind and name), another owner by kind, name and group, or "no owner"."""
+        owner = controller_of(existing)
+        if owner is not None and owner.get("uid") == job.uid:
+            return None
+        if owner is None:
+            return "no owner"
+        if (owner.get("apiVersion"), owner.get("kind"), owner.get("name")) == (
+            self.kind.resource.api_version,
+            self._kind_name,
+            job.name,
+        ):
+            return _PREDECESSOR
+        return f"{owner.get('kind')} {owner.get('name')} ({owner.get('apiVersion')})"
+
+    async def update_config(self, desired: Sequence[Object], observed: Observed) -> None:
+        """Bring existing ConfigMaps' data up to date (e.g. a hostfile after a scale change).
+
+        Other children are only ever created: a Pod cannot change, and a Secret such as an
+        ssh key must stay what the running job was given.
+        """
+        for obj in desired:
+            if obj["kind"] != CONFIGMAPS.kind:
+                continue
+            current = observed.get(CONFIGMAPS, obj["metadata"]["name"])
+            if current is not None and current.get("data") != obj.get("data"):
+                meta = current["metadata"]
+                # A merge patch would keep keys the new data drops; replace the whole map.
+                # "add" sets /data whether or not someone removed it.
+                patch = [{"op": "add", "path": "/data", "value": obj.get("data") or {}}]
+                await self.client.patch(
+                    CONFIGMAPS, meta["name"], patch, meta["namespace"], patch_type="json"
+                )
+
+    async def delete_pods(
+        self, request: Request, observed: Observed, keep: set[str]
+    ) -> list[Object]:
+        """Delete the owned Pods not in `keep` (gracefully); those it sent deletions for.
+
+        The pods of the job's batch Jobs are their Job controller's to delete, never these.
+        """
+        pods = {name: pod for name, pod in observed.pods.items() if not run_by_batch_job(pod)}
+        return await self._delete(request, PODS, pods, keep)
+
+    async def delete_batch_jobs(
+        self, request: Request, observed: Observed, keep: set[str]
+    ) -> list[Object]:
+        """Delete the job's batch Jobs not in `keep`, their pods with them (in the background)."""
+        return await self._delete(request, BATCH_JOBS, observed.children.get(BATCH_JOBS, {}), keep)
+
+    async def _delete(
+        self, request: Request, resource: Resource, owned: Mapping[str, Object], keep: set[str]
+    ) -> list[Object]:
+        doomed = [
+            obj
+            for name, obj in owned.items()
+            if name not in keep and not obj["metadata"].get("deletionTimestamp")
+        ]
+        if not doomed:
+            return []
+        self.expectations.expect_deletions(request, [o["metadata"]["name"] for o in doomed])
+        for i, obj in enumerate(doomed):
+            meta = obj["metadata"]
+            try:
+                await self.client.delete(resource, meta["name"], meta["namespace"], uid=meta["uid"])
+            except NotFoundError:
+                self.expectations.deletion_observed(request, meta["name"])
+            except Exception:
+                # This deletion and those not sent are never coming: the next pass retries.
+                for unsent in doomed[i:]:
+                    self.expectations.deletion_observed(request, unsent["metadata"]["name"])
+                raise
+        return doomed
+
+    async def apply_pod_group(
+        self, job: Job[SpecT], scheduler: GangScheduler, group: Object
+    ) -> str | None:
+        """Create or update the job's PodGroup before its pods; why not, if its CRD is missing
+        or a PodGroup of that name is not the job's (it is never applied over).
+
+        Applied again only when it changed since this process last applied it.
+        """
+        key = ObjectKey(job.namespace, job.name)
+        if self._pod_groups.get(key) == (job.uid, group):
+            return None
+        resource = scheduler.resource
+        recheck = f"the controller checks again every {RECHECK_SECONDS:.0f} s."
+        try:
+            existing = await self.client.get(resource, job.name, job.namespace)
+        except NotFoundError:
+            existing = None  # or its CRD is missing: the apply says which
+        # A predecessor's (same kind and name) is taken over, as before the garbage collector
+        # gets to it; anyone else's is left alone.
+        held = self._held_by(job, existing) if existing is not None else None
+        if held is not None and held != _PREDECESSOR:
+            return (
+                f"{resource.kind} {job.name} ({resource.api_version}) already exists and "
+                f"belongs to {held}: give this {self._kind_name} another name, or delete that "
+                f"{resource.kind}; {recheck}"
+            )
+        try:
+            await self.client.apply(resource, group, force=True)
+        except NotFoundError:
+            return (
+                f"{resource.kind} {resource.api_version} is not installed in the cluster: "
+                f"install its scheduler or take the job off it (spec.scheduler, or the "
+                f"controller's --gang-scheduler); {recheck}"
+            )
+        self._pod_groups[key] = (job.uid, group)
+        return None
+
+    def forget(self, key: ObjectKey) -> None:
+        self._pod_groups.pop(key, None)
+
+
+class ExpectationObserver:
+    """Confirms expected creations and deletions of a kind's children from cache events."""
+
+    def __init__(self, expectations: Expectations, owner: Resource) -> None:
+        self._expectations = expectations
+        self._owner = owner
+
+    def _owner_key(self, obj: Object) -> ObjectKey | None:
+        ref = controller_of(obj)
+        if ref is None or ref.get("kind") != self._owner.kind:
+            return None
+        return ObjectKey(obj["metadata"].get("namespace") or "", ref["name"])
+
+    def on_add(self, obj: Object) -> None:
+        if key := self._owner_key(obj):
+            self._expectations.creation_observed(key, obj["metadata"]["name"])
+
+    def on_update(self, old: Object, new: Object) -> None:
+        pass
+
+    def on_delete(self, obj: Object) -> None:
+        if key := self._owner_key(obj):
+            self._expectations.deletion_observed(key, obj["metadata"]["name"])

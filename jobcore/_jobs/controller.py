@@ -1,0 +1,137 @@
+"""Wiring one kind's job controller into a manager: its caches, events and handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterable
+from typing import Any
+
+from jobcore._jobs.backoff import RETRY_BACKOFF
+from jobcore._jobs.backoff import RetryBackoff
+from jobcore._jobs.decide import pod_ended
+from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
+from jobcore._jobs.kind import JOB_NAME_LABEL
+from jobcore._jobs.kind import JobKind
+from jobcore._jobs.reconciler import JobReconciler
+from jobcore._jobs.scheduling import GangScheduler
+from jobcore._runtime.controller import Controller
+from jobcore._runtime.events import EventRecorder
+from jobcore._runtime.handler import Request
+from jobcore._runtime.handler import requests_for_owner
+from jobcore._runtime.informer import Informer
+from jobcore._runtime.manager import Manager
+from jobcore._runtime.predicate import GenerationChanged
+from jobcore._runtime.resources import BATCH_JOBS
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import Resource
+from jobcore._runtime.resources import controller_of
+from jobcore._runtime.resources import run_by_batch_job
+
+CHILD_EVENT_DELAY = 0.5
+"""Seconds a child's event waits before it reconciles its job, gathering the events of a
+gang of pods into one reconcile (Kubernetes' Job controller batches pod events for 1 s)."""
+
+
+def _ending(child: Object) -> bool:
+    """A child being deleted, or a Pod that has ended: its job must see it before it goes."""
+    return bool(child["metadata"].get("deletionTimestamp")) or pod_ended(child)
+
+
+def add_job_controller(
+    manager: Manager,
+    kind: JobKind[Any],
+    *,
+    namespace: str | None = None,
+    max_concurrent_reconciles: int = 32,
+    gang_scheduler: GangScheduler | None = None,
+    child_event_delay: float = CHILD_EVENT_DELAY,
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+    retry_backoff: RetryBackoff = RETRY_BACKOFF,
+) -> Controller:
+    """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
+
+    Children informers are shared between kinds (one per resource, selecting objects that
+    carry the job-name label) and cache only objects that a job of an added kind controls,
+    so nobody else's labelled objects stay in memory; each kind's controller maps only its
+    own children back, and the pods of the batch Jobs a job controls to that job.
+    `gang_scheduler` gives every job without `spec.scheduler` a PodGroup of that scheduler.
+    A child's event reconciles its job `child_event_delay` seconds later, together with the
+    other events of that time; a change to the job itself, a child's deletion and a Pod that
+    ended are reconciled at once. `cluster_domain` is the cluster's DNS domain, given to the
+    kind as `Job.cluster_domain` for the names it builds. `retry_backoff` spaces a job's
+    restarts and replaced pods (by default 10 s, doubling, at most 6 minutes, as a Kubernetes
+    Job's).
+    """
+    # Named by its plural, unless two kinds share one (kubeflow.org's MPIJob and T9k's).
+    name: str = getattr(kind, "controller_name", kind.resource.plural)
+    # A kind may leave some of its jobs to another controller (`manages`): never cached.
+    jobs = manager.informer(kind.resource, namespace=namespace, keep=getattr(kind, "manages", None))
+    owned = requests_for_owner(kind.resource)
+    children: dict[Resource, Informer] = {}
+    runs_batch_jobs = BATCH_JOBS in kind.child_resources
+
+    def to_job(obj: Object) -> Iterable[Request]:
+        """A child's job: its controller, or for a pod of a batch Job, that Job's."""
+        if runs_batch_jobs and run_by_batch_job(obj):
+            ref, meta = controller_of(obj) or {}, obj["metadata"]
+            batch_job = children[BATCH_JOBS].get(ref.get("name", ""), meta.get("namespace"))
+            if batch_job is None or batch_job["metadata"].get("uid") != ref.get("uid"):
+                return ()
+            return owned(batch_job)
+        return owned(obj)
+
+    def controlled(obj: Object) -> bool:
+        """A child of this kind's jobs, or a pod of a batch Job one of them controls (the
+        batch Job is cached first: it exists before its Job controller creates pods, and a
+        pod seen too early is kept on its next event)."""
+        return bool(to_job(obj))
+
+    for resource in kind.child_resources:
+        children[resource] = manager.informer(
+            resource, namespace=namespace, label_selector=JOB_NAME_LABEL, keep=controlled
+        )
+    recorder = EventRecorder(
+        manager.client,
+        component=f"{name}-controller",
+        active=manager.elected.is_set,
+    )
+    manager.add(recorder, needs_leader=False)
+    reconciler = JobReconciler(
+        kind=kind,
+        client=manager.client,
+        jobs=jobs,
+        children=children,
+        recorder=recorder,
+        gang_scheduler=gang_scheduler,
+        cluster_domain=cluster_domain,
+        retry_backoff=retry_backoff,
+    )
+    if (forget := getattr(kind, "forget", None)) is not None:
+        jobs.add_handler(_OnDelete(forget))
+    controller = Controller(name, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
+    controller.watch(jobs, predicates=[GenerationChanged()])
+    for informer in children.values():
+        controller.watch(
+            informer,
+            mapper=to_job,
+            delay=child_event_delay,
+            urgent=_ending,
+        )
+    manager.add_controller(controller)
+    return controller
+
+
+class _OnDelete:
+    """Tells a kind's `forget(obj)` of each of its jobs that is gone (its metric series)."""
+
+    def __init__(self, forget: Callable[[Object], None]) -> None:
+        self._forget = forget
+
+    def on_add(self, obj: Object) -> None:
+        pass
+
+    def on_update(self, old: Object, new: Object) -> None:
+        pass
+
+    def on_delete(self, obj: Object) -> None:
+        self._forget(obj)

@@ -1,0 +1,420 @@
+"""The generic job reconciler: drives any JobKind from spec to children to T9k status.
+
+A pass over a job is a list of steps, each in a module of its own:
+
+1. read the job, its last status and its children (`ParsedSpecs.parse`, which parses a spec
+   once per generation, `StatusWriter.latest`, `JobChildren.observe`);
+2. decide its lifecycle and run mode (`jobcore._jobs.decide`: ended, paused, resumed,
+   debugging, its deadline) and plan its children (`plan_children`, with gang scheduling);
+3. create and delete children (`JobChildren`): the plan's missing ones, ConfigMaps brought up
+   to date, pods no longer wanted;
+4. apply the run policy to the kind's outcome (`apply_policy`: a pending timeout, a restart,
+   the backoff limit), and once the job ended its clean-up and TTL;
+5. derive and write the status (`derive_status`, `StatusWriter`);
+6. announce (`Announcer`): Events and metrics for what changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Generic
+
+from jobcore._jobs import metrics
+from jobcore._jobs.announce import FAILED_CREATE
+from jobcore._jobs.announce import Announcer
+from jobcore._jobs.backoff import RETRY_BACKOFF
+from jobcore._jobs.backoff import RetryBackoff
+from jobcore._jobs.backoff import retry_wait
+from jobcore._jobs.children import RECHECK_SECONDS
+from jobcore._jobs.children import ChildRefused
+from jobcore._jobs.children import JobChildren
+from jobcore._jobs.decide import Hold
+from jobcore._jobs.decide import Verdict
+from jobcore._jobs.decide import apply_policy
+from jobcore._jobs.decide import debugging
+from jobcore._jobs.decide import dropped_pods
+from jobcore._jobs.decide import ended_pods
+from jobcore._jobs.decide import frozen_outcome
+from jobcore._jobs.decide import has_ended
+from jobcore._jobs.decide import is_invalid
+from jobcore._jobs.decide import lifecycle_of
+from jobcore._jobs.decide import noting_retry
+from jobcore._jobs.decide import other_mode_pods
+from jobcore._jobs.decide import replace_pods
+from jobcore._jobs.decide import retry_hold
+from jobcore._jobs.decide import running_since
+from jobcore._jobs.decide import soonest
+from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
+from jobcore._jobs.kind import FieldError
+from jobcore._jobs.kind import Job
+from jobcore._jobs.kind import JobKind
+from jobcore._jobs.kind import Observed
+from jobcore._jobs.kind import Outcome
+from jobcore._jobs.kind import SpecT
+from jobcore._jobs.models import JobStatus
+from jobcore._jobs.models import RunPolicy
+from jobcore._jobs.parse import ParsedSpecs
+from jobcore._jobs.parse import run_policy_of
+from jobcore._jobs.plan import plan_children
+from jobcore._jobs.policy import DEADLINE_EXCEEDED
+from jobcore._jobs.policy import deadline_left
+from jobcore._jobs.policy import doomed_after_end
+from jobcore._jobs.policy import pending_too_long
+from jobcore._jobs.policy import ttl_left
+from jobcore._jobs.refusals import Refusals
+from jobcore._jobs.scheduling import GangScheduler
+from jobcore._jobs.status import Lifecycle
+from jobcore._jobs.status import derive_status
+from jobcore._jobs.status import invalid_status
+from jobcore._jobs.statuspart import status_part
+from jobcore._jobs.writer import CONFLICT_RETRY_SECONDS
+from jobcore._jobs.writer import StatusWriter
+from jobcore._runtime.client import Client
+from jobcore._runtime.controller import Result
+from jobcore._runtime.errors import NotFoundError
+from jobcore._runtime.events import EventRecorder
+from jobcore._runtime.expectations import Expectations
+from jobcore._runtime.handler import Request
+from jobcore._runtime.informer import Informer
+from jobcore._runtime.resources import BATCH_JOBS
+from jobcore._runtime.resources import PODS
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import Resource
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Step(Generic[SpecT]):
+    """What one reconcile of a job works from: the job, its last status, its children, the clock."""
+
+    request: Request
+    job: Job[SpecT]
+    previous: JobStatus
+    observed: Observed
+    time: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Sync:
+    """What step 3 leaves to the rest of the pass.
+
+    `wait`: it created children, or deleted pods of the other run mode, whose events bring the
+    job back; `refusal`: why the API server forbade children, and `retry` when to try again.
+    """
+
+    wait: bool = False
+    refusal: str | None = None
+    retry: float | None = None
+
+
+class JobReconciler(Generic[SpecT]):
+    """Reconciles the jobs of one kind: `reconcile` runs the steps above for one job.
+
+    An invalid job is marked Failed once, with the fields named, and not retried; a job that
+    created children stops its pass there until the cache shows them. Expectations keep a
+    lagging cache from creating or deleting a child twice.
+    """
+
+    def __init__(
+        self,
+        *,
+        kind: JobKind[SpecT],
+        client: Client,
+        jobs: Informer,
+        children: Mapping[Resource, Informer],
+        recorder: EventRecorder,
+        gang_scheduler: GangScheduler | None = None,
+        clock: Callable[[], float] = time.time,
+        status_interval: float = 1.0,
+        cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+        retry_backoff: RetryBackoff = RETRY_BACKOFF,
+    ) -> None:
+        self.kind = kind
+        self.cluster_domain = cluster_domain
+        self.retry_backoff = retry_backoff
+        self.client = client
+        self.jobs = jobs
+        self.gang_scheduler = gang_scheduler
+        self.clock = clock
+        self.expectations = Expectations()
+        self.specs = ParsedSpecs(kind, cluster_domain=cluster_domain)
+        self.children = JobChildren(kind, client, children, self.expectations)
+        self.announcer = Announcer(
+            recorder, kind.resource.kind, also=getattr(kind, "announce", None)
+        )
+        self.writer = StatusWriter(
+            client,
+            kind.resource,
+            jobs,
+            self.announcer.transitions,
+            part=status_part(kind),
+            interval=status_interval,
+            clock=clock,
+        )
+        self.refusals = Refusals(self.announcer)
+
+    async def reconcile(self, request: Request) -> Result:
+        obj = self.jobs.get(request.name, request.namespace)
+        if obj is None:
+            self._forget(request)
+            return Result()
+        if obj["metadata"].get("deletionTimestamp"):
+            return Result()
+        if not self.expectations.satisfied(request):
+            return Result(requeue_after=5.0)  # our own creations' events bring us back sooner
+        previous = self.writer.latest(obj)
+        job, errors = self.specs.parse(obj, previous)
+        if job is None and has_ended(previous):
+            # An ended job keeps its outcome, whatever its spec becomes; its clean-up and TTL
+            # still follow its run policy.
+            policy = run_policy_of(self.kind, obj)
+            await self._clean_up(request, obj, policy)
+            return await self._expire_ttl(obj, policy, previous, self.clock())
+        if job is None:
+            await self._invalid(request, obj, previous, errors)
+            return Result()
+        metrics.job_info.labels(self.kind.resource.kind, job.namespace, job.name).set(1)
+        step = _Step(request, job, previous, self.children.observe(job.uid), self.clock())
+        lifecycle = lifecycle_of(job, previous, step.observed)
+        if has_ended(previous):
+            return await self._end(step, frozen_outcome(previous), lifecycle)
+        return await self._run(step, lifecycle)
+
+    async def _run(self, step: _Step[SpecT], lifecycle: Lifecycle) -> Result:
+        """Drive a job that has not ended: its deadline, its children, its policy, its status."""
+        job, observed = step.job, step.observed
+        policy = job.policy.run_policy
+        deadline = (
+            None
+            if job.paused
+            else deadline_left(policy, running_since(job, step.previous), step.time)
+        )
+        if deadline is not None and deadline <= 0:
+            message = (
+                f"The job did not end within runPolicy.activeDeadlineSeconds "
+                f"({policy.active_deadline_seconds} s); its pods were stopped."
+            )
+            return await self._end(step, Outcome("failed", DEADLINE_EXCEEDED, message), lifecycle)
+        resume = lifecycle.resume_specs if lifecycle.pause == "resumed" else None
+        planned = plan_children(
+            self.kind, job, observed, self.gang_scheduler, resume_specs=resume or None
+        )
+        job, desired = planned.job, planned.desired
+        step = dataclasses.replace(step, job=job)
+        if (
+            planned.scheduler is not None
+            and planned.pod_group is not None
+            and (
+                missing := await self.children.apply_pod_group(
+                    job, planned.scheduler, planned.pod_group
+                )
+            )
+        ):
+            lifecycle = dataclasses.replace(
+                lifecycle, uninitialized=("PodGroupUnavailable", missing)
+            )
+            waiting = Outcome("pending", "PodGroupUnavailable", missing)
+            _, held = await self._write(step, waiting, lifecycle)
+            return Result(requeue_after=soonest(RECHECK_SECONDS, held))
+        replaced = [] if job.paused else dropped_pods(desired, observed)
+        try:
+            hold = retry_hold(step.previous, lifecycle, step.time)
+            sync = await self._sync_children(step, desired, hold=hold, keep=replaced)
+        except ChildRefused as refused:
+            # Retrying cannot help: the job's spec (or its name) must change.
+            await self._invalid(step.request, job.obj, step.previous, [refused.error])
+            return Result()
+        if sync.wait:
+            return Result()
+        if sync.refusal is not None:
+            lifecycle = dataclasses.replace(lifecycle, uninitialized=(FAILED_CREATE, sync.refusal))
+        verdict = await self._outcome(step, desired, lifecycle, replaced)
+        if verdict is None:  # the status refused the retry's record: nothing was deleted
+            return Result(requeue_after=CONFLICT_RETRY_SECONDS)
+        outcome, lifecycle = verdict.outcome, verdict.lifecycle
+        # The policy may have written a status already (a restart): derive from that one.
+        step = dataclasses.replace(step, previous=self.writer.latest(job.obj))
+        if outcome.ended:
+            return await self._end(step, outcome, lifecycle)
+        if sync.refusal is not None and outcome.state == "pending" and not job.paused:
+            outcome = Outcome("pending", FAILED_CREATE, sync.refusal, outcome.replica_failure)
+        outcome = noting_retry(outcome, lifecycle, step.time)
+        _, held = await self._write(step, outcome, lifecycle)
+        pending = pending_too_long(policy, observed.pods.values(), step.time)[1]
+        retry = retry_wait(lifecycle, step.time)
+        return Result(requeue_after=soonest(deadline, pending, held, sync.retry, retry))
+
+    async def _sync_children(
+        self,
+        step: _Step[SpecT],
+        desired: Sequence[Object],
+        *,
+        hold: Hold | None,
+        keep: Sequence[str],
+    ) -> _Sync:
+        """Step 3: update ConfigMaps, create what the plan lacks, delete pods not wanted.
+
+        While a retry waits (`hold`), no missing pod is created, and in a restart's wait
+        every pod is deleted; the pods in `keep` are replaced, which step 4 records before
+        it deletes them.
+        """
+        job, observed = step.job, step.observed
+        # ConfigMaps first, so a Pod created in this pass mounts current data.
+        await self.children.update_config(desired, observed)
+        creatable = (
+            [o for o in desired if o["kind"] != PODS.kind or o["metadata"]["name"] in observed.pods]
+            if hold
+            else desired
+        )
+        creation = await self.children.create_missing(step.request, job, creatable, observed)
+        running = step.previous.phase == "Running"
+        if running:  # a scale-up or a replaced pod: say so, as the status alone does not
+            self.announcer.pods(job.obj, "PodCreated", "Created", _pod_names(creation.created))
+        refusal, retry = self.refusals.said(step.request, job.obj, creation.refused)
+        if refusal is None and creation.created:
+            # The cache will show the new children and bring us back: the status written
+            # then includes them, and this pass leaves the API server to the creations.
+            return _Sync(wait=True)
+        wanted = {o["metadata"]["name"] for o in desired if o["kind"] == PODS.kind}
+        if hold == "all":
+            wanted = set()
+        stale = other_mode_pods(desired, observed)
+        deleted = await self.children.delete_pods(
+            step.request, observed, keep=(wanted - stale) | set(keep)
+        )
+        batch_jobs = {o["metadata"]["name"] for o in desired if o["kind"] == BATCH_JOBS.kind}
+        await self.children.delete_batch_jobs(step.request, observed, keep=batch_jobs)
+        if running:  # a scale-down
+            self.announcer.pods(job.obj, "PodDeleted", "Deleted", _pod_names(deleted))
+        # Pods of the other run mode go first; their deletions bring the job back.
+        return _Sync(wait=bool(stale), refusal=refusal, retry=retry)
+
+    async def _outcome(
+        self,
+        step: _Step[SpecT],
+        desired: Sequence[Object],
+        lifecycle: Lifecycle,
+        replaced: Sequence[str],
+    ) -> Verdict | None:
+        """Step 4: the kind's outcome as the run mode and the run policy make it, and the pods
+        a restart or a replacement deletes. A new retry is written to the status first: None
+        when the API server refused that write (a conflict), and nothing was deleted."""
+        job, observed = step.job, step.observed
+        if job.paused:
+            return Verdict(Outcome("pending", "Paused", "The job is paused."), lifecycle)
+        outcome = self.kind.interpret(job, observed)
+        if job.debugging:
+            verdict = Verdict(debugging(outcome, observed, desired), lifecycle)
+        else:
+            verdict = apply_policy(
+                job.policy.run_policy,
+                outcome,
+                lifecycle,
+                previous=step.previous,
+                pods=observed.pods,
+                containers=self.kind.containers,
+                now=step.time,
+                backoff=self.retry_backoff,
+            )
+        verdict = replace_pods(verdict, replaced, backoff=self.retry_backoff, now=step.time)
+        if verdict.retried:
+            # Recorded before the pods go: a crash or a failed deletion in between must not
+            # let the job run again uncounted, nor sooner than its backoff.
+            outcome = noting_retry(verdict.outcome, verdict.lifecycle, step.time)
+            _, held = await self._write(step, outcome, verdict.lifecycle, coalesce=False)
+            if held is not None:
+                return None
+            self.announcer.retried(job.obj, verdict)
+        if verdict.restart is not None:
+            # The failed pods go at once: the condition and its Warning keep what happened.
+            await self.children.delete_pods(step.request, observed, keep=set())
+            await self.children.delete_batch_jobs(step.request, observed, keep=set())
+        elif verdict.replaced:
+            keep = set(observed.pods) - set(verdict.replaced)
+            deleted = await self.children.delete_pods(step.request, observed, keep=keep)
+            self.announcer.pods(job.obj, "PodDeleted", "Deleted", _pod_names(deleted))
+        return verdict
+
+    async def _end(self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle) -> Result:
+        """A job that ended: its final status first (a crash or a failed deletion after it
+        leaves a job that ended, whose clean-up the next pass finishes), then its clean-up
+        policies (past a deadline, its unfinished pods stopped too), then its TTL."""
+        job, observed = step.job, step.observed
+        policy = job.policy.run_policy
+        status, held = await self._write(step, outcome, lifecycle)
+        if held is not None and not has_ended(step.previous):
+            return Result(requeue_after=held)  # not recorded yet: delete nothing
+        doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
+        if outcome.reason == DEADLINE_EXCEEDED:
+            doomed |= set(observed.pods) - ended_pods(observed)
+        await self.children.delete_pods(step.request, observed, keep=set(observed.pods) - doomed)
+        result = await self._expire_ttl(job.obj, policy, status, step.time)
+        return Result(requeue_after=soonest(result.requeue_after, held))
+
+    async def _expire_ttl(
+        self, obj: Object, policy: RunPolicy, status: JobStatus, now: float
+    ) -> Result:
+        """Delete an ended job once `ttlSecondsAfterFinished` passed; else when to come back."""
+        left = ttl_left(policy, status, now)
+        if left is None or left > 0:
+            return Result(requeue_after=left)
+        self.announcer.expired(obj, policy.ttl_seconds_after_finished)
+        meta = obj["metadata"]
+        with contextlib.suppress(NotFoundError):
+            await self.client.delete(
+                self.kind.resource, meta["name"], meta["namespace"], uid=meta["uid"]
+            )
+        return Result()
+
+    async def _write(
+        self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle, *, coalesce: bool = True
+    ) -> tuple[JobStatus, float | None]:
+        """Step 5: derive the job's status for this pass and write it if it changed; the
+        status, and when to come back for a write held back (or, without `coalesce`, refused
+        by a conflict: then it was not written)."""
+        previous = step.previous
+        status = derive_status(
+            previous=previous if not is_invalid(previous) else JobStatus(),
+            pods=step.observed.pods.values(),
+            replica_types=self.kind.replica_types,
+            desired=self.kind.replicas(step.job),
+            outcome=outcome,
+            lifecycle=lifecycle,
+        )
+        return status, await self.writer.write(step.job.obj, previous, status, coalesce=coalesce)
+
+    async def _invalid(
+        self, request: Request, obj: Object, previous: JobStatus, errors: list[FieldError]
+    ) -> None:
+        """Mark the job Failed with its errors, then stop it: its batch Jobs go, its pods as its
+        run policy says (a job can become invalid while it runs, or through a child the server
+        finds invalid). The policy is the kind's reading of the spec's runPolicy alone.
+        """
+        message = "Invalid spec: " + "; ".join(str(error) for error in errors)
+        await self.writer.write(obj, previous, invalid_status(previous, message), coalesce=False)
+        observed = await self._clean_up(request, obj, run_policy_of(self.kind, obj))
+        await self.children.delete_batch_jobs(request, observed, keep=set())
+
+    async def _clean_up(self, request: Request, obj: Object, policy: RunPolicy) -> Observed:
+        """Delete the pods of a job without a valid spec that `policy` dooms once it ended;
+        what was observed."""
+        observed = self.children.observe(obj["metadata"]["uid"])
+        doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
+        await self.children.delete_pods(request, observed, keep=set(observed.pods) - doomed)
+        return observed
+
+    def _forget(self, request: Request) -> None:
+        self.expectations.forget(request)
+        self.specs.forget(request)
+        self.writer.forget(request)
+        self.children.forget(request)
+        self.refusals.forget(request)
+        metrics.remove_job_info(self.kind.resource.kind, request.namespace, request.name)
+
+
+def _pod_names(objects: Sequence[Object]) -> list[str]:
+    return [o["metadata"]["name"] for o in objects if o["kind"] == PODS.kind]

@@ -1,0 +1,20 @@
+"""The runtime: what every controller needs, knowing nothing of jobs.
+
+Layers, bottom up (import-linter checks that each imports only those below it):
+
+- `errors`, `resources`, `jsoncodec`, `labels`, `metrics`, `logs`, `gc`: the exception tree,
+  resource names and object keys, the JSON codec, label selectors, Prometheus metrics,
+  structured logs, the garbage collector's tuning.
+- `watchstream`, `retry`, `ratelimit`: a watch read as events, when a failure is retried,
+  rate limiters.
+- `client`, `workqueue`, `predicate`, `compact`, `expectations`: the API client over plain
+  JSON objects, the deduplicating work queue, event filters, cached objects sharing equal
+  parts, expected creations and deletions.
+- `informer`, `handler`, `events`: list+watch caches with indexers, from cache events to
+  reconcile requests, Kubernetes Events.
+- `controller`, `leaderelection`, `server`, `loopmonitor`: workers that drain a queue into a
+  reconciler, a Lease held by one replica, probes and `/metrics` over HTTP, event loop lag.
+- `manager`: runs all of the above as one process.
+
+The public names are re-exported by `jobcore`.
+"""

@@ -1,0 +1,112 @@
+"""The job layer's public API: what a job kind plugin implements and uses.
+
+A kind implements `JobKind` (its spec model built from `JobSpec`, `ReplicaSpec`-style
+`PodTemplateSpec`s, `RunPolicy`...), renders its children for a `Job` from what is
+`Observed`, and decides an `Outcome`; the generic reconciler (`add_job_controller`) does
+the rest. Runtime names a kind needs too (`Object`, `PODS`, `owner_reference`...) come from
+`jobcore`.
+"""
+
+from jobcore._jobs.backoff import RETRY_BACKOFF
+from jobcore._jobs.backoff import RetryBackoff
+from jobcore._jobs.controller import add_job_controller
+from jobcore._jobs.crd import crd_for
+from jobcore._jobs.crd import structural_schema
+from jobcore._jobs.crd import write_crds
+from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
+from jobcore._jobs.kind import JOB_KIND_LABEL
+from jobcore._jobs.kind import JOB_NAME_LABEL
+from jobcore._jobs.kind import REPLICA_INDEX_LABEL
+from jobcore._jobs.kind import REPLICA_TYPE_LABEL
+from jobcore._jobs.kind import FieldError
+from jobcore._jobs.kind import GangPolicy
+from jobcore._jobs.kind import Job
+from jobcore._jobs.kind import JobKind
+from jobcore._jobs.kind import JobPolicy
+from jobcore._jobs.kind import Observed
+from jobcore._jobs.kind import Outcome
+from jobcore._jobs.models import ApiModel
+from jobcore._jobs.models import CleanUpPolicy
+from jobcore._jobs.models import Container
+from jobcore._jobs.models import JobSpec
+from jobcore._jobs.models import JobStatus
+from jobcore._jobs.models import OpenModel
+from jobcore._jobs.models import PauseMode
+from jobcore._jobs.models import PodSpec
+from jobcore._jobs.models import PodTemplateSpec
+from jobcore._jobs.models import RestartPolicy
+from jobcore._jobs.models import ResumeSpec
+from jobcore._jobs.models import RunMode
+from jobcore._jobs.models import RunPolicy
+from jobcore._jobs.models import SchedulerPolicy
+from jobcore._jobs.parse import parse_job
+from jobcore._jobs.plan import RUN_MODE_LABEL
+from jobcore._jobs.plan import PlannedChildren
+from jobcore._jobs.plan import UnservedChildren
+from jobcore._jobs.plan import plan_children
+from jobcore._jobs.plan import run_mode_errors
+from jobcore._jobs.reconciler import JobReconciler
+from jobcore._jobs.scheduling import GangScheduler
+from jobcore._jobs.scheduling import SchedulerPlugins
+from jobcore._jobs.scheduling import T9kScheduler
+from jobcore._jobs.scheduling import Volcano
+from jobcore._jobs.scheduling import summed_requests
+from jobcore._jobs.status import INVALID_SPEC
+from jobcore._jobs.status import parse_time
+from jobcore._jobs.statuspart import T9K_STATUS
+from jobcore._jobs.statuspart import StatusPart
+from jobcore._jobs.statuspart import T9kStatus
+from jobcore._jobs.statuspart import status_part
+
+__all__ = [
+    "DEFAULT_CLUSTER_DOMAIN",
+    "INVALID_SPEC",
+    "JOB_KIND_LABEL",
+    "JOB_NAME_LABEL",
+    "REPLICA_INDEX_LABEL",
+    "REPLICA_TYPE_LABEL",
+    "RETRY_BACKOFF",
+    "RUN_MODE_LABEL",
+    "T9K_STATUS",
+    "ApiModel",
+    "CleanUpPolicy",
+    "Container",
+    "FieldError",
+    "GangPolicy",
+    "GangScheduler",
+    "Job",
+    "JobKind",
+    "JobPolicy",
+    "JobReconciler",
+    "JobSpec",
+    "JobStatus",
+    "Observed",
+    "OpenModel",
+    "Outcome",
+    "PauseMode",
+    "PlannedChildren",
+    "PodSpec",
+    "PodTemplateSpec",
+    "RestartPolicy",
+    "ResumeSpec",
+    "RetryBackoff",
+    "RunMode",
+    "RunPolicy",
+    "SchedulerPlugins",
+    "SchedulerPolicy",
+    "StatusPart",
+    "T9kScheduler",
+    "T9kStatus",
+    "UnservedChildren",
+    "Volcano",
+    "add_job_controller",
+    "crd_for",
+    "parse_job",
+    "parse_time",
+    "plan_children",
+    "run_mode_errors",
+    "status_part",
+    "structural_schema",
+    "summed_requests",
+    "write_crds",
+]
