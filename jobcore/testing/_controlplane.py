@@ -24,6 +24,7 @@ from typing import Any
 import aiohttp
 import yaml
 
+from jobcore import JobcoreError
 from jobcore.testing._started import Started
 
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
@@ -48,7 +49,7 @@ _HINT = (
 )
 
 
-class ControlPlaneError(RuntimeError):
+class ControlPlaneError(JobcoreError, RuntimeError):
     """The binaries are missing, or a component did not start or answer."""
 
 
