@@ -18,18 +18,21 @@ from typing import Any
 
 from jobcore import Object
 from jobcore.jobs import Job
-from jobkinds import _launch
-from jobkinds import _ssh
+from jobcore.launcher import LAUNCHER
+from jobcore.launcher import SSH_PORT_ENV
+from jobcore.launcher import SSH_VOLUME
+from jobcore.launcher import WORKER
+from jobcore.launcher import SSHAccess
+from jobcore.launcher import child_meta
+from jobcore.launcher import hostfile_name
+from jobcore.launcher import launcher_name
+from jobcore.launcher import ssh_mount
+from jobcore.launcher import ssh_secret_name
+from jobcore.launcher import ssh_secret_volume
+from jobcore.launcher import ssh_wait_script
+from jobcore.launcher import sshd_worker_pod
+from jobcore.launcher import worker_host
 from jobkinds import _t9kshape
-from jobkinds._launch import LAUNCHER
-from jobkinds._launch import SSH_VOLUME
-from jobkinds._launch import WORKER
-from jobkinds._launch import hostfile_name
-from jobkinds._launch import launcher_name
-from jobkinds._launch import meta
-from jobkinds._launch import ssh_mount
-from jobkinds._launch import ssh_secret_name
-from jobkinds._launch import worker_host
 
 if TYPE_CHECKING:
     from jobkinds.colossalaijob import ColossalAIJobSpec
@@ -48,7 +51,7 @@ RESERVED_TORCH_ARGS = frozenset(
 """torchrun options `colossalai run` sets itself on every worker (spelled with `_`)."""
 
 LAUNCHER_SCRIPT = (
-    _ssh.wait_script("JOBCORE_COLOSSALAI_HOSTFILE", HOSTFILE, "JOBCORE_COLOSSALAI_WAIT_SECONDS")
+    ssh_wait_script("JOBCORE_COLOSSALAI_HOSTFILE", HOSTFILE, "JOBCORE_COLOSSALAI_WAIT_SECONDS")
     # colossalai run exports its whole environment on every worker: the launcher's HOSTNAME
     # would name the launcher there.
     + r"""echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: colossalai $*"
@@ -156,18 +159,18 @@ def hostfile_configmap(job: Job[ColossalAIJobSpec]) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": meta(job, hostfile_name(job), job.labels()),
+        "metadata": child_meta(job, hostfile_name(job), job.labels()),
         "data": {HOSTFILE_KEY: "".join(f"{host}\n" for host in worker_hosts(job))},
     }
 
 
-def worker_pod(job: Job[ColossalAIJobSpec], index: int, ssh: _ssh.Access) -> Object:
+def worker_pod(job: Job[ColossalAIJobSpec], index: int, ssh: SSHAccess) -> Object:
     """The template with sshd in place of the worker container's command; Ready on its port.
 
     restartPolicy is always Never: `colossalai run` cannot re-admit a restarted worker, so a
     worker's failure is the job's.
     """
-    return _launch.sshd_worker_pod(
+    return sshd_worker_pod(
         job,
         index,
         container=WORKER_CONTAINER,
@@ -176,7 +179,7 @@ def worker_pod(job: Job[ColossalAIJobSpec], index: int, ssh: _ssh.Access) -> Obj
     )
 
 
-def launcher_pod(job: Job[ColossalAIJobSpec], ssh: _ssh.Access) -> Object:
+def launcher_pod(job: Job[ColossalAIJobSpec], ssh: SSHAccess) -> Object:
     """spec.launcher's container running `colossalai run` once every worker accepts ssh.
 
     colossalai run hands its own environment (less HOSTNAME: see LAUNCHER_SCRIPT) to the
@@ -187,7 +190,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec], ssh: _ssh.Access) -> Object:
     """
     launcher = job.spec.launcher
     command = launcher_command(colossalai_args(job))
-    ours = {"JOBCORE_COLOSSALAI_HOSTFILE": HOSTFILE, _ssh.PORT_ENV: str(ssh.port)}
+    ours = {"JOBCORE_COLOSSALAI_HOSTFILE": HOSTFILE, SSH_PORT_ENV: str(ssh.port)}
     user_names = {str(e.get("name")) for e in launcher.env}
     container: dict[str, Any] = {
         "name": LAUNCHER_CONTAINER,
@@ -212,7 +215,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec], ssh: _ssh.Access) -> Object:
         "restartPolicy": "Never",
         "containers": [container],
         "volumes": [
-            _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
+            ssh_secret_volume(SSH_VOLUME, ssh_secret_name(job)),
             {"name": HOSTFILE_VOLUME, "configMap": {"name": hostfile_name(job)}},
         ],
     }
@@ -223,7 +226,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec], ssh: _ssh.Access) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": meta(job, launcher_name(job), job.labels(LAUNCHER, 0)),
+        "metadata": child_meta(job, launcher_name(job), job.labels(LAUNCHER, 0)),
         "spec": spec,
     }
 

@@ -21,13 +21,20 @@ from typing import Literal
 
 from jobcore import Object
 from jobcore.jobs import Job
+from jobcore.launcher import SSH_PORT_ENV
+from jobcore.launcher import SSH_WAIT_SECONDS
+from jobcore.launcher import SSH_WAIT_TIMEOUT_EXIT
+from jobcore.launcher import SSHAccess
+from jobcore.launcher import child_meta
+from jobcore.launcher import copied_launcher_pod
+from jobcore.launcher import headless_service
+from jobcore.launcher import hostfile_name
+from jobcore.launcher import launcher_name
+from jobcore.launcher import ssh_client_args
+from jobcore.launcher import ssh_wait_script
+from jobcore.launcher import sshd_worker_pod
+from jobcore.launcher import worker_host
 from jobkinds import _checks
-from jobkinds import _launch
-from jobkinds import _ssh
-from jobkinds._launch import hostfile_name
-from jobkinds._launch import launcher_name
-from jobkinds._launch import meta
-from jobkinds._launch import worker_host
 from jobkinds._mpiargs import flag_values
 
 if TYPE_CHECKING:
@@ -40,9 +47,9 @@ HOSTFILE_VOLUME = "jobcore-hostfile"
 HOSTFILE_DIR = "/etc/mpi"
 HOSTFILE_KEY = "hostfile"
 HOSTFILE = f"{HOSTFILE_DIR}/{HOSTFILE_KEY}"
-WAIT_SECONDS = _ssh.WAIT_SECONDS
+WAIT_SECONDS = SSH_WAIT_SECONDS
 """How long the launcher waits for every worker to resolve and accept ssh before giving up."""
-WAIT_TIMEOUT_EXIT = _ssh.WAIT_TIMEOUT_EXIT
+WAIT_TIMEOUT_EXIT = SSH_WAIT_TIMEOUT_EXIT
 """The launcher's exit code when workers never became reachable (`timeout`'s convention)."""
 
 Implementation = Literal["OpenMPI", "IntelMPI", "Intel", "MPICH"]
@@ -111,7 +118,7 @@ def flavour(implementation: Implementation) -> Flavour:
     return _FLAVOURS[implementation]
 
 
-# The shared wait (jobkinds/_ssh.py) reads its hostfile and timeout from the environment, which
+# The shared wait (`ssh_wait_script`) reads its hostfile and timeout from the environment, which
 # a test can point elsewhere; its exit code when giving up is WAIT_TIMEOUT_EXIT. As an MPI's own
 # environment scripts do, `mpiHome/bin` goes first on PATH and `mpiHome/lib` on
 # LD_LIBRARY_PATH, so the launcher is that installation's and so are the libraries of the ranks
@@ -122,7 +129,7 @@ def flavour(implementation: Implementation) -> Flavour:
 # Hydra (JOBCORE_MPI_LAUNCHER_HOST set) it also waits, within the same time, until the first
 # worker resolves that name, asking it over ssh with the launcher's options (JOBCORE_MPI_SSH_ARGS).
 LAUNCHER_SCRIPT = (
-    _ssh.wait_script("JOBCORE_MPI_HOSTFILE", HOSTFILE, "JOBCORE_MPI_WAIT_SECONDS")
+    ssh_wait_script("JOBCORE_MPI_HOSTFILE", HOSTFILE, "JOBCORE_MPI_WAIT_SECONDS")
     + r"""if [ -n "${JOBCORE_MPI_LAUNCHER_HOST:-}" ] && [ "${#workers[@]}" -gt 0 ]; then
   read -ra ssh_args <<<"${JOBCORE_MPI_SSH_ARGS:-}"
   lookup="getent hosts $(printf %q "$JOBCORE_MPI_LAUNCHER_HOST")"
@@ -214,7 +221,7 @@ def launcher_env(
     mpi: Flavour,
     *,
     slots_per_host: int,
-    ssh: _ssh.Access,
+    ssh: SSHAccess,
     mpi_home: str | None,
     launcher_host: str,
 ) -> list[dict[str, Any]]:
@@ -226,11 +233,11 @@ def launcher_env(
     Secret's ssh config. Under Hydra the script also waits until the workers resolve
     `launcher_host`, the launcher's hostname.
     """
-    ssh_args = f"-o ConnectionAttempts=10 {_ssh.client_args(ssh)}"
+    ssh_args = f"-o ConnectionAttempts=10 {ssh_client_args(ssh)}"
     values = {
         "JOBCORE_MPI_HOSTFILE": HOSTFILE,
         "JOBCORE_MPI_WAIT_SECONDS": str(WAIT_SECONDS),
-        _ssh.PORT_ENV: str(ssh.port),
+        SSH_PORT_ENV: str(ssh.port),
     }
     if mpi_home:
         values["JOBCORE_MPI_HOME"] = mpi_home
@@ -285,25 +292,25 @@ def hostfile_configmap(job: Job[MPIJobSpec]) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": meta(job, hostfile_name(job), job.labels()),
+        "metadata": child_meta(job, hostfile_name(job), job.labels()),
         "data": {HOSTFILE_KEY: hostfile_text(worker_hosts(job), per_host, mpi)},
     }
 
 
 def service(job: Job[MPIJobSpec]) -> Object:
     """The headless Service; under Hydra it publishes the launcher too (see `launcher_pod`)."""
-    headless = _launch.service(job, job.spec.ssh.port)
+    headless = headless_service(job, job.spec.ssh.port)
     if not flavour(job.spec.mpi_implementation).open_mpi:
         headless["spec"]["selector"] = job.labels()
     return headless
 
 
-def worker_pod(job: Job[MPIJobSpec], index: int, ssh: _ssh.Access) -> Object:
+def worker_pod(job: Job[MPIJobSpec], index: int, ssh: SSHAccess) -> Object:
     """sshd in place of the mpi-worker container's command; Ready once its port answers.
 
     Under Hydra the Service's domain is searched, so the launcher's bare hostname resolves.
     """
-    pod = _launch.sshd_worker_pod(
+    pod = sshd_worker_pod(
         job,
         index,
         container=WORKER_CONTAINER,
@@ -316,7 +323,7 @@ def worker_pod(job: Job[MPIJobSpec], index: int, ssh: _ssh.Access) -> Object:
     return pod
 
 
-def launcher_pod(job: Job[MPIJobSpec], ssh: _ssh.Access) -> Object:
+def launcher_pod(job: Job[MPIJobSpec], ssh: SSHAccess) -> Object:
     """One container copied from mpi-worker (image, resources, env, mounts...) running the
     implementation's launcher.
 
@@ -345,7 +352,7 @@ def launcher_pod(job: Job[MPIJobSpec], ssh: _ssh.Access) -> Object:
         )
         return launcher_command(launcher, mpi)
 
-    pod = _launch.copied_launcher_pod(
+    pod = copied_launcher_pod(
         job,
         worker_container=WORKER_CONTAINER,
         launcher_container=LAUNCHER_CONTAINER,

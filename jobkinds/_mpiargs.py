@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from jobcore.launcher import PATH_CHARACTERS
+from jobcore.launcher import SAFE_PATH
 from jobkinds import _checks
 
 _MCA_FLAG = re.compile(r"--?[a-z]*mca")
@@ -21,13 +23,13 @@ def remote_shell_errors(args: Sequence[str]) -> list[str]:
 
     mpirun (ORTE and PRRTE alike) writes `--prefix` unquoted into that command, and each MCA
     parameter as `-mca name "value"`, a launch agent unquoted: all must hold characters no
-    shell acts on (`_checks.SAFE_PATH`, `_checks.MCA_NAME`, `_checks.MCA_VALUE`).
+    shell acts on (`SAFE_PATH`, `_checks.MCA_NAME`, `_checks.MCA_VALUE`).
     """
     errors = [
-        f"{flag} needs an absolute path of {_checks.PATH_CHARACTERS} only (Open MPI writes it "
+        f"{flag} needs an absolute path of {PATH_CHARACTERS} only (Open MPI writes it "
         f"into the workers' shell command), got {value!r}"
         for flag, value in flag_values(args, _PREFIX_FLAGS)
-        if value is None or not _checks.SAFE_PATH.fullmatch(value)
+        if value is None or not SAFE_PATH.fullmatch(value)
     ]
     for flag, value in flag_values(args, _MCA_VALUE_FLAGS):
         if problem := _checks.mca_value_error(value or ""):

@@ -27,20 +27,24 @@ from jobcore.jobs import Job
 from jobcore.jobs import JobSpec
 from jobcore.jobs import Observed
 from jobcore.jobs import PodTemplateSpec
-from jobkinds import _checks
+from jobcore.launcher import SSH_PORT
+from jobcore.launcher import SSH_VOLUME
+from jobcore.launcher import LauncherWorkersKind
+from jobcore.launcher import SSHDPath
+from jobcore.launcher import SSHPort
+from jobcore.launcher import WorkerCount
+from jobcore.launcher import container_errors
+from jobcore.launcher import env_name_errors
+from jobcore.launcher import headless_service
+from jobcore.launcher import job_name_errors
+from jobcore.launcher import job_ssh
+from jobcore.launcher import launcher_due
+from jobcore.launcher import mount_errors
+from jobcore.launcher import path_errors
+from jobcore.launcher import worker_name
 from jobkinds import _colossalai as _cai
-from jobkinds import _ssh
 from jobkinds import _t9kshape
 from jobkinds._colossalai import WORKER_CONTAINER
-from jobkinds._launch import SSH_VOLUME
-from jobkinds._launch import LauncherWorkersKind
-from jobkinds._launch import SSHDPath
-from jobkinds._launch import SSHPort
-from jobkinds._launch import WorkerCount
-from jobkinds._launch import job_ssh
-from jobkinds._launch import launcher_due
-from jobkinds._launch import service
-from jobkinds._launch import worker_name
 
 
 class ColossalAISSHSpec(ApiModel):
@@ -55,7 +59,7 @@ class ColossalAISSHSpec(ApiModel):
     ssh_auth_mount_path: str | None = Field(
         default=None, description="T9k's current shape's name for authMountPath."
     )
-    port: SSHPort = _ssh.SSH_PORT
+    port: SSHPort = SSH_PORT
 
     @model_validator(mode="before")
     @classmethod
@@ -165,11 +169,11 @@ class ColossalAIJobKind(LauncherWorkersKind):
         longest = worker_name(job, spec.worker.replicas - 1)
         auth_mount_path = spec.ssh.auth_mount_path.rstrip("/")
         return [
-            *_checks.name_errors(job, longest, exceeds="63"),
-            *_checks.container_errors(spec, WORKER_CONTAINER),
+            *job_name_errors(job, longest, exceeds="63"),
+            *container_errors(spec, WORKER_CONTAINER),
             *_path_errors(spec),
             *_launch_errors(spec),
-            *_checks.mount_errors(
+            *mount_errors(
                 spec,
                 container=WORKER_CONTAINER,
                 volumes=(SSH_VOLUME, _cai.HOSTFILE_VOLUME),
@@ -184,7 +188,7 @@ class ColossalAIJobKind(LauncherWorkersKind):
         An existing ssh Secret is returned as observed (see `job_ssh`); the launcher as
         `launcher_due` says.
         """
-        # colossalai run's fabric accepts any host key: see `_ssh.Access.tunnel`.
+        # colossalai run's fabric accepts any host key: see `SSHAccess.tunnel`.
         secret, ssh = job_ssh(
             job,
             observed,
@@ -192,7 +196,7 @@ class ColossalAIJobKind(LauncherWorkersKind):
             port=job.spec.ssh.port,
             tunnel=True,
         )
-        children = [secret, _cai.hostfile_configmap(job), service(job, ssh.port)]
+        children = [secret, _cai.hostfile_configmap(job), headless_service(job, ssh.port)]
         children += [_cai.worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
         if launcher_due(job, observed):
             children.append(_cai.launcher_pod(job, ssh))
@@ -205,7 +209,7 @@ class ColossalAIJobKind(LauncherWorkersKind):
 def _path_errors(spec: ColossalAIJobSpec) -> list[FieldError]:
     """sshd runs by absolute path; the mount path lands in sshd's options; colossalai run
     sends `cd <its working directory>` to every worker's shell, escaping only spaces."""
-    errors = _checks.path_errors(
+    errors = path_errors(
         {
             "spec.ssh.sshdPath": spec.ssh.sshd_path,
             "spec.ssh.authMountPath": spec.ssh.auth_mount_path,
@@ -233,6 +237,4 @@ def _launch_errors(spec: ColossalAIJobSpec) -> list[FieldError]:
         if problem := _cai.torch_arg_error(arg):
             errors.append(FieldError(f"spec.worker.torchArgs[{i}]", problem))
     # colossalai run exports its environment on every worker as `export NAME="value"`.
-    return errors + _checks.env_name_errors(
-        spec.launcher.env, "spec.launcher.env", reader="colossalai run"
-    )
+    return errors + env_name_errors(spec.launcher.env, "spec.launcher.env", reader="colossalai run")

@@ -26,21 +26,26 @@ from jobcore.jobs import Job
 from jobcore.jobs import JobSpec
 from jobcore.jobs import Observed
 from jobcore.jobs import PodTemplateSpec
+from jobcore.launcher import LAUNCHER
+from jobcore.launcher import SSH_PORT
+from jobcore.launcher import SSH_VOLUME
+from jobcore.launcher import WORKER
+from jobcore.launcher import LauncherWorkersKind
+from jobcore.launcher import SSHDPath
+from jobcore.launcher import SSHPort
+from jobcore.launcher import WorkerCount
+from jobcore.launcher import container_errors
+from jobcore.launcher import job_name_errors
+from jobcore.launcher import job_ssh
+from jobcore.launcher import launcher_due
+from jobcore.launcher import mount_errors
+from jobcore.launcher import path_errors
+from jobcore.launcher import template_container
+from jobcore.launcher import worker_name
 from jobkinds import _checks
 from jobkinds import _mpi
 from jobkinds import _mpiargs
-from jobkinds import _ssh
 from jobkinds import _t9kshape
-from jobkinds._launch import LAUNCHER
-from jobkinds._launch import SSH_VOLUME
-from jobkinds._launch import WORKER
-from jobkinds._launch import LauncherWorkersKind
-from jobkinds._launch import SSHDPath
-from jobkinds._launch import SSHPort
-from jobkinds._launch import WorkerCount
-from jobkinds._launch import job_ssh
-from jobkinds._launch import launcher_due
-from jobkinds._launch import worker_name
 from jobkinds._mpi import HOSTFILE_VOLUME
 from jobkinds._mpi import LAUNCHER_CONTAINER
 from jobkinds._mpi import WORKER_CONTAINER
@@ -72,7 +77,7 @@ class SSHSpec(ApiModel):
         default="/root/.ssh",
         description="Where the job's ssh keys are mounted: the ~/.ssh of the user running MPI.",
     )
-    port: SSHPort = _ssh.SSH_PORT
+    port: SSHPort = SSH_PORT
 
 
 class MPIConfig(ApiModel):
@@ -179,11 +184,11 @@ class MPIJobKind(LauncherWorkersKind):
         spec = job.spec
         current_shape = "mpiConfig" in (job.obj.get("spec") or {})
         return [
-            *_checks.name_errors(job, worker_name(job, spec.worker.replicas - 1)),
-            *_checks.container_errors(spec, WORKER_CONTAINER),
+            *job_name_errors(job, worker_name(job, spec.worker.replicas - 1)),
+            *container_errors(spec, WORKER_CONTAINER),
             # sshd runs by absolute path; the mount path lands in ssh's options and mpiHome
             # in the command Open MPI's and Hydra's daemons are started with over ssh.
-            *_checks.path_errors(
+            *path_errors(
                 {
                     "spec.ssh.sshdPath": spec.ssh.sshd_path,
                     "spec.ssh.sshAuthMountPath": spec.ssh.ssh_auth_mount_path,
@@ -192,7 +197,7 @@ class MPIJobKind(LauncherWorkersKind):
             ),
             *_mpirun_errors(spec),
             *_open_mpi_shell_errors(spec),
-            *_checks.mount_errors(
+            *mount_errors(
                 spec,
                 container=WORKER_CONTAINER,
                 volumes=(SSH_VOLUME, HOSTFILE_VOLUME),
@@ -267,7 +272,7 @@ def _open_mpi_shell_errors(spec: MPIJobSpec) -> list[FieldError]:
         FieldError("spec.worker.extraMPIArgs", problem)
         for problem in _mpiargs.remote_shell_errors(spec.worker.extra_mpi_args)
     ]
-    if found := _checks.template_container(spec, WORKER_CONTAINER):
+    if found := template_container(spec, WORKER_CONTAINER):
         path, container = found
         errors += _checks.open_mpi_env_errors(container.env or (), f"{path}.env")
         if container.working_dir and (problem := _checks.mca_value_error(container.working_dir)):

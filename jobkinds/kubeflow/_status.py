@@ -33,8 +33,8 @@ from jobcore import Object
 from jobcore.jobs import INVALID_SPEC
 from jobcore.jobs import JobStatus
 from jobcore.jobs import parse_time
-from jobkinds._launch import LAUNCHER
-from jobkinds._launch import WORKER
+from jobcore.launcher import LAUNCHER
+from jobcore.launcher import WORKER
 from jobkinds.kubeflow._api import JobCondition
 from jobkinds.kubeflow._api import MPIJobStatus
 from jobkinds.kubeflow._api import ReplicaStatus

@@ -41,13 +41,18 @@ from jobcore.jobs import RunMode
 from jobcore.jobs import RunPolicy
 from jobcore.jobs import StatusPart
 from jobcore.jobs import summed_requests
-from jobkinds import _checks
-from jobkinds import _pods
-from jobkinds._launch import LAUNCHER
-from jobkinds._launch import MAX_WORKERS
-from jobkinds._launch import WORKER
-from jobkinds._launch import launcher_name
-from jobkinds._launch import worker_name
+from jobcore.launcher import LAUNCHER
+from jobcore.launcher import MAX_WORKERS
+from jobcore.launcher import WORKER
+from jobcore.launcher import clip
+from jobcore.launcher import is_ready
+from jobcore.launcher import job_name_errors
+from jobcore.launcher import launcher_name
+from jobcore.launcher import path_errors
+from jobcore.launcher import pod_phase
+from jobcore.launcher import pod_problems
+from jobcore.launcher import unique_name_errors
+from jobcore.launcher import worker_name
 from jobkinds.kubeflow import _children
 from jobkinds.kubeflow import _events
 from jobkinds.kubeflow import _metrics
@@ -123,15 +128,15 @@ class MPIJobKind:
             if replica is None:
                 continue
             template = f"{path}.{name}.template.spec"
-            errors += _checks.unique_name_errors(replica.template.spec, template)
+            errors += unique_name_errors(replica.template.spec, template)
             if replica.restart_policy in ("Always", "ExitCode"):
                 message = f'Unsupported value: "{replica.restart_policy}": supported values: '
                 errors.append(
                     FieldError(f"{path}.{name}.restartPolicy", message + '"Never", "OnFailure"')
                 )
         longest = worker_name(job, max(_children.worker_count(job), 1) - 1)
-        errors += _checks.name_errors(job, longest)
-        errors += _checks.path_errors({"spec.sshAuthMountPath": spec.ssh_auth_mount_path})
+        errors += job_name_errors(job, longest)
+        errors += path_errors({"spec.sshAuthMountPath": spec.ssh_auth_mount_path})
         if spec.run_policy.managed_by not in (None, "", MPI_OPERATOR, MULTIKUEUE):
             message = f'Unsupported value: supported values: "{MPI_OPERATOR}", "{MULTIKUEUE}"'
             errors.append(FieldError("spec.runPolicy.managedBy", message))
@@ -166,7 +171,7 @@ class MPIJobKind:
         ):
             return True
         names = [worker_name(job, i) for i in range(_children.worker_count(job))]
-        return all(_pods.is_ready(observed.get(PODS, name)) for name in names)
+        return all(is_ready(observed.get(PODS, name)) for name in names)
 
     def interpret(self, job: Job[MPIJobSpec], observed: Observed) -> Outcome:
         """The launcher Job's end decides; evicted workers fail the job; it runs once a
@@ -182,20 +187,20 @@ class MPIJobKind:
             message = f"{len(evicted)}/{len(workers)} workers are evicted"
             return Outcome("failed", EVICTED, message)
         launchers = observed.pods_of(LAUNCHER)
-        running = [p for p in workers if _pods.phase(p) == "Running"]
+        running = [p for p in workers if pod_phase(p) == "Running"]
         count = _children.worker_count(job)
         # A launcher pod that succeeded runs until its Job says it is complete.
-        launched = any(_pods.phase(p) in ("Running", "Succeeded") for p in launchers)
+        launched = any(pod_phase(p) in ("Running", "Succeeded") for p in launchers)
         if len(running) == count and launched:
             return Outcome("running", "MPIJobRunning", f"MPIJob {name} is running.")
         if launcher is None:
-            ready = sum(_pods.is_ready(p) for p in workers)
+            ready = sum(is_ready(p) for p in workers)
             reason = "WaitingForWorkers"
             message = f"{ready} of {count} worker(s) Ready; the launcher starts once all are."
         else:
             reason = "MPIJobPending"
             message = f"{len(running)} of {count} worker(s) running; the launcher is not."
-        if problems := _pods.problems([*launchers, *workers]):
+        if problems := pod_problems([*launchers, *workers]):
             message = f"{message} {problems}"
         return Outcome("pending", reason, message)
 
@@ -261,10 +266,10 @@ def _launcher_failure(failed: Mapping[str, Any], pods: list[Object], name: str) 
     reason = failed.get("reason") or "MPIJobFailed"
     message = failed.get("message") or f"MPIJob {name} has failed"
     if reason == "BackoffLimitExceeded":
-        ended = [p for p in pods if _pods.phase(p) == "Failed"]
+        ended = [p for p in pods if pod_phase(p) == "Failed"]
         last = max(ended, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
         status = (last or {}).get("status") or {}
         if status.get("reason"):
             reason = f"{reason}/{status['reason']}"
             message = f"{message}: {status.get('message', '')}"
-    return Outcome("failed", reason, _pods.clip(message, _MESSAGE_LIMIT))
+    return Outcome("failed", reason, clip(message, _MESSAGE_LIMIT))

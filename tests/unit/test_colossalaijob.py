@@ -18,6 +18,7 @@ from jobcore.jobs import Job
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
 from jobcore.jobs import run_mode_errors
+from jobcore.launcher import SSH_WAIT_TIMEOUT_EXIT
 from jobcore.testing import by_name
 from jobcore.testing import container_named
 from jobcore.testing import env_list
@@ -32,7 +33,6 @@ from jobcore.testing import secret_text
 from jobcore.testing import spec_with
 from jobcore.testing import terminated
 from jobkinds import _colossalai
-from jobkinds import _ssh
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.colossalaijob import ColossalAIJobSpec
 from tests.jobdocs import sample
@@ -557,7 +557,7 @@ def test_script_gives_up_on_unresolvable_workers_and_never_starts_colossalai(
             "JOBCORE_COLOSSALAI_WAIT_SECONDS": "1",
         },
     )
-    assert result.returncode == _ssh.WAIT_TIMEOUT_EXIT
+    assert result.returncode == SSH_WAIT_TIMEOUT_EXIT
     assert "waiting up to 1s for 1 worker(s)" in result.stdout
     assert "STARTED" not in result.stdout
 

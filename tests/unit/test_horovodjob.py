@@ -19,6 +19,8 @@ from jobcore._jobs.plan import plan
 from jobcore.jobs import Job
 from jobcore.jobs import Outcome
 from jobcore.jobs import run_mode_errors
+from jobcore.launcher import SSH_PORT_ENV
+from jobcore.launcher import SSH_WAIT_TIMEOUT_EXIT
 from jobcore.testing import accepting_connections
 from jobcore.testing import by_name
 from jobcore.testing import env_list
@@ -32,7 +34,6 @@ from jobcore.testing import spec_with
 from jobcore.testing import terminated
 from jobkinds import _checks
 from jobkinds import _horovod
-from jobkinds import _ssh
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.horovodjob import HorovodJobSpec
 
@@ -600,7 +601,7 @@ def run_launcher(
         env={
             "JOBCORE_HOROVOD_HOSTFILE": str(hostfile),
             "JOBCORE_HOROVOD_WAIT_SECONDS": "5",
-            _ssh.PORT_ENV: str(port),
+            SSH_PORT_ENV: str(port),
             **(env or {}),
         },
     )
@@ -693,7 +694,7 @@ def test_static_launcher_script_gives_up_on_unresolvable_workers(tmp_path: Path)
         tmp_path,
         env={"JOBCORE_HOROVOD_HOSTFILE": str(hostfile), "JOBCORE_HOROVOD_WAIT_SECONDS": "1"},
     )
-    assert result.returncode == _ssh.WAIT_TIMEOUT_EXIT
+    assert result.returncode == SSH_WAIT_TIMEOUT_EXIT
     assert "gave up after 1s" in result.stderr
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from jobcore.launcher import SSH_PORT_ENV
 from jobcore.testing import accepting_connections
 from jobcore.testing import run_command
 from jobkinds import _mpi
-from jobkinds import _ssh
 
 SSH_ARGS = "-o ConnectionAttempts=10 -i /root/.ssh/id_ed25519 -p 22"
 
@@ -43,7 +43,7 @@ def launch(
     env = {
         "JOBCORE_MPI_HOSTFILE": str(hostfile),
         "JOBCORE_MPI_WAIT_SECONDS": str(wait),
-        _ssh.PORT_ENV: str(port),
+        SSH_PORT_ENV: str(port),
     }
     if not mpi.open_mpi:
         env |= {"JOBCORE_MPI_LAUNCHER_HOST": "pi-launcher", "JOBCORE_MPI_SSH_ARGS": SSH_ARGS}

@@ -23,6 +23,9 @@ from jobcore.jobs import Job
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
 from jobcore.jobs import run_mode_errors
+from jobcore.launcher import SSH_PORT
+from jobcore.launcher import SSH_PORT_ENV
+from jobcore.launcher import generate_keypair
 from jobcore.testing import accepting_connections
 from jobcore.testing import by_name
 from jobcore.testing import container_named
@@ -40,7 +43,6 @@ from jobcore.testing import terminated
 from jobcore.testing import waiting
 from jobkinds import _checks
 from jobkinds import _mpi
-from jobkinds import _ssh
 from jobkinds.mpijob import MPIJobKind
 from jobkinds.mpijob import MPIJobSpec
 from tests.jobdocs import sample
@@ -492,7 +494,7 @@ def test_an_existing_secret_is_reused_unchanged() -> None:
 
 
 def test_generate_keypair_matches() -> None:
-    private, public = _ssh.generate_keypair()
+    private, public = generate_keypair()
     key = serialization.load_ssh_private_key(private.encode(), password=None)
     line = key.public_key().public_bytes(
         serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
@@ -621,7 +623,7 @@ def run_script(
     wait: int | str = 1,
     mpi_home: str = "",
     mpi: _mpi.Flavour = _mpi.OPEN_MPI,
-    port: int = _ssh.SSH_PORT,
+    port: int = SSH_PORT,
     env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     hostfile = tmp_path / "hostfile"
@@ -634,7 +636,7 @@ def run_script(
             "JOBCORE_MPI_HOSTFILE": str(hostfile),
             "JOBCORE_MPI_WAIT_SECONDS": str(wait),
             "JOBCORE_MPI_HOME": mpi_home,
-            _ssh.PORT_ENV: str(port),
+            SSH_PORT_ENV: str(port),
             **(env or {}),
         },
     )
