@@ -30,10 +30,16 @@ from jobcore.launcher import pod_phase
 from jobcore.launcher import ssh_secret_name
 from jobcore.launcher import worker_host
 from jobcore.launcher import worker_name
-from jobkinds import _mpi
-from jobkinds.kubeflow._api import DEFAULT_SSH_AUTH_MOUNT_PATH
-from jobkinds.kubeflow._api import MPIJobSpec
-from jobkinds.kubeflow._api import ReplicaSpec
+from jobkinds.kubeflow.spec import DEFAULT_SSH_AUTH_MOUNT_PATH
+from jobkinds.kubeflow.spec import MPIJobSpec
+from jobkinds.kubeflow.spec import ReplicaSpec
+from jobkinds.mpi.flavours import Flavour
+from jobkinds.mpi.flavours import flavour
+from jobkinds.mpi.flavours import hostfile_text
+from jobkinds.mpi.mpirun import HOSTFILE
+from jobkinds.mpi.mpirun import HOSTFILE_DIR
+from jobkinds.mpi.mpirun import HOSTFILE_KEY
+from jobkinds.mpi.openmpi import open_mpi_env
 
 OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
@@ -43,8 +49,7 @@ OPERATOR_NAME = "mpi-operator"
 ROLE_ENV = "K_MPI_JOB_ROLE"
 SSH_VOLUME = "ssh-auth"
 CONFIG_VOLUME = "mpi-job-config"
-CONFIG_DIR = _mpi.HOSTFILE_DIR
-HOSTFILE = _mpi.HOSTFILE
+CONFIG_DIR = HOSTFILE_DIR
 DISCOVER_HOSTS = "discover_hosts.sh"
 PRIVATE_KEY = "ssh-privatekey"
 PUBLIC_KEY = "ssh-publickey"
@@ -72,8 +77,8 @@ def _owned_child_meta(job: Job[MPIJobSpec], name: str) -> dict[str, Any]:
     return child_meta(job, name, {"app": job.name, **job.labels()})
 
 
-def _flavour(job: Job[MPIJobSpec]) -> _mpi.Flavour:
-    return _mpi.flavour(job.spec.mpi_implementation)
+def _flavour(job: Job[MPIJobSpec]) -> Flavour:
+    return flavour(job.spec.mpi_implementation)
 
 
 # Service, ConfigMap, Secret ------------------------------------------------------------------
@@ -111,7 +116,7 @@ def config_map(job: Job[MPIJobSpec], observed: Observed) -> Object:
         "kind": "ConfigMap",
         "metadata": _owned_child_meta(job, config_name(job)),
         "data": {
-            _mpi.HOSTFILE_KEY: _mpi.hostfile_text(hosts, job.spec.slots_per_worker, _flavour(job)),
+            HOSTFILE_KEY: hostfile_text(hosts, job.spec.slots_per_worker, _flavour(job)),
             DISCOVER_HOSTS: script,
         },
     }
@@ -232,7 +237,7 @@ def launcher_env(job: Job[MPIJobSpec]) -> list[dict[str, str]]:
     slots = job.spec.slots_per_worker
     values = {ROLE_ENV: LAUNCHER}
     if job.spec.mpi_implementation == "OpenMPI":
-        values |= _mpi.open_mpi_env(hostfile=HOSTFILE, slots_per_host=slots, ssh_args=SSH_ARGS)
+        values |= open_mpi_env(hostfile=HOSTFILE, slots_per_host=slots, ssh_args=SSH_ARGS)
     elif job.spec.mpi_implementation == "Intel":
         values |= {
             "I_MPI_HYDRA_HOST_FILE": HOSTFILE,
@@ -263,7 +268,7 @@ def launcher_job(job: Job[MPIJobSpec]) -> Object:
         "configMap": {
             "name": config_name(job),
             "items": [
-                {"key": _mpi.HOSTFILE_KEY, "path": _mpi.HOSTFILE_KEY, "mode": 0o444},
+                {"key": HOSTFILE_KEY, "path": HOSTFILE_KEY, "mode": 0o444},
                 {"key": DISCOVER_HOSTS, "path": DISCOVER_HOSTS, "mode": 0o555},
             ],
         },

@@ -1,6 +1,6 @@
 """ColossalAIJob's children: hostfile, headless Service, worker and launcher pods, launch command.
 
-Split from the kind (`colossalaijob`) so the launcher's command reads, and runs in tests, on
+Split from the kind so the launcher's command reads, and runs in tests, on
 its own. Every user-provided string reaches `colossalai run` as a positional argument of
 `bash -c`, never as script text; the script, its arguments and the torchrun options are
 escaped once more, because `colossalai run` joins them into the shell command it runs on every
@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 from typing import Any
 
 from jobcore import Object
@@ -21,7 +20,6 @@ from jobcore.jobs import Job
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import SSH_PORT_ENV
 from jobcore.launcher import SSH_VOLUME
-from jobcore.launcher import WORKER
 from jobcore.launcher import SSHAccess
 from jobcore.launcher import child_meta
 from jobcore.launcher import hostfile_name
@@ -32,14 +30,10 @@ from jobcore.launcher import ssh_secret_volume
 from jobcore.launcher import ssh_wait_script
 from jobcore.launcher import sshd_worker_pod
 from jobcore.launcher import worker_host
-from jobkinds import _t9kshape
+from jobkinds.colossalaijob.spec import LAUNCHER_CONTAINER
+from jobkinds.colossalaijob.spec import WORKER_CONTAINER
+from jobkinds.colossalaijob.spec import ColossalAIJobSpec
 
-if TYPE_CHECKING:
-    from jobkinds.colossalaijob import ColossalAIJobSpec
-
-WORKER_CONTAINER = WORKER
-"""The template's container that runs sshd (T9k: its command is ignored)."""
-LAUNCHER_CONTAINER = LAUNCHER
 HOSTFILE_VOLUME = "jobcore-hostfile"
 HOSTFILE_DIR = "/etc/colossalai"
 HOSTFILE_KEY = "hostfile"
@@ -229,46 +223,3 @@ def launcher_pod(job: Job[ColossalAIJobSpec], ssh: SSHAccess) -> Object:
         "metadata": child_meta(job, launcher_name(job), job.labels(LAUNCHER, 0)),
         "spec": spec,
     }
-
-
-def from_current_shape(spec: dict[str, Any], replicas: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """`replicaSpecs` + `torchConfig` -> `worker` and `launcher` (T9k's current shape).
-
-    The launcher entry's `launcher` container gives image, workingDir, env and resources; an
-    empty template means the defaults: the worker container's image and workingDir.
-    """
-    config = spec.pop("torchConfig", None) or {}
-    entry = replicas[WORKER]
-    template = _t9kshape.worker_template(entry, container=WORKER_CONTAINER)
-    worker_container: dict[str, Any] = next(
-        (c for c in template.get("spec", {}).get("containers") or () if c.get("name") == WORKER),
-        {},
-    )
-    launcher_template = replicas.get(LAUNCHER, {}).get("template") or {}
-    launcher_container = next(
-        (
-            c
-            for c in (launcher_template.get("spec") or {}).get("containers") or ()
-            if c.get("name") == LAUNCHER
-        ),
-        None,
-    )
-    if launcher_template and launcher_container is None:
-        raise ValueError(
-            "spec.replicaSpecs[launcher].template: needs a container named launcher, or {}"
-        )
-    source = launcher_container or worker_container
-    launcher = {
-        key: source[key]
-        for key in ("image", "workingDir", "env", "resources")
-        if source.get(key) is not None and (launcher_container or key in ("image", "workingDir"))
-    }
-    worker: dict[str, Any] = {
-        "replicas": entry.get("replicas", 1),
-        "command": config.get("script") or [],
-        "torchArgs": config.get("extraArgs") or [],
-        "template": template,
-    }
-    if config.get("procPerWorker") is not None:
-        worker["procPerWorker"] = config["procPerWorker"]
-    return {"worker": worker, "launcher": launcher}

@@ -1,39 +1,20 @@
-"""The HorovodJob kind: workers running sshd, and a launcher that runs horovodrun over ssh.
-
-Our API in T9k's group `batch.tensorstack.dev/v1beta1`: spec.worker{replicas, slotsPerWorker,
-cmd, template}, spec.horovod{backend, networkInterfaces, startTimeout, glooTimeoutSeconds},
-spec.elastic and spec.ssh. A static job lists its workers in a hostfile, and its launcher
-starts once every worker is Ready and waits again for each to accept ssh. An elastic job
-(spec.elastic, Gloo only) hands horovodrun a host discovery script that probes which workers
-accept ssh; it scales with spec.worker.replicas and replaces a lost worker instead of failing.
-Either way the launcher's exit code decides the outcome.
-"""
+"""The HorovodJob kind: validation, the children rendered from what is observed, the outcome."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from collections.abc import Sequence
-from typing import Literal
-
-from pydantic import Field
 
 from jobcore import PODS
 from jobcore import Object
 from jobcore import Resource
-from jobcore.jobs import ApiModel
 from jobcore.jobs import FieldError
 from jobcore.jobs import Job
-from jobcore.jobs import JobSpec
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
-from jobcore.jobs import PodTemplateSpec
-from jobcore.launcher import SSH_PORT
 from jobcore.launcher import SSH_VOLUME
 from jobcore.launcher import LauncherWorkersKind
-from jobcore.launcher import SSHDPath
-from jobcore.launcher import SSHPort
-from jobcore.launcher import WorkerCount
 from jobcore.launcher import container_errors
 from jobcore.launcher import env_from_errors
 from jobcore.launcher import env_name_errors
@@ -53,113 +34,21 @@ from jobcore.launcher import pod_problems
 from jobcore.launcher import summarize
 from jobcore.launcher import template_container
 from jobcore.launcher import worker_name
-from jobkinds import _checks
-from jobkinds import _horovod
-from jobkinds._horovod import CONFIG_DIR
-from jobkinds._horovod import CONFIG_VOLUME
-from jobkinds._horovod import LAUNCHER_CONTAINER
-from jobkinds._horovod import WORKER_CONTAINER
+from jobkinds.horovodjob.children import CONFIG_DIR
+from jobkinds.horovodjob.children import CONFIG_VOLUME
+from jobkinds.horovodjob.children import LAUNCHER_CONTAINER
+from jobkinds.horovodjob.children import WORKER_CONTAINER
+from jobkinds.horovodjob.children import config_configmap
+from jobkinds.horovodjob.children import launcher_pod
+from jobkinds.horovodjob.children import worker_pod
+from jobkinds.horovodjob.spec import HorovodJobSpec
+from jobkinds.mpi.openmpi import open_mpi_env_errors
 
 _INTERFACE = re.compile(r"[A-Za-z0-9_.:@-]+")
-COOLDOWN_MAX = 3600
-"""horovodrun refuses a blacklist cooldown over an hour."""
-
-
-class HorovodWorkerSpec(ApiModel):
-    """The workers, and the program horovodrun starts on them."""
-
-    replicas: WorkerCount = Field(default=1, description="Number of worker pods.")
-    slots_per_worker: int = Field(
-        default=1, ge=1, description="Horovod processes per worker (the hostfile's slots)."
-    )
-    cmd: list[str] = Field(
-        min_length=1, description="The program horovodrun starts on the workers, with its args."
-    )
-    template: PodTemplateSpec = Field(
-        description="Pod template of workers and launcher; needs a container named worker, "
-        "whose command and args are replaced (sshd on workers, horovodrun on the launcher)."
-    )
-
-
-class HorovodSpec(ApiModel):
-    """horovodrun's options."""
-
-    backend: Literal["gloo", "mpi"] = Field(
-        default="gloo",
-        description="Controller and collectives: gloo (default; needed for elastic) or mpi.",
-    )
-    network_interfaces: list[str] = Field(
-        default_factory=list, description="Interfaces for Horovod traffic (--network-interfaces)."
-    )
-    start_timeout: int | None = Field(
-        default=None, ge=1, description="Seconds horovodrun waits for its processes to start."
-    )
-    gloo_timeout_seconds: int | None = Field(
-        default=None,
-        ge=1,
-        description="Seconds a Gloo operation waits for a peer (Horovod's default: 30); a lost "
-        "worker stalls the others this long before an elastic job resets.",
-    )
-
-
-class BlacklistCooldown(ApiModel):
-    """How long horovodrun shuns a worker whose processes failed (it doubles with each failure).
-
-    Without it horovodrun never takes back a host that failed once, so a replaced worker
-    Pod, which has the same name, could never rejoin.
-    """
-
-    min_seconds: int = Field(
-        default=1,
-        ge=1,
-        le=COOLDOWN_MAX,
-        description="The shortest time a failed worker is shunned.",
-    )
-    max_seconds: int = Field(
-        default=60,
-        ge=1,
-        le=COOLDOWN_MAX,
-        description="The longest time a failed worker is shunned.",
-    )
-
-
-class ElasticSpec(ApiModel):
-    """Elastic Horovod: the job runs on between minReplicas and the workers' replicas."""
-
-    min_replicas: WorkerCount = Field(description="Fewest workers the job runs with.")
-    max_replicas: WorkerCount = Field(description="Most workers the job scales up to.")
-    reset_limit: int | None = Field(
-        default=None, ge=0, description="How many times horovodrun may reset its workers."
-    )
-    blacklist_cooldown: BlacklistCooldown = Field(
-        default_factory=BlacklistCooldown,
-        description="When a failed worker may rejoin (--blacklist-cooldown-range).",
-    )
-
-
-class SSHSpec(ApiModel):
-    """Where sshd is in the worker image, where the job's ssh keys are mounted, and its port."""
-
-    sshd_path: SSHDPath = "/usr/sbin/sshd"
-    ssh_auth_mount_path: str = Field(
-        default=_horovod.DEFAULT_SSH_MOUNT,
-        description="Where the job's ssh keys are mounted: the ~/.ssh of the user running Horovod.",
-    )
-    port: SSHPort = SSH_PORT
-
-
-class HorovodJobSpec(JobSpec):
-    worker: HorovodWorkerSpec = Field(description="The workers, and the program they run.")
-    horovod: HorovodSpec = Field(default_factory=HorovodSpec, description="horovodrun options.")
-    elastic: ElasticSpec | None = Field(
-        default=None,
-        description="Run elastic Horovod: workers may come and go within [min, max] replicas.",
-    )
-    ssh: SSHSpec = Field(default_factory=SSHSpec, description="sshd and key locations.")
 
 
 class HorovodJobKind(LauncherWorkersKind):
-    """HorovodJob: see the module docstring; satisfies `jobcore.JobKind[HorovodJobSpec]`."""
+    """HorovodJob: see the package docstring; satisfies `jobcore.JobKind[HorovodJobSpec]`."""
 
     resource: Resource = Resource("batch.tensorstack.dev", "v1beta1", "HorovodJob", "horovodjobs")
     short_names: Sequence[str] = ("hj", "hvdj")
@@ -198,16 +87,16 @@ class HorovodJobKind(LauncherWorkersKind):
             port=job.spec.ssh.port,
             tunnel=True,
         )
-        children = [secret, _horovod.config_configmap(job), headless_service(job, ssh.port)]
+        children = [secret, config_configmap(job), headless_service(job, ssh.port)]
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         elastic = job.spec.elastic
         children += [
-            _horovod.worker_pod(job, i, ssh)
+            worker_pod(job, i, ssh)
             for i, name in enumerate(names)
             if not (elastic and pod_ended(observed.get(PODS, name)))
         ]
         if launcher_due(job, observed, ready_needed=elastic.min_replicas if elastic else None):
-            children.append(_horovod.launcher_pod(job, ssh))
+            children.append(launcher_pod(job, ssh))
         return children
 
     def interpret(self, job: Job[HorovodJobSpec], observed: Observed) -> Outcome:
@@ -328,5 +217,5 @@ def _launcher_shell_errors(spec: HorovodJobSpec) -> list[FieldError]:
     if spec.horovod.backend == "gloo":
         errors += path_errors({f"{path}.workingDir": container.working_dir})
     else:
-        errors += _checks.open_mpi_env_errors(env, f"{path}.env")
+        errors += open_mpi_env_errors(env, f"{path}.env")
     return errors

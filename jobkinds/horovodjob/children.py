@@ -1,6 +1,6 @@
 """HorovodJob's children: hostfile or discovery script, Service, worker and launcher pods.
 
-Split from the kind (`horovodjob`) so the horovodrun command line and the host discovery
+Split from the kind so the horovodrun command line and the host discovery
 script read, and run in tests, on their own. Every user-provided string reaches horovodrun as
 a positional argument, never as script text.
 """
@@ -8,7 +8,6 @@ a positional argument, never as script text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 from typing import Any
 
 from jobcore import Object
@@ -27,10 +26,9 @@ from jobcore.launcher import ssh_client_args
 from jobcore.launcher import ssh_wait_script
 from jobcore.launcher import sshd_worker_pod
 from jobcore.launcher import worker_host
-from jobkinds import _checks
-
-if TYPE_CHECKING:
-    from jobkinds.horovodjob import HorovodJobSpec
+from jobkinds.horovodjob.spec import DEFAULT_SSH_MOUNT
+from jobkinds.horovodjob.spec import HorovodJobSpec
+from jobkinds.mpi.openmpi import open_mpi_env_script
 
 WORKER_CONTAINER = WORKER
 """The template's container that runs sshd on workers and horovodrun on the launcher."""
@@ -44,8 +42,6 @@ DISCOVERY_SCRIPT = f"{CONFIG_DIR}/{DISCOVERY_KEY}"
 DISCOVERY_MODE = 0o755
 PROBE_SECONDS = 2
 """How long the discovery script waits for one worker's sshd port."""
-DEFAULT_SSH_MOUNT = "/root/.ssh"
-"""root's ssh reads its identity and config from here unaided; elsewhere horovodrun is told."""
 
 HOSTFILE_ENV = "JOBCORE_HOROVOD_HOSTFILE"
 WAIT_SECONDS_ENV = "JOBCORE_HOROVOD_WAIT_SECONDS"
@@ -57,7 +53,7 @@ LAUNCHER_SCRIPT = (
 exec horovodrun "$@"
 """
 )
-_MPI_SCRIPT = _checks.open_mpi_env_script("horovodrun") + LAUNCHER_SCRIPT
+_MPI_SCRIPT = open_mpi_env_script("horovodrun") + LAUNCHER_SCRIPT
 """With `--mpi`, the environment horovodrun hands to Open MPI's mpirun is checked first."""
 SOCKET_TIMEOUT_SECONDS = 5
 """How long an elastic horovodrun's sockets wait, e.g. its connect to a rank that is gone."""
@@ -150,7 +146,7 @@ def horovodrun_args(job: Job[HorovodJobSpec]) -> list[str]:
 
 def launcher_command(job: Job[HorovodJobSpec]) -> list[str]:
     """Static: wait for every hostfile host, then exec horovodrun (with `mpi`, once Open MPI's
-    environment passed `_checks.open_mpi_env_script`). Elastic (gloo only): horovodrun at
+    environment passed `open_mpi_env_script`). Elastic (gloo only): horovodrun at
     once, as it waits for `--min-np` slots from the discovery script itself, with a default
     socket timeout (ELASTIC_SCRIPT)."""
     if elastic(job):

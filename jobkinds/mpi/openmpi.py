@@ -1,9 +1,12 @@
-"""Open MPI's rules for what it copies into the shell command that starts its daemons.
+"""Open MPI: its environment, and what it copies into the shell command that starts its daemons.
 
 Open MPI writes MCA parameters (from `-mca` flags and `OMPI_MCA_`-style variables) and its
 prefix variables into the command its daemons' shell runs on each worker. `open_mpi_env_errors`
 checks what validation can see; `open_mpi_env_script`, by the same rules, what an Open MPI
-launcher finds at run time (values from `valueFrom`, variables from `envFrom` or the image).
+launcher finds at run time (values from `valueFrom`, variables from `envFrom` or the image);
+`remote_shell_errors`, what in mpirun's own arguments would act in that shell. Shared by both
+MPIJobs and HorovodJob's `mpi` backend, with `open_mpi_env`, Open MPI's hostfile, slots and ssh
+options.
 """
 
 from __future__ import annotations
@@ -12,12 +15,15 @@ import re
 import shlex
 from collections.abc import Iterable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from jobcore.jobs import FieldError
 from jobcore.launcher import PATH_CHARACTERS
+from jobcore.launcher import SAFE_PATH
 from jobcore.launcher import SAFE_PATH_CLASS
 from jobcore.launcher import path_errors
+from jobkinds.mpi.flavours import flag_values
 
 # Character classes, the same in a Python regex and a bash pattern (`[!...]`, under LC_ALL=C).
 _MCA_NAME_CLASS = "A-Za-z0-9_"
@@ -33,6 +39,12 @@ MCA_ENV_PREFIXES = ("OMPI_MCA_", "PRTE_MCA_", "PMIX_MCA_")
 PREFIX_ENV_NAMES = ("OPAL_PREFIX", "PMIX_PREFIX")
 """Environment variables that Open MPI 4 (ORTE: OPAL_PREFIX) and 5 (PRRTE: PMIX_PREFIX) write
 unquoted, as `NAME=value ; export NAME`, into that command line whenever it has a prefix."""
+_MCA_FLAG = re.compile(r"--?[a-z]*mca")
+"""Open MPI's flags followed by an MCA parameter's name and value: -mca, --gmca, --prtemca..."""
+_MCA_VALUE_FLAGS = ("-am", "--am", "-tune", "--tune", "-launch-agent", "--launch-agent")
+"""Open MPI flags whose value mpirun copies onto its daemons' command line: parameter files
+become MCA values, and the launch agent starts that command line."""
+_PREFIX_FLAGS = ("-prefix", "--prefix")
 UNSAFE_ENV_EXIT = 65
 """The exit code of an Open MPI launcher that refuses its environment (sysexits' EX_DATAERR)."""
 
@@ -115,3 +127,52 @@ if [[ -n $unsafe ]]; then
   exit {UNSAFE_ENV_EXIT}
 fi
 """
+
+
+def remote_shell_errors(args: Sequence[str]) -> list[str]:
+    """What in Open MPI's extra args would act in the shell that starts its daemons.
+
+    mpirun (ORTE and PRRTE alike) writes `--prefix` unquoted into that command, and each MCA
+    parameter as `-mca name "value"`, a launch agent unquoted: all must hold characters no
+    shell acts on (`SAFE_PATH`, `MCA_NAME`, `MCA_VALUE`).
+    """
+    errors = [
+        f"{flag} needs an absolute path of {PATH_CHARACTERS} only (Open MPI writes it "
+        f"into the workers' shell command), got {value!r}"
+        for flag, value in flag_values(args, _PREFIX_FLAGS)
+        if value is None or not SAFE_PATH.fullmatch(value)
+    ]
+    for flag, value in flag_values(args, _MCA_VALUE_FLAGS):
+        if problem := mca_value_error(value or ""):
+            errors.append(f"{flag} {problem}")
+    for i, arg in enumerate(args):
+        if not _MCA_FLAG.fullmatch(arg):
+            continue
+        name, value = [*args[i + 1 : i + 3], "", ""][:2]
+        if not MCA_NAME.fullmatch(name):
+            errors.append(
+                f"{arg} needs an MCA parameter name ([A-Za-z0-9_]+; Open MPI writes it unquoted "
+                f"into the workers' shell command), got {name!r}"
+            )
+        elif problem := mca_value_error(value):
+            errors.append(f"{arg} {name}: the value {problem}")
+    return errors
+
+
+def open_mpi_env(*, hostfile: str, slots_per_host: int, ssh_args: str) -> dict[str, str]:
+    """Open MPI's hostfile, slots per host and ssh options, under the names of Open MPI 4
+    (ORTE) and of Open MPI 5 (PRRTE): each ignores the other's.
+
+    Without `keep_fqdn_hostnames` both cut `w-0.job.ns.svc.cluster.local` to `w-0`, which does
+    not resolve.
+    """
+    return {
+        "OMPI_MCA_orte_default_hostfile": hostfile,
+        "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+        "OMPI_MCA_orte_set_default_slots": str(slots_per_host),
+        "OMPI_MCA_plm_rsh_args": ssh_args,
+        "PRTE_MCA_prte_default_hostfile": hostfile,
+        "PRTE_MCA_prte_keep_fqdn_hostnames": "true",
+        "PRTE_MCA_prte_set_default_slots": str(slots_per_host),
+        "PRTE_MCA_plm_ssh_args": ssh_args,
+    }

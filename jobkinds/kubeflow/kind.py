@@ -1,7 +1,7 @@
 """Kubeflow's MPIJob kind (`kubeflow.org/v2beta1`): MPI Operator v2's API on jobcore.
 
 Users of Kubeflow's MPI Operator bring their YAML unchanged: the same children under the same
-names and labels (see `_children`), the same status (see `_status`) and metrics (`_metrics`).
+names and labels (see `children`), the same status (see `status`) and metrics (`metrics`).
 jobcore's job layer does the rest, so some behaviour is jobcore's:
 
 - `runPolicy.suspend` pauses the job: its pods and its launcher Job are deleted (Kubeflow
@@ -53,15 +53,20 @@ from jobcore.launcher import pod_phase
 from jobcore.launcher import pod_problems
 from jobcore.launcher import unique_name_errors
 from jobcore.launcher import worker_name
-from jobkinds.kubeflow import _children
-from jobkinds.kubeflow import _events
-from jobkinds.kubeflow import _metrics
-from jobkinds.kubeflow._api import MPI_OPERATOR
-from jobkinds.kubeflow._api import MULTIKUEUE
-from jobkinds.kubeflow._api import MPIJobSpec
-from jobkinds.kubeflow._api import SchedulingPolicy
-from jobkinds.kubeflow._status import EVICTED
-from jobkinds.kubeflow._status import KubeflowStatus
+from jobkinds.kubeflow import events
+from jobkinds.kubeflow import metrics
+from jobkinds.kubeflow.children import config_map
+from jobkinds.kubeflow.children import launcher_job
+from jobkinds.kubeflow.children import service
+from jobkinds.kubeflow.children import ssh_secret
+from jobkinds.kubeflow.children import worker_count
+from jobkinds.kubeflow.children import worker_pod
+from jobkinds.kubeflow.spec import MPI_OPERATOR
+from jobkinds.kubeflow.spec import MULTIKUEUE
+from jobkinds.kubeflow.spec import MPIJobSpec
+from jobkinds.kubeflow.spec import SchedulingPolicy
+from jobkinds.kubeflow.status import EVICTED
+from jobkinds.kubeflow.status import KubeflowStatus
 
 _CLEAN_UP: dict[str | None, CleanUpPolicy | None] = {
     None: None,
@@ -134,7 +139,7 @@ class MPIJobKind:
                 errors.append(
                     FieldError(f"{path}.{name}.restartPolicy", message + '"Never", "OnFailure"')
                 )
-        longest = worker_name(job, max(_children.worker_count(job), 1) - 1)
+        longest = worker_name(job, max(worker_count(job), 1) - 1)
         errors += job_name_errors(job, longest)
         errors += path_errors({"spec.sshAuthMountPath": spec.ssh_auth_mount_path})
         if spec.run_policy.managed_by not in (None, "", MPI_OPERATOR, MULTIKUEUE):
@@ -144,7 +149,7 @@ class MPIJobKind:
 
     def replicas(self, job: Job[MPIJobSpec]) -> Mapping[str, int]:
         """The launcher and the workers: under a gang scheduler, its PodGroup's members."""
-        return {LAUNCHER: 1, WORKER: _children.worker_count(job)}
+        return {LAUNCHER: 1, WORKER: worker_count(job)}
 
     def render(self, job: Job[MPIJobSpec], observed: Observed) -> list[Object]:
         """Secret, ConfigMap, Service, workers, and the launcher Job when it is due.
@@ -154,13 +159,13 @@ class MPIJobKind:
         it exists.
         """
         children = [
-            _children.ssh_secret(job, observed),
-            _children.config_map(job, observed),
-            _children.service(job),
-            *(_children.worker_pod(job, i) for i in range(_children.worker_count(job))),
+            ssh_secret(job, observed),
+            config_map(job, observed),
+            service(job),
+            *(worker_pod(job, i) for i in range(worker_count(job))),
         ]
         if self._launcher_due(job, observed):
-            children.append(_children.launcher_job(job))
+            children.append(launcher_job(job))
         return children
 
     def _launcher_due(self, job: Job[MPIJobSpec], observed: Observed) -> bool:
@@ -170,7 +175,7 @@ class MPIJobKind:
             or observed.get(BATCH_JOBS, launcher_name(job)) is not None
         ):
             return True
-        names = [worker_name(job, i) for i in range(_children.worker_count(job))]
+        names = [worker_name(job, i) for i in range(worker_count(job))]
         return all(is_ready(observed.get(PODS, name)) for name in names)
 
     def interpret(self, job: Job[MPIJobSpec], observed: Observed) -> Outcome:
@@ -188,7 +193,7 @@ class MPIJobKind:
             return Outcome("failed", EVICTED, message)
         launchers = observed.pods_of(LAUNCHER)
         running = [p for p in workers if pod_phase(p) == "Running"]
-        count = _children.worker_count(job)
+        count = worker_count(job)
         # A launcher pod that succeeded runs until its Job says it is complete.
         launched = any(pod_phase(p) in ("Running", "Succeeded") for p in launchers)
         if len(running) == count and launched:
@@ -207,12 +212,12 @@ class MPIJobKind:
     def announce(
         self, recorder: EventRecorder, obj: Object, previous: JobStatus, status: JobStatus
     ) -> None:
-        _events.announce(recorder, obj, previous, status)
-        _metrics.announce(obj, previous, status)
+        events.announce(recorder, obj, previous, status)
+        metrics.announce(obj, previous, status)
 
     def forget(self, obj: Object) -> None:
         """The job is deleted: its per-job metric series go with it."""
-        _metrics.forget(obj)
+        metrics.forget(obj)
 
 
 def _gang(spec: MPIJobSpec) -> GangPolicy:
