@@ -26,8 +26,8 @@ from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobcore.testing import spec_with
 from jobkinds.kubeflow import MPIJobKind
-from jobkinds.kubeflow import _children
-from jobkinds.kubeflow._status import KubeflowStatus
+from jobkinds.kubeflow.children import launcher_job
+from jobkinds.kubeflow.status import KubeflowStatus
 from tests.jobdocs import sample
 from tests.unit.test_jobdecide import Recorded
 
@@ -92,7 +92,7 @@ class Passes:
     def pods(self, phase: str, *, launcher: str = "Running", **job: Any) -> list[Object]:
         """Two workers in `phase`, the launcher Job with `job` conditions and its pod."""
         spec = job_of(KIND, self.obj)
-        batch = _children.launcher_job(spec)
+        batch = launcher_job(spec)
         batch["status"] = {
             "conditions": [{"type": t, "status": "True", **c} for t, c in job.items()]
         }

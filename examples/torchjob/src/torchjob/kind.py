@@ -16,14 +16,14 @@ from jobcore.jobs import Job
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
 from jobcore.jobs import PodTemplateSpec
-from torchjob import _children
-from torchjob._children import ENV_NAMES
-from torchjob._children import MASTER
-from torchjob._children import WORKER
-from torchjob._children import master_name
-from torchjob._children import worker_name
-from torchjob._spec import CONTAINER
-from torchjob._spec import TorchJobSpec
+from torchjob.children import ENV_NAMES
+from torchjob.children import MASTER
+from torchjob.children import WORKER
+from torchjob.children import children
+from torchjob.children import master_name
+from torchjob.children import worker_name
+from torchjob.spec import CONTAINER
+from torchjob.spec import TorchJobSpec
 
 _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
@@ -56,7 +56,7 @@ class TorchJobKind:
         return {MASTER: 1, WORKER: job.spec.worker.replicas}
 
     def render(self, job: Job[TorchJobSpec], observed: Observed) -> list[Object]:
-        return _children.children(job)
+        return children(job)
 
     def interpret(self, job: Job[TorchJobSpec], observed: Observed) -> Outcome:
         """The master's exit decides; a worker that fails before it fails the job.

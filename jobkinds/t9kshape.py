@@ -20,7 +20,7 @@ from typing import get_args
 from pydantic import Field
 
 from jobcore.jobs import ApiModel
-from jobkinds._launch import WorkerCount
+from jobcore.launcher import WorkerCount
 
 JsonSchema = dict[str, Any]
 ReplicaType = Literal["worker", "launcher"]

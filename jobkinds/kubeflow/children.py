@@ -19,19 +19,27 @@ from jobcore import SECRETS
 from jobcore import Object
 from jobcore.jobs import Job
 from jobcore.jobs import Observed
-from jobkinds import _mpi
-from jobkinds import _pods
-from jobkinds import _ssh
-from jobkinds._launch import LAUNCHER
-from jobkinds._launch import WORKER
-from jobkinds._launch import launcher_name
-from jobkinds._launch import meta
-from jobkinds._launch import ssh_secret_name
-from jobkinds._launch import worker_host
-from jobkinds._launch import worker_name
-from jobkinds.kubeflow._api import DEFAULT_SSH_AUTH_MOUNT_PATH
-from jobkinds.kubeflow._api import MPIJobSpec
-from jobkinds.kubeflow._api import ReplicaSpec
+from jobcore.launcher import LAUNCHER
+from jobcore.launcher import SSH_SECRET_MODE
+from jobcore.launcher import SSH_UNPINNED_OPTIONS
+from jobcore.launcher import WORKER
+from jobcore.launcher import child_meta
+from jobcore.launcher import generate_keypair
+from jobcore.launcher import launcher_name
+from jobcore.launcher import pod_phase
+from jobcore.launcher import ssh_secret_name
+from jobcore.launcher import worker_host
+from jobcore.launcher import worker_name
+from jobkinds.kubeflow.spec import DEFAULT_SSH_AUTH_MOUNT_PATH
+from jobkinds.kubeflow.spec import MPIJobSpec
+from jobkinds.kubeflow.spec import ReplicaSpec
+from jobkinds.mpi.flavours import Flavour
+from jobkinds.mpi.flavours import flavour
+from jobkinds.mpi.flavours import hostfile_text
+from jobkinds.mpi.mpirun import HOSTFILE
+from jobkinds.mpi.mpirun import HOSTFILE_DIR
+from jobkinds.mpi.mpirun import HOSTFILE_KEY
+from jobkinds.mpi.openmpi import open_mpi_env
 
 OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
@@ -41,14 +49,13 @@ OPERATOR_NAME = "mpi-operator"
 ROLE_ENV = "K_MPI_JOB_ROLE"
 SSH_VOLUME = "ssh-auth"
 CONFIG_VOLUME = "mpi-job-config"
-CONFIG_DIR = _mpi.HOSTFILE_DIR
-HOSTFILE = _mpi.HOSTFILE
+CONFIG_DIR = HOSTFILE_DIR
 DISCOVER_HOSTS = "discover_hosts.sh"
 PRIVATE_KEY = "ssh-privatekey"
 PUBLIC_KEY = "ssh-publickey"
 SSHD_COMMAND = ("/usr/sbin/sshd", "-De")
 """A worker's command when its first container has neither command nor args."""
-SSH_ARGS = f"-o ConnectionAttempts=10 {_ssh.UNPINNED_OPTIONS}"
+SSH_ARGS = f"-o ConnectionAttempts=10 {SSH_UNPINNED_OPTIONS}"
 """The launcher's ssh options: retry a worker whose sshd starts late; accept any host key."""
 
 
@@ -65,13 +72,13 @@ def _launcher_host(job: Job[MPIJobSpec]) -> str:
     return f"{launcher_name(job)}.{job.service_domain()}"
 
 
-def _owned_meta(job: Job[MPIJobSpec], name: str) -> dict[str, Any]:
+def _owned_child_meta(job: Job[MPIJobSpec], name: str) -> dict[str, Any]:
     """Metadata of a child other than a pod: Kubeflow's `app` label and jobcore's labels."""
-    return meta(job, name, {"app": job.name, **job.labels()})
+    return child_meta(job, name, {"app": job.name, **job.labels()})
 
 
-def _flavour(job: Job[MPIJobSpec]) -> _mpi.Flavour:
-    return _mpi.flavour(job.spec.mpi_implementation)
+def _flavour(job: Job[MPIJobSpec]) -> Flavour:
+    return flavour(job.spec.mpi_implementation)
 
 
 # Service, ConfigMap, Secret ------------------------------------------------------------------
@@ -83,7 +90,7 @@ def service(job: Job[MPIJobSpec]) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _owned_meta(job, job.name),
+        "metadata": _owned_child_meta(job, job.name),
         "spec": {
             "clusterIP": "None",
             "selector": {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: job.name},
@@ -99,7 +106,7 @@ def config_map(job: Job[MPIJobSpec], observed: Observed) -> Object:
     if job.spec.run_launcher_as_worker:
         hosts.insert(0, _launcher_host(job))
     running = sorted(
-        pod["metadata"]["name"] for pod in observed.pods_of(WORKER) if _pods.phase(pod) == "Running"
+        pod["metadata"]["name"] for pod in observed.pods_of(WORKER) if pod_phase(pod) == "Running"
     )
     discovered = [_launcher_host(job)] if job.spec.run_launcher_as_worker else []
     discovered += [f"{name}.{job.service_domain()}" for name in running]
@@ -107,9 +114,9 @@ def config_map(job: Job[MPIJobSpec], observed: Observed) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _owned_meta(job, config_name(job)),
+        "metadata": _owned_child_meta(job, config_name(job)),
         "data": {
-            _mpi.HOSTFILE_KEY: _mpi.hostfile_text(hosts, job.spec.slots_per_worker, _flavour(job)),
+            HOSTFILE_KEY: hostfile_text(hosts, job.spec.slots_per_worker, _flavour(job)),
             DISCOVER_HOSTS: script,
         },
     }
@@ -120,12 +127,12 @@ def ssh_secret(job: Job[MPIJobSpec], observed: Observed) -> Object:
     existing = observed.get(SECRETS, ssh_secret_name(job))
     if existing is not None:
         return existing
-    private, public = _ssh.generate_keypair()
+    private, public = generate_keypair()
     files = {PRIVATE_KEY: private, PUBLIC_KEY: public + "\n"}
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _owned_meta(job, ssh_secret_name(job)),
+        "metadata": _owned_child_meta(job, ssh_secret_name(job)),
         "type": "kubernetes.io/ssh-auth",
         "data": {key: base64.b64encode(value.encode()).decode() for key, value in files.items()},
     }
@@ -163,7 +170,7 @@ def _pod_template(
         labels[REPLICA_INDEX_LABEL] = str(index + offset)
     elif offset:
         labels[REPLICA_INDEX_LABEL] = "0"
-    pod_meta = meta(job, name, {**labels, **job.labels(role, index)})
+    pod_meta = child_meta(job, name, {**labels, **job.labels(role, index)})
     if given.get("annotations"):
         pod_meta["annotations"] = dict(given["annotations"])
     spec = replica.template.pod_spec()
@@ -188,7 +195,7 @@ def _ssh_volume(job: Job[MPIJobSpec]) -> dict[str, Any]:
         ],
     }
     if job.spec.ssh_auth_mount_path == DEFAULT_SSH_AUTH_MOUNT_PATH:
-        secret["defaultMode"] = _ssh.SECRET_MODE
+        secret["defaultMode"] = SSH_SECRET_MODE
     return {"name": SSH_VOLUME, "secret": secret}
 
 
@@ -230,7 +237,7 @@ def launcher_env(job: Job[MPIJobSpec]) -> list[dict[str, str]]:
     slots = job.spec.slots_per_worker
     values = {ROLE_ENV: LAUNCHER}
     if job.spec.mpi_implementation == "OpenMPI":
-        values |= _mpi.open_mpi_env(hostfile=HOSTFILE, slots_per_host=slots, ssh_args=SSH_ARGS)
+        values |= open_mpi_env(hostfile=HOSTFILE, slots_per_host=slots, ssh_args=SSH_ARGS)
     elif job.spec.mpi_implementation == "Intel":
         values |= {
             "I_MPI_HYDRA_HOST_FILE": HOSTFILE,
@@ -261,7 +268,7 @@ def launcher_job(job: Job[MPIJobSpec]) -> Object:
         "configMap": {
             "name": config_name(job),
             "items": [
-                {"key": _mpi.HOSTFILE_KEY, "path": _mpi.HOSTFILE_KEY, "mode": 0o444},
+                {"key": HOSTFILE_KEY, "path": HOSTFILE_KEY, "mode": 0o444},
                 {"key": DISCOVER_HOSTS, "path": DISCOVER_HOSTS, "mode": 0o555},
             ],
         },
@@ -280,6 +287,6 @@ def launcher_job(job: Job[MPIJobSpec]) -> Object:
     return {
         "apiVersion": BATCH_JOBS.api_version,
         "kind": BATCH_JOBS.kind,
-        "metadata": meta(job, launcher_name(job), {"app": job.name, **job.labels(LAUNCHER)}),
+        "metadata": child_meta(job, launcher_name(job), {"app": job.name, **job.labels(LAUNCHER)}),
         "spec": job_spec,
     }

@@ -1,6 +1,6 @@
 """ColossalAIJob's children: hostfile, headless Service, worker and launcher pods, launch command.
 
-Split from the kind (`colossalaijob`) so the launcher's command reads, and runs in tests, on
+Split from the kind so the launcher's command reads, and runs in tests, on
 its own. Every user-provided string reaches `colossalai run` as a positional argument of
 `bash -c`, never as script text; the script, its arguments and the torchrun options are
 escaped once more, because `colossalai run` joins them into the shell command it runs on every
@@ -13,30 +13,27 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 from typing import Any
 
 from jobcore import Object
 from jobcore.jobs import Job
-from jobkinds import _launch
-from jobkinds import _ssh
-from jobkinds import _t9kshape
-from jobkinds._launch import LAUNCHER
-from jobkinds._launch import SSH_VOLUME
-from jobkinds._launch import WORKER
-from jobkinds._launch import hostfile_name
-from jobkinds._launch import launcher_name
-from jobkinds._launch import meta
-from jobkinds._launch import ssh_mount
-from jobkinds._launch import ssh_secret_name
-from jobkinds._launch import worker_host
+from jobcore.launcher import LAUNCHER
+from jobcore.launcher import SSH_PORT_ENV
+from jobcore.launcher import SSH_VOLUME
+from jobcore.launcher import SSHAccess
+from jobcore.launcher import child_meta
+from jobcore.launcher import hostfile_name
+from jobcore.launcher import launcher_name
+from jobcore.launcher import ssh_mount
+from jobcore.launcher import ssh_secret_name
+from jobcore.launcher import ssh_secret_volume
+from jobcore.launcher import ssh_wait_script
+from jobcore.launcher import sshd_worker_pod
+from jobcore.launcher import worker_host
+from jobkinds.colossalaijob.spec import LAUNCHER_CONTAINER
+from jobkinds.colossalaijob.spec import WORKER_CONTAINER
+from jobkinds.colossalaijob.spec import ColossalAIJobSpec
 
-if TYPE_CHECKING:
-    from jobkinds.colossalaijob import ColossalAIJobSpec
-
-WORKER_CONTAINER = WORKER
-"""The template's container that runs sshd (T9k: its command is ignored)."""
-LAUNCHER_CONTAINER = LAUNCHER
 HOSTFILE_VOLUME = "jobcore-hostfile"
 HOSTFILE_DIR = "/etc/colossalai"
 HOSTFILE_KEY = "hostfile"
@@ -48,7 +45,7 @@ RESERVED_TORCH_ARGS = frozenset(
 """torchrun options `colossalai run` sets itself on every worker (spelled with `_`)."""
 
 LAUNCHER_SCRIPT = (
-    _ssh.wait_script("JOBCORE_COLOSSALAI_HOSTFILE", HOSTFILE, "JOBCORE_COLOSSALAI_WAIT_SECONDS")
+    ssh_wait_script("JOBCORE_COLOSSALAI_HOSTFILE", HOSTFILE, "JOBCORE_COLOSSALAI_WAIT_SECONDS")
     # colossalai run exports its whole environment on every worker: the launcher's HOSTNAME
     # would name the launcher there.
     + r"""echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: colossalai $*"
@@ -156,18 +153,18 @@ def hostfile_configmap(job: Job[ColossalAIJobSpec]) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": meta(job, hostfile_name(job), job.labels()),
+        "metadata": child_meta(job, hostfile_name(job), job.labels()),
         "data": {HOSTFILE_KEY: "".join(f"{host}\n" for host in worker_hosts(job))},
     }
 
 
-def worker_pod(job: Job[ColossalAIJobSpec], index: int, ssh: _ssh.Access) -> Object:
+def worker_pod(job: Job[ColossalAIJobSpec], index: int, ssh: SSHAccess) -> Object:
     """The template with sshd in place of the worker container's command; Ready on its port.
 
     restartPolicy is always Never: `colossalai run` cannot re-admit a restarted worker, so a
     worker's failure is the job's.
     """
-    return _launch.sshd_worker_pod(
+    return sshd_worker_pod(
         job,
         index,
         container=WORKER_CONTAINER,
@@ -176,7 +173,7 @@ def worker_pod(job: Job[ColossalAIJobSpec], index: int, ssh: _ssh.Access) -> Obj
     )
 
 
-def launcher_pod(job: Job[ColossalAIJobSpec], ssh: _ssh.Access) -> Object:
+def launcher_pod(job: Job[ColossalAIJobSpec], ssh: SSHAccess) -> Object:
     """spec.launcher's container running `colossalai run` once every worker accepts ssh.
 
     colossalai run hands its own environment (less HOSTNAME: see LAUNCHER_SCRIPT) to the
@@ -187,7 +184,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec], ssh: _ssh.Access) -> Object:
     """
     launcher = job.spec.launcher
     command = launcher_command(colossalai_args(job))
-    ours = {"JOBCORE_COLOSSALAI_HOSTFILE": HOSTFILE, _ssh.PORT_ENV: str(ssh.port)}
+    ours = {"JOBCORE_COLOSSALAI_HOSTFILE": HOSTFILE, SSH_PORT_ENV: str(ssh.port)}
     user_names = {str(e.get("name")) for e in launcher.env}
     container: dict[str, Any] = {
         "name": LAUNCHER_CONTAINER,
@@ -212,7 +209,7 @@ def launcher_pod(job: Job[ColossalAIJobSpec], ssh: _ssh.Access) -> Object:
         "restartPolicy": "Never",
         "containers": [container],
         "volumes": [
-            _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
+            ssh_secret_volume(SSH_VOLUME, ssh_secret_name(job)),
             {"name": HOSTFILE_VOLUME, "configMap": {"name": hostfile_name(job)}},
         ],
     }
@@ -223,49 +220,6 @@ def launcher_pod(job: Job[ColossalAIJobSpec], ssh: _ssh.Access) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": meta(job, launcher_name(job), job.labels(LAUNCHER, 0)),
+        "metadata": child_meta(job, launcher_name(job), job.labels(LAUNCHER, 0)),
         "spec": spec,
     }
-
-
-def from_current_shape(spec: dict[str, Any], replicas: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """`replicaSpecs` + `torchConfig` -> `worker` and `launcher` (T9k's current shape).
-
-    The launcher entry's `launcher` container gives image, workingDir, env and resources; an
-    empty template means the defaults: the worker container's image and workingDir.
-    """
-    config = spec.pop("torchConfig", None) or {}
-    entry = replicas[WORKER]
-    template = _t9kshape.worker_template(entry, container=WORKER_CONTAINER)
-    worker_container: dict[str, Any] = next(
-        (c for c in template.get("spec", {}).get("containers") or () if c.get("name") == WORKER),
-        {},
-    )
-    launcher_template = replicas.get(LAUNCHER, {}).get("template") or {}
-    launcher_container = next(
-        (
-            c
-            for c in (launcher_template.get("spec") or {}).get("containers") or ()
-            if c.get("name") == LAUNCHER
-        ),
-        None,
-    )
-    if launcher_template and launcher_container is None:
-        raise ValueError(
-            "spec.replicaSpecs[launcher].template: needs a container named launcher, or {}"
-        )
-    source = launcher_container or worker_container
-    launcher = {
-        key: source[key]
-        for key in ("image", "workingDir", "env", "resources")
-        if source.get(key) is not None and (launcher_container or key in ("image", "workingDir"))
-    }
-    worker: dict[str, Any] = {
-        "replicas": entry.get("replicas", 1),
-        "command": config.get("script") or [],
-        "torchArgs": config.get("extraArgs") or [],
-        "template": template,
-    }
-    if config.get("procPerWorker") is not None:
-        worker["procPerWorker"] = config["procPerWorker"]
-    return {"worker": worker, "launcher": launcher}

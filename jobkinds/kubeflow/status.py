@@ -33,11 +33,11 @@ from jobcore import Object
 from jobcore.jobs import INVALID_SPEC
 from jobcore.jobs import JobStatus
 from jobcore.jobs import parse_time
-from jobkinds._launch import LAUNCHER
-from jobkinds._launch import WORKER
-from jobkinds.kubeflow._api import JobCondition
-from jobkinds.kubeflow._api import MPIJobStatus
-from jobkinds.kubeflow._api import ReplicaStatus
+from jobcore.launcher import LAUNCHER
+from jobcore.launcher import WORKER
+from jobkinds.kubeflow.spec import JobCondition
+from jobkinds.kubeflow.spec import MPIJobStatus
+from jobkinds.kubeflow.spec import ReplicaStatus
 
 REPLICA_TYPES = {"Launcher": LAUNCHER, "Worker": WORKER}
 """Kubeflow's replica types, and jobcore's names for them."""

@@ -1,155 +1,54 @@
-"""The HorovodJob kind: workers running sshd, and a launcher that runs horovodrun over ssh.
-
-Our API in T9k's group `batch.tensorstack.dev/v1beta1`: spec.worker{replicas, slotsPerWorker,
-cmd, template}, spec.horovod{backend, networkInterfaces, startTimeout, glooTimeoutSeconds},
-spec.elastic and spec.ssh. A static job lists its workers in a hostfile, and its launcher
-starts once every worker is Ready and waits again for each to accept ssh. An elastic job
-(spec.elastic, Gloo only) hands horovodrun a host discovery script that probes which workers
-accept ssh; it scales with spec.worker.replicas and replaces a lost worker instead of failing.
-Either way the launcher's exit code decides the outcome.
-"""
+"""The HorovodJob kind: validation, the children rendered from what is observed, the outcome."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from collections.abc import Sequence
-from typing import Literal
-
-from pydantic import Field
 
 from jobcore import PODS
 from jobcore import Object
 from jobcore import Resource
-from jobcore.jobs import ApiModel
 from jobcore.jobs import FieldError
 from jobcore.jobs import Job
-from jobcore.jobs import JobSpec
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
-from jobcore.jobs import PodTemplateSpec
-from jobkinds import _checks
-from jobkinds import _horovod
-from jobkinds import _pods
-from jobkinds import _ssh
-from jobkinds._horovod import CONFIG_DIR
-from jobkinds._horovod import CONFIG_VOLUME
-from jobkinds._horovod import LAUNCHER_CONTAINER
-from jobkinds._horovod import WORKER_CONTAINER
-from jobkinds._launch import SSH_VOLUME
-from jobkinds._launch import LauncherWorkersKind
-from jobkinds._launch import SSHDPath
-from jobkinds._launch import SSHPort
-from jobkinds._launch import WorkerCount
-from jobkinds._launch import job_ssh
-from jobkinds._launch import launcher_due
-from jobkinds._launch import launcher_name
-from jobkinds._launch import service
-from jobkinds._launch import worker_name
-from jobkinds._pods import ended
-from jobkinds._pods import is_ready
-from jobkinds._pods import phase
+from jobcore.launcher import SSH_VOLUME
+from jobcore.launcher import LauncherWorkersKind
+from jobcore.launcher import container_errors
+from jobcore.launcher import env_from_errors
+from jobcore.launcher import env_name_errors
+from jobcore.launcher import failure_message
+from jobcore.launcher import headless_service
+from jobcore.launcher import is_ready
+from jobcore.launcher import job_name_errors
+from jobcore.launcher import job_ssh
+from jobcore.launcher import launcher_due
+from jobcore.launcher import launcher_name
+from jobcore.launcher import mount_errors
+from jobcore.launcher import name_list
+from jobcore.launcher import path_errors
+from jobcore.launcher import pod_ended
+from jobcore.launcher import pod_phase
+from jobcore.launcher import pod_problems
+from jobcore.launcher import summarize
+from jobcore.launcher import template_container
+from jobcore.launcher import worker_name
+from jobkinds.horovodjob.children import CONFIG_DIR
+from jobkinds.horovodjob.children import CONFIG_VOLUME
+from jobkinds.horovodjob.children import LAUNCHER_CONTAINER
+from jobkinds.horovodjob.children import WORKER_CONTAINER
+from jobkinds.horovodjob.children import config_configmap
+from jobkinds.horovodjob.children import launcher_pod
+from jobkinds.horovodjob.children import worker_pod
+from jobkinds.horovodjob.spec import HorovodJobSpec
+from jobkinds.mpi.openmpi import open_mpi_env_errors
 
 _INTERFACE = re.compile(r"[A-Za-z0-9_.:@-]+")
-COOLDOWN_MAX = 3600
-"""horovodrun refuses a blacklist cooldown over an hour."""
-
-
-class HorovodWorkerSpec(ApiModel):
-    """The workers, and the program horovodrun starts on them."""
-
-    replicas: WorkerCount = Field(default=1, description="Number of worker pods.")
-    slots_per_worker: int = Field(
-        default=1, ge=1, description="Horovod processes per worker (the hostfile's slots)."
-    )
-    cmd: list[str] = Field(
-        min_length=1, description="The program horovodrun starts on the workers, with its args."
-    )
-    template: PodTemplateSpec = Field(
-        description="Pod template of workers and launcher; needs a container named worker, "
-        "whose command and args are replaced (sshd on workers, horovodrun on the launcher)."
-    )
-
-
-class HorovodSpec(ApiModel):
-    """horovodrun's options."""
-
-    backend: Literal["gloo", "mpi"] = Field(
-        default="gloo",
-        description="Controller and collectives: gloo (default; needed for elastic) or mpi.",
-    )
-    network_interfaces: list[str] = Field(
-        default_factory=list, description="Interfaces for Horovod traffic (--network-interfaces)."
-    )
-    start_timeout: int | None = Field(
-        default=None, ge=1, description="Seconds horovodrun waits for its processes to start."
-    )
-    gloo_timeout_seconds: int | None = Field(
-        default=None,
-        ge=1,
-        description="Seconds a Gloo operation waits for a peer (Horovod's default: 30); a lost "
-        "worker stalls the others this long before an elastic job resets.",
-    )
-
-
-class BlacklistCooldown(ApiModel):
-    """How long horovodrun shuns a worker whose processes failed (it doubles with each failure).
-
-    Without it horovodrun never takes back a host that failed once, so a replaced worker
-    Pod, which has the same name, could never rejoin.
-    """
-
-    min_seconds: int = Field(
-        default=1,
-        ge=1,
-        le=COOLDOWN_MAX,
-        description="The shortest time a failed worker is shunned.",
-    )
-    max_seconds: int = Field(
-        default=60,
-        ge=1,
-        le=COOLDOWN_MAX,
-        description="The longest time a failed worker is shunned.",
-    )
-
-
-class ElasticSpec(ApiModel):
-    """Elastic Horovod: the job runs on between minReplicas and the workers' replicas."""
-
-    min_replicas: WorkerCount = Field(description="Fewest workers the job runs with.")
-    max_replicas: WorkerCount = Field(description="Most workers the job scales up to.")
-    reset_limit: int | None = Field(
-        default=None, ge=0, description="How many times horovodrun may reset its workers."
-    )
-    blacklist_cooldown: BlacklistCooldown = Field(
-        default_factory=BlacklistCooldown,
-        description="When a failed worker may rejoin (--blacklist-cooldown-range).",
-    )
-
-
-class SSHSpec(ApiModel):
-    """Where sshd is in the worker image, where the job's ssh keys are mounted, and its port."""
-
-    sshd_path: SSHDPath = "/usr/sbin/sshd"
-    ssh_auth_mount_path: str = Field(
-        default=_horovod.DEFAULT_SSH_MOUNT,
-        description="Where the job's ssh keys are mounted: the ~/.ssh of the user running Horovod.",
-    )
-    port: SSHPort = _ssh.SSH_PORT
-
-
-class HorovodJobSpec(JobSpec):
-    worker: HorovodWorkerSpec = Field(description="The workers, and the program they run.")
-    horovod: HorovodSpec = Field(default_factory=HorovodSpec, description="horovodrun options.")
-    elastic: ElasticSpec | None = Field(
-        default=None,
-        description="Run elastic Horovod: workers may come and go within [min, max] replicas.",
-    )
-    ssh: SSHSpec = Field(default_factory=SSHSpec, description="sshd and key locations.")
 
 
 class HorovodJobKind(LauncherWorkersKind):
-    """HorovodJob: see the module docstring; satisfies `jobcore.JobKind[HorovodJobSpec]`."""
+    """HorovodJob: see the package docstring; satisfies `jobcore.JobKind[HorovodJobSpec]`."""
 
     resource: Resource = Resource("batch.tensorstack.dev", "v1beta1", "HorovodJob", "horovodjobs")
     short_names: Sequence[str] = ("hj", "hvdj")
@@ -160,10 +59,10 @@ class HorovodJobKind(LauncherWorkersKind):
         spec = job.spec
         most = max(spec.worker.replicas, spec.elastic.max_replicas if spec.elastic else 0)
         return [
-            *_checks.name_errors(job, worker_name(job, most - 1)),
-            *_checks.container_errors(spec, WORKER_CONTAINER),
+            *job_name_errors(job, worker_name(job, most - 1)),
+            *container_errors(spec, WORKER_CONTAINER),
             *_horovod_errors(spec),
-            *_checks.mount_errors(
+            *mount_errors(
                 spec,
                 container=WORKER_CONTAINER,
                 volumes=(SSH_VOLUME, CONFIG_VOLUME),
@@ -180,7 +79,7 @@ class HorovodJobKind(LauncherWorkersKind):
         reconciler deletes it and recreates it on the next pass; its discovery script probes
         every worker up to maxReplicas, so it does not change as workers come and go.
         """
-        # horovodrun's own ssh command accepts any host key: see `_ssh.Access.tunnel`.
+        # horovodrun's own ssh command accepts any host key: see `SSHAccess.tunnel`.
         secret, ssh = job_ssh(
             job,
             observed,
@@ -188,16 +87,16 @@ class HorovodJobKind(LauncherWorkersKind):
             port=job.spec.ssh.port,
             tunnel=True,
         )
-        children = [secret, _horovod.config_configmap(job), service(job, ssh.port)]
+        children = [secret, config_configmap(job), headless_service(job, ssh.port)]
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         elastic = job.spec.elastic
         children += [
-            _horovod.worker_pod(job, i, ssh)
+            worker_pod(job, i, ssh)
             for i, name in enumerate(names)
-            if not (elastic and ended(observed.get(PODS, name)))
+            if not (elastic and pod_ended(observed.get(PODS, name)))
         ]
         if launcher_due(job, observed, ready_needed=elastic.min_replicas if elastic else None):
-            children.append(_horovod.launcher_pod(job, ssh))
+            children.append(launcher_pod(job, ssh))
         return children
 
     def interpret(self, job: Job[HorovodJobSpec], observed: Observed) -> Outcome:
@@ -209,24 +108,24 @@ class HorovodJobKind(LauncherWorkersKind):
         launcher = observed.get(PODS, launcher_name(job))
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         workers = {name: observed.get(PODS, name) for name in names}
-        launcher_phase = phase(launcher)
+        launcher_phase = pod_phase(launcher)
         if launcher_phase == "Succeeded":
             return Outcome("succeeded", "Succeeded", "The job has finished successfully.")
         if launcher is not None and launcher_phase == "Failed":
-            failure = _pods.failure(launcher, LAUNCHER_CONTAINER, last_line=False)
+            failure = failure_message(launcher, LAUNCHER_CONTAINER, last_line=False)
             return Outcome(
                 "failed", "Failed", "The job exited with an error code.", replica_failure=failure
             )
         if job.spec.elastic is None:
             failures = [
-                _pods.failure(p, WORKER_CONTAINER, last_line=False)
+                failure_message(p, WORKER_CONTAINER, last_line=False)
                 for p in workers.values()
-                if p and ended(p)
+                if p and pod_ended(p)
             ]
             if failures:
                 message = "A worker stopped before the launcher finished."
-                return Outcome("failed", "Failed", message, replica_failure=_pods.summary(failures))
-        replica_failure = _pods.problems([launcher, *workers.values()])
+                return Outcome("failed", "Failed", message, replica_failure=summarize(failures))
+        replica_failure = pod_problems([launcher, *workers.values()])
         if launcher_phase == "Running":
             if job.spec.elastic is None:
                 return Outcome("running", replica_failure=replica_failure)
@@ -251,12 +150,12 @@ def _pending(
     if missing := [name for name, pod in workers.items() if pod is None]:
         return (
             "WorkersCreating",
-            f"Waiting for {len(missing)} worker(s) to be created: {_pods.names(missing)}.",
+            f"Waiting for {len(missing)} worker(s) to be created: {name_list(missing)}.",
         )
     return (
         "WorkersNotReady",
         f"Waiting for {needed} of {len(workers)} worker(s) to become Ready (sshd accepting "
-        f"connections on port {job.spec.ssh.port}); not Ready: {_pods.names(unready)}.",
+        f"connections on port {job.spec.ssh.port}); not Ready: {name_list(unready)}.",
     )
 
 
@@ -294,7 +193,7 @@ def _horovod_errors(spec: HorovodJobSpec) -> list[FieldError]:
                     f"{elastic.max_replicas}], got {spec.worker.replicas}",
                 )
             )
-    errors += _checks.path_errors(
+    errors += path_errors(
         {
             "spec.ssh.sshdPath": spec.ssh.sshd_path,
             "spec.ssh.sshAuthMountPath": spec.ssh.ssh_auth_mount_path,
@@ -308,15 +207,15 @@ def _launcher_shell_errors(spec: HorovodJobSpec) -> list[FieldError]:
     in: every env name (gloo: `env NAME=...` on each worker; mpi: `mpirun -x NAME` in a local
     shell), so `envFrom` prefixes too, gloo's `cd <workingDir>` on each worker, and the
     variables mpirun copies."""
-    found = _checks.template_container(spec, WORKER_CONTAINER)
+    found = template_container(spec, WORKER_CONTAINER)
     if found is None:
         return []
     path, container = found
     env = container.env or ()
-    errors = _checks.env_name_errors(env, f"{path}.env", reader="horovodrun")
-    errors += _checks.env_from_errors(container, f"{path}.envFrom", reader="horovodrun")
+    errors = env_name_errors(env, f"{path}.env", reader="horovodrun")
+    errors += env_from_errors(container, f"{path}.envFrom", reader="horovodrun")
     if spec.horovod.backend == "gloo":
-        errors += _checks.path_errors({f"{path}.workingDir": container.working_dir})
+        errors += path_errors({f"{path}.workingDir": container.working_dir})
     else:
-        errors += _checks.open_mpi_env_errors(env, f"{path}.env")
+        errors += open_mpi_env_errors(env, f"{path}.env")
     return errors

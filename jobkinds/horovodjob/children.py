@@ -1,6 +1,6 @@
 """HorovodJob's children: hostfile or discovery script, Service, worker and launcher pods.
 
-Split from the kind (`horovodjob`) so the horovodrun command line and the host discovery
+Split from the kind so the horovodrun command line and the host discovery
 script read, and run in tests, on their own. Every user-provided string reaches horovodrun as
 a positional argument, never as script text.
 """
@@ -8,22 +8,27 @@ a positional argument, never as script text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 from typing import Any
 
 from jobcore import Object
 from jobcore.jobs import Job
-from jobkinds import _checks
-from jobkinds import _launch
-from jobkinds import _ssh
-from jobkinds._launch import LAUNCHER
-from jobkinds._launch import WORKER
-from jobkinds._launch import hostfile_name
-from jobkinds._launch import meta
-from jobkinds._launch import worker_host
-
-if TYPE_CHECKING:
-    from jobkinds.horovodjob import HorovodJobSpec
+from jobcore.launcher import LAUNCHER
+from jobcore.launcher import SSH_PORT
+from jobcore.launcher import SSH_PORT_ENV
+from jobcore.launcher import SSH_PRIVATE_KEY
+from jobcore.launcher import SSH_WAIT_SECONDS
+from jobcore.launcher import WORKER
+from jobcore.launcher import SSHAccess
+from jobcore.launcher import child_meta
+from jobcore.launcher import copied_launcher_pod
+from jobcore.launcher import hostfile_name
+from jobcore.launcher import ssh_client_args
+from jobcore.launcher import ssh_wait_script
+from jobcore.launcher import sshd_worker_pod
+from jobcore.launcher import worker_host
+from jobkinds.horovodjob.spec import DEFAULT_SSH_MOUNT
+from jobkinds.horovodjob.spec import HorovodJobSpec
+from jobkinds.mpi.openmpi import open_mpi_env_script
 
 WORKER_CONTAINER = WORKER
 """The template's container that runs sshd on workers and horovodrun on the launcher."""
@@ -37,20 +42,18 @@ DISCOVERY_SCRIPT = f"{CONFIG_DIR}/{DISCOVERY_KEY}"
 DISCOVERY_MODE = 0o755
 PROBE_SECONDS = 2
 """How long the discovery script waits for one worker's sshd port."""
-DEFAULT_SSH_MOUNT = "/root/.ssh"
-"""root's ssh reads its identity and config from here unaided; elsewhere horovodrun is told."""
 
 HOSTFILE_ENV = "JOBCORE_HOROVOD_HOSTFILE"
 WAIT_SECONDS_ENV = "JOBCORE_HOROVOD_WAIT_SECONDS"
 # The shared bounded wait for every hostfile host to resolve and accept ssh, then horovodrun;
 # its hostfile and timeout come from the environment, which a test can point elsewhere.
 LAUNCHER_SCRIPT = (
-    _ssh.wait_script(HOSTFILE_ENV, HOSTFILE, WAIT_SECONDS_ENV)
+    ssh_wait_script(HOSTFILE_ENV, HOSTFILE, WAIT_SECONDS_ENV)
     + r"""echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: horovodrun $*"
 exec horovodrun "$@"
 """
 )
-_MPI_SCRIPT = _checks.open_mpi_env_script("horovodrun") + LAUNCHER_SCRIPT
+_MPI_SCRIPT = open_mpi_env_script("horovodrun") + LAUNCHER_SCRIPT
 """With `--mpi`, the environment horovodrun hands to Open MPI's mpirun is checked first."""
 SOCKET_TIMEOUT_SECONDS = 5
 """How long an elastic horovodrun's sockets wait, e.g. its connect to a rank that is gone."""
@@ -109,8 +112,8 @@ def _common_args(job: Job[HorovodJobSpec]) -> list[str]:
     ssh = job.spec.ssh
     mount = ssh.ssh_auth_mount_path.rstrip("/")
     if mount != DEFAULT_SSH_MOUNT:
-        args += ["--ssh-identity-file", f"{mount}/{_ssh.PRIVATE_KEY}"]
-    if ssh.port != _ssh.SSH_PORT:  # the Secret's ssh config says so too, if it is read
+        args += ["--ssh-identity-file", f"{mount}/{SSH_PRIVATE_KEY}"]
+    if ssh.port != SSH_PORT:  # the Secret's ssh config says so too, if it is read
         args += ["--ssh-port", str(ssh.port)]
     return args
 
@@ -143,7 +146,7 @@ def horovodrun_args(job: Job[HorovodJobSpec]) -> list[str]:
 
 def launcher_command(job: Job[HorovodJobSpec]) -> list[str]:
     """Static: wait for every hostfile host, then exec horovodrun (with `mpi`, once Open MPI's
-    environment passed `_checks.open_mpi_env_script`). Elastic (gloo only): horovodrun at
+    environment passed `open_mpi_env_script`). Elastic (gloo only): horovodrun at
     once, as it waits for `--min-np` slots from the discovery script itself, with a default
     socket timeout (ELASTIC_SCRIPT)."""
     if elastic(job):
@@ -153,7 +156,7 @@ def launcher_command(job: Job[HorovodJobSpec]) -> list[str]:
     return ["/bin/bash", "-c", script, "jobcore-horovod-launcher", *horovodrun_args(job)]
 
 
-def discovery_text(hosts: Sequence[str], slots: int, port: int = _ssh.SSH_PORT) -> str:
+def discovery_text(hosts: Sequence[str], slots: int, port: int = SSH_PORT) -> str:
     """bash printing `host:slots` for each of `hosts` that accepts a connection on `port` now.
 
     horovodrun runs it every second. It probes the workers rather than list those the
@@ -185,7 +188,7 @@ def candidate_hosts(job: Job[HorovodJobSpec]) -> list[str]:
 
 
 def _configmap(job: Job[Any], name: str, data: dict[str, str]) -> Object:
-    metadata = meta(job, name, job.labels())
+    metadata = child_meta(job, name, job.labels())
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
 
 
@@ -200,12 +203,12 @@ def config_configmap(job: Job[HorovodJobSpec]) -> Object:
     return _configmap(job, hostfile_name(job), {HOSTFILE_KEY: hostfile})
 
 
-def worker_pod(job: Job[HorovodJobSpec], index: int, ssh: _ssh.Access) -> Object:
+def worker_pod(job: Job[HorovodJobSpec], index: int, ssh: SSHAccess) -> Object:
     """sshd in place of the worker container's command; Ready once its port answers.
 
     A restarted sshd cannot rejoin a running horovodrun; elastic jobs replace the pod.
     """
-    return _launch.sshd_worker_pod(
+    return sshd_worker_pod(
         job,
         index,
         container=WORKER_CONTAINER,
@@ -213,15 +216,15 @@ def worker_pod(job: Job[HorovodJobSpec], index: int, ssh: _ssh.Access) -> Object
     )
 
 
-def _launcher_env(job: Job[HorovodJobSpec], ssh: _ssh.Access) -> list[dict[str, Any]]:
+def _launcher_env(job: Job[HorovodJobSpec], ssh: SSHAccess) -> list[dict[str, Any]]:
     """The wait script's settings; with `--mpi`, Open MPI 4 and 5 told to keep FQDN hosts."""
     values = {
         HOSTFILE_ENV: HOSTFILE,
-        WAIT_SECONDS_ENV: str(_ssh.WAIT_SECONDS),
-        _ssh.PORT_ENV: str(ssh.port),
+        WAIT_SECONDS_ENV: str(SSH_WAIT_SECONDS),
+        SSH_PORT_ENV: str(ssh.port),
     }
     if job.spec.horovod.backend == "mpi":
-        ssh_args = f"-o ConnectionAttempts=10 {_ssh.client_args(ssh)}"
+        ssh_args = f"-o ConnectionAttempts=10 {ssh_client_args(ssh)}"
         values |= {
             "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
             "OMPI_MCA_plm_rsh_args": ssh_args,
@@ -231,14 +234,14 @@ def _launcher_env(job: Job[HorovodJobSpec], ssh: _ssh.Access) -> list[dict[str, 
     return [{"name": name, "value": value} for name, value in values.items()]
 
 
-def launcher_pod(job: Job[HorovodJobSpec], ssh: _ssh.Access) -> Object:
+def launcher_pod(job: Job[HorovodJobSpec], ssh: SSHAccess) -> Object:
     """One container copied from the worker container (image, env, resources, workingDir,
     mounts) running horovodrun, with the keys and the hostfile or discovery script mounted."""
     if elastic(job):
         source = {"name": discovery_name(job), "defaultMode": DISCOVERY_MODE}
     else:
         source = {"name": hostfile_name(job)}
-    return _launch.copied_launcher_pod(
+    return copied_launcher_pod(
         job,
         worker_container=WORKER_CONTAINER,
         launcher_container=LAUNCHER_CONTAINER,

@@ -1,6 +1,6 @@
 """The per-job ssh identity of the kinds whose launcher reaches its workers over ssh.
 
-Shared by MPIJob, ColossalAIJob and HorovodJob: a Secret that launcher and workers both mount,
+A Secret that launcher and workers both mount,
 holding a fresh ed25519 client keypair and a fresh ed25519 host key per job, with a
 `known_hosts` that pins that host key; the sshd command line workers run (on any port, as root
 or not); the ssh client options and `~/.ssh/config` that make a launcher accept only a host
@@ -22,30 +22,32 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from jobcore import Object
-from jobcore.jobs import Job
+from jobcore._jobs.kind import Job
+from jobcore._runtime.resources import Object
 
 KEY_COMMENT = "jobcore"
 HOST_KEY_COMMENT = "jobcore-host"
-PRIVATE_KEY = "id_ed25519"
-PUBLIC_KEY = "id_ed25519.pub"
-AUTHORIZED_KEYS = "authorized_keys"
-HOST_KEY = "ssh_host_ed25519_key"
-KNOWN_HOSTS = "known_hosts"
-CONFIG = "config"
+SSH_PRIVATE_KEY = "id_ed25519"
+SSH_PUBLIC_KEY = "id_ed25519.pub"
+SSH_AUTHORIZED_KEYS = "authorized_keys"
+SSH_HOST_KEY = "ssh_host_ed25519_key"
+SSH_KNOWN_HOSTS = "known_hosts"
+SSH_CONFIG = "config"
 SSH_PORT = 22
 """sshd's port unless a job's spec.ssh.port says otherwise."""
-PORT_ENV = "JOBCORE_SSH_PORT"
+SSH_PORT_ENV = "JOBCORE_SSH_PORT"
 """The launcher's variable naming the workers' sshd port, for the wait script."""
-SECRET_MODE = 0o600
+SSH_SECRET_MODE = 0o600
 """Files of the mounted Secret: ssh and sshd refuse a private key that others can read
 (unless the file belongs to another user: then the group read a pod's fsGroup adds is fine)."""
-WAIT_SECONDS = 300
+SSH_WAIT_SECONDS = 300
 """How long a launcher waits for every worker to resolve and accept ssh before giving up."""
-WAIT_TIMEOUT_EXIT = 124
+SSH_WAIT_TIMEOUT_EXIT = 124
 """A launcher's exit code when workers never became reachable (`timeout`'s convention)."""
 
-UNPINNED_OPTIONS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+SSH_UNPINNED_OPTIONS = (
+    "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+)
 """For a Secret without a host key: worker host keys are unknown, accept them, remember none."""
 _UNPINNED_CONFIG = """\
 Host *
@@ -56,7 +58,7 @@ Host *
 
 
 @dataclass(frozen=True)
-class Access:
+class SSHAccess:
     """How a job's launcher reaches its workers' sshd.
 
     `pinned` is whether the job's Secret holds a host key: sshd then presents it and clients
@@ -76,10 +78,10 @@ class Access:
         return shlex.quote(f"{self.mount_path.rstrip('/')}/{key}")
 
 
-def access(secret: Object, *, mount_path: str, port: int, tunnel: bool = False) -> Access:
-    """The job's Access with the Secret it has (or will have): pinned if it holds a host key."""
-    pinned = HOST_KEY in (secret.get("data") or {})
-    return Access(mount_path, port, pinned=pinned, tunnel=tunnel and pinned)
+def ssh_access(secret: Object, *, mount_path: str, port: int, tunnel: bool = False) -> SSHAccess:
+    """The job's SSHAccess with the Secret it has (or will have): pinned if it holds a host key."""
+    pinned = SSH_HOST_KEY in (secret.get("data") or {})
+    return SSHAccess(mount_path, port, pinned=pinned, tunnel=tunnel and pinned)
 
 
 def generate_keypair(comment: str = KEY_COMMENT) -> tuple[str, str]:
@@ -96,7 +98,7 @@ def generate_keypair(comment: str = KEY_COMMENT) -> tuple[str, str]:
     return private, f"{public.decode()} {comment}"
 
 
-def ssh_secret(job: Job[Any], name: str, ssh: Access) -> Object:
+def ssh_secret(job: Job[Any], name: str, ssh: SSHAccess) -> Object:
     """The job's ssh Secret with a new client keypair and host key; render it only when the job
     has none yet.
 
@@ -107,12 +109,12 @@ def ssh_secret(job: Job[Any], name: str, ssh: Access) -> Object:
     private, public = generate_keypair()
     host_private, host_public = generate_keypair(HOST_KEY_COMMENT)
     files = {
-        PRIVATE_KEY: private,
-        PUBLIC_KEY: public + "\n",
-        AUTHORIZED_KEYS: public + "\n",
-        HOST_KEY: host_private,
-        KNOWN_HOSTS: f"* {host_public}\n",
-        CONFIG: client_config(ssh),
+        SSH_PRIVATE_KEY: private,
+        SSH_PUBLIC_KEY: public + "\n",
+        SSH_AUTHORIZED_KEYS: public + "\n",
+        SSH_HOST_KEY: host_private,
+        SSH_KNOWN_HOSTS: f"* {host_public}\n",
+        SSH_CONFIG: ssh_client_config(ssh),
     }
     return {
         "apiVersion": "v1",
@@ -124,13 +126,13 @@ def ssh_secret(job: Job[Any], name: str, ssh: Access) -> Object:
     }
 
 
-def secret_volume(volume: str, secret: str) -> dict[str, Any]:
+def ssh_secret_volume(volume: str, secret: str) -> dict[str, Any]:
     """A volume of the ssh Secret whose files only their owner (and fsGroup, if set) can read."""
-    return {"name": volume, "secret": {"secretName": secret, "defaultMode": SECRET_MODE}}
+    return {"name": volume, "secret": {"secretName": secret, "defaultMode": SSH_SECRET_MODE}}
 
 
 @functools.lru_cache(maxsize=64)
-def sshd_command(sshd_path: str, ssh: Access) -> tuple[str, ...]:
+def sshd_command(sshd_path: str, ssh: SSHAccess) -> tuple[str, ...]:
     """sshd in the foreground on `ssh.port`, logging to stderr, trusting the mounted
     authorized_keys and, when pinned, presenting the mounted host key.
 
@@ -150,31 +152,31 @@ def sshd_command(sshd_path: str, ssh: Access) -> tuple[str, ...]:
         "-o",
         "StrictModes=no",
         "-o",
-        f"AuthorizedKeysFile={ssh.file(AUTHORIZED_KEYS)}",
+        f"AuthorizedKeysFile={ssh.file(SSH_AUTHORIZED_KEYS)}",
     ]
     if ssh.pinned:
-        command += ["-o", f"HostKey={ssh.file(HOST_KEY)}"]
+        command += ["-o", f"HostKey={ssh.file(SSH_HOST_KEY)}"]
     if ssh.tunnel:
         command += ["-o", "AllowTcpForwarding=local"]
     return tuple(command)
 
 
-def client_args(ssh: Access) -> str:
+def ssh_client_args(ssh: SSHAccess) -> str:
     """ssh client options for a launcher: the mounted identity, the port, and the job's host key
     required (any host key accepted for a Secret without one)."""
-    identity = f"-i {ssh.file(PRIVATE_KEY)} -p {ssh.port}"
+    identity = f"-i {ssh.file(SSH_PRIVATE_KEY)} -p {ssh.port}"
     if not ssh.pinned:
-        return f"{identity} {UNPINNED_OPTIONS}"
+        return f"{identity} {SSH_UNPINNED_OPTIONS}"
     return (
         f"{identity} -o StrictHostKeyChecking=yes "
-        f"-o UserKnownHostsFile={ssh.file(KNOWN_HOSTS)} -o LogLevel=ERROR"
+        f"-o UserKnownHostsFile={ssh.file(SSH_KNOWN_HOSTS)} -o LogLevel=ERROR"
     )
 
 
-def client_config(ssh: Access) -> str:
+def ssh_client_config(ssh: SSHAccess) -> str:
     """The Secret's `config`, which ssh (and fabric) read when the mount is the user's ~/.ssh.
 
-    It carries what `client_args` says, for launchers that take no ssh options (MPICH's
+    It carries what `ssh_client_args` says, for launchers that take no ssh options (MPICH's
     Hydra); with `ssh.tunnel`, a ProxyCommand that reaches the worker through `ssh -W` with
     the host key required, then connects to the worker's own sshd on its loopback.
     """
@@ -184,7 +186,7 @@ def client_config(ssh: Access) -> str:
         "Host *",
         f"    Port {ssh.port}",
         "    StrictHostKeyChecking yes",
-        f"    UserKnownHostsFile {ssh.file(KNOWN_HOSTS)}",
+        f"    UserKnownHostsFile {ssh.file(SSH_KNOWN_HOSTS)}",
         "    LogLevel ERROR",
     ]
     if ssh.tunnel:
@@ -192,14 +194,14 @@ def client_config(ssh: Access) -> str:
         # (its pod deleted) ends the hop within seconds instead of leaving it on a dead
         # connection.
         alive = "-o ServerAliveInterval=5 -o ServerAliveCountMax=2"
-        hop = f"ssh -F /dev/null {client_args(ssh)} -o BatchMode=yes {alive}"
+        hop = f"ssh -F /dev/null {ssh_client_args(ssh)} -o BatchMode=yes {alive}"
         lines.append(f"    ProxyCommand {hop} -W 127.0.0.1:{ssh.port} %h")
     return "\n".join(lines) + "\n"
 
 
 # The wait script's body: `hostfile`, `timeout` and `port` are set before it; it leaves the hosts in
 # the bash array `workers`, and `still` for a caller's own bounded wait. Its exit code when giving
-# up is WAIT_TIMEOUT_EXIT.
+# up is SSH_WAIT_TIMEOUT_EXIT.
 _WAIT_BODY = r"""case $timeout in
   '' | *[!0-9]*)  # bash arithmetic would run what a job's env hides in the value
     echo "jobcore: the wait time must be a whole number of seconds, not '$timeout'" >&2
@@ -261,20 +263,20 @@ done
 """
 
 
-def wait_script(hostfile_var: str, hostfile: str, seconds_var: str) -> str:
+def ssh_wait_script(hostfile_var: str, hostfile: str, seconds_var: str) -> str:
     """bash that waits, bounded, until every hostfile host resolves and accepts connections on
     the ssh port.
 
     The hostfile's first word per line, up to a colon, is the host (`host slots=N`, `host:N`
     and bare-host files all work). Its path, the timeout and the port come from the environment
-    variables `hostfile_var`, `seconds_var` and PORT_ENV (defaults `hostfile`, WAIT_SECONDS and
-    SSH_PORT), so a test can point them elsewhere; a timeout or port that is not ASCII digits
-    is refused before bash uses it. It exits WAIT_TIMEOUT_EXIT when giving up or refusing;
-    otherwise it falls through, with the hosts in the bash array `workers`, to the launch
-    command the caller appends.
+    variables `hostfile_var`, `seconds_var` and SSH_PORT_ENV (defaults `hostfile`,
+    SSH_WAIT_SECONDS and SSH_PORT), so a test can point them elsewhere; a timeout or port that
+    is not ASCII digits is refused before bash uses it. It exits SSH_WAIT_TIMEOUT_EXIT when
+    giving up or refusing; otherwise it falls through, with the hosts in the bash array
+    `workers`, to the launch command the caller appends.
     """
     return (
         f"\nhostfile=${{{hostfile_var}:-{hostfile}}}\n"
-        f"timeout=${{{seconds_var}:-{WAIT_SECONDS}}}\n"
-        f"port=${{{PORT_ENV}:-{SSH_PORT}}}\n" + _WAIT_BODY
+        f"timeout=${{{seconds_var}:-{SSH_WAIT_SECONDS}}}\n"
+        f"port=${{{SSH_PORT_ENV}:-{SSH_PORT}}}\n" + _WAIT_BODY
     )

@@ -15,7 +15,7 @@ from jobcore import REGISTRY
 from jobcore import Object
 from jobcore.jobs import INVALID_SPEC
 from jobcore.jobs import JobStatus
-from jobkinds.kubeflow._status import EVICTED
+from jobkinds.kubeflow.status import EVICTED
 
 JOBS_CREATED = Counter(
     "mpi_operator_jobs_created_total", "Counts number of MPI jobs created", registry=REGISTRY

@@ -14,8 +14,8 @@ from typing import Any
 from jobcore import Object
 from jobcore.jobs import Job
 from jobcore.jobs import PodTemplateSpec
-from torchjob._spec import CONTAINER
-from torchjob._spec import TorchJobSpec
+from torchjob.spec import CONTAINER
+from torchjob.spec import TorchJobSpec
 
 MASTER = "master"
 WORKER = "worker"

@@ -1,10 +1,12 @@
 """Building blocks of a job whose launcher pod reaches sshd workers: names, pods and the kind.
 
-Shared by MPIJob, ColossalAIJob and HorovodJob: their child names, the headless Service, pods
-made from the worker template with the ssh Secret mounted, the sshd worker, a launcher
-copied from the worker container, when the launcher is due, and `LauncherWorkersKind`, what
-the three kinds declare alike. What differs between the kinds (container names, volumes,
-commands, environment) is passed in by keyword. Run modes are jobcore's, applied on top.
+Child names, the headless Service, pods made from the worker template with the ssh Secret
+mounted, the sshd worker, a launcher copied from the worker container, when the launcher is
+due, and `LauncherWorkersKind`, what such kinds declare alike (the bundled MPIJob,
+ColossalAIJob and HorovodJob are built from them). They read a spec with `worker.replicas`,
+`worker.template` (a `PodTemplateSpec`), `ssh.port` and `ssh.sshd_path`; what differs between
+kinds (container names, volumes, commands, environment) is passed in by keyword. Run modes
+are jobcore's, applied on top.
 """
 
 from __future__ import annotations
@@ -17,17 +19,22 @@ from typing import Any
 
 from pydantic import Field
 
-from jobcore import CONFIGMAPS
-from jobcore import PODS
-from jobcore import SECRETS
-from jobcore import SERVICES
-from jobcore import Object
-from jobcore import Resource
-from jobcore.jobs import Job
-from jobcore.jobs import Observed
-from jobcore.jobs import Outcome
-from jobkinds import _pods
-from jobkinds import _ssh
+from jobcore._jobs.kind import Job
+from jobcore._jobs.kind import Observed
+from jobcore._jobs.kind import Outcome
+from jobcore._launcher.pods import is_ready
+from jobcore._launcher.pods import launcher_outcome
+from jobcore._launcher.ssh import SSHAccess
+from jobcore._launcher.ssh import ssh_access
+from jobcore._launcher.ssh import ssh_secret
+from jobcore._launcher.ssh import ssh_secret_volume
+from jobcore._launcher.ssh import sshd_command
+from jobcore._runtime.resources import CONFIGMAPS
+from jobcore._runtime.resources import PODS
+from jobcore._runtime.resources import SECRETS
+from jobcore._runtime.resources import SERVICES
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import Resource
 
 LAUNCHER = "launcher"
 WORKER = "worker"
@@ -93,13 +100,13 @@ def worker_host(job: Job[Any], index: int) -> str:
 # Children ------------------------------------------------------------------------------
 
 
-def meta(job: Job[Any], name: str, labels: Mapping[str, str]) -> dict[str, Any]:
+def child_meta(job: Job[Any], name: str, labels: Mapping[str, str]) -> dict[str, Any]:
     return {"name": name, "namespace": job.namespace, "labels": dict(labels)}
 
 
 def job_ssh(
     job: Job[Any], observed: Observed, *, mount_path: str, port: int, tunnel: bool = False
-) -> tuple[Object, _ssh.Access]:
+) -> tuple[Object, SSHAccess]:
     """The job's ssh Secret, and how its launcher reaches the workers with it.
 
     An existing Secret is returned as observed: a new keypair would lock the launcher out of
@@ -108,16 +115,16 @@ def job_ssh(
     name = ssh_secret_name(job)
     secret = observed.get(SECRETS, name)
     if secret is None:
-        secret = _ssh.ssh_secret(job, name, _ssh.Access(mount_path, port, tunnel=tunnel))
-    return secret, _ssh.access(secret, mount_path=mount_path, port=port, tunnel=tunnel)
+        secret = ssh_secret(job, name, SSHAccess(mount_path, port, tunnel=tunnel))
+    return secret, ssh_access(secret, mount_path=mount_path, port=port, tunnel=tunnel)
 
 
-def service(job: Job[Any], port: int) -> Object:
+def headless_service(job: Job[Any], port: int) -> Object:
     """Headless, publishing workers before they are Ready so their names resolve early."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": meta(job, job.name, job.labels()),
+        "metadata": child_meta(job, job.name, job.labels()),
         "spec": {
             "clusterIP": "None",
             "selector": job.labels(WORKER),
@@ -137,13 +144,13 @@ def template_pod(job: Job[Any], replica_type: str, index: int, name: str) -> Obj
     template = job.spec.worker.template
     metadata = template.metadata
     labels = {**((metadata and metadata.labels) or {}), **job.labels(replica_type, index)}
-    pod_meta = meta(job, name, labels)
+    pod_meta = child_meta(job, name, labels)
     if metadata and metadata.annotations:
         pod_meta["annotations"] = dict(metadata.annotations)
     spec = template.pod_spec()
     spec["volumes"] = [
         *spec.get("volumes", ()),
-        _ssh.secret_volume(SSH_VOLUME, ssh_secret_name(job)),
+        ssh_secret_volume(SSH_VOLUME, ssh_secret_name(job)),
     ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
@@ -158,7 +165,7 @@ def sshd_worker_pod(
     index: int,
     *,
     container: str,
-    ssh: _ssh.Access,
+    ssh: SSHAccess,
     restart_policy: str | None = None,
 ) -> Object:
     """spec.ssh.sshdPath in place of `container`'s command; Ready once its port answers.
@@ -177,7 +184,7 @@ def sshd_worker_pod(
         if c["name"] != container:
             continue
         c.pop("args", None)
-        c["command"] = list(_ssh.sshd_command(job.spec.ssh.sshd_path, ssh))
+        c["command"] = list(sshd_command(job.spec.ssh.sshd_path, ssh))
         c["volumeMounts"] = [*c.get("volumeMounts", ()), ssh_mount(SSH_VOLUME, ssh.mount_path)]
         c.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
         c["readinessProbe"] = readiness_probe(ssh.port)
@@ -237,7 +244,7 @@ def launcher_due(job: Job[Any], observed: Observed, *, ready_needed: int | None 
     if observed.get(PODS, launcher_name(job)) is not None or job.debugging or job.gang:
         return True
     replicas = job.spec.worker.replicas
-    ready = sum(_pods.is_ready(observed.get(PODS, worker_name(job, i))) for i in range(replicas))
+    ready = sum(is_ready(observed.get(PODS, worker_name(job, i))) for i in range(replicas))
     return ready >= (replicas if ready_needed is None else ready_needed)
 
 
@@ -245,12 +252,13 @@ def launcher_due(job: Job[Any], observed: Observed, *, ready_needed: int | None 
 
 
 class LauncherWorkersKind:
-    """What MPIJob, ColossalAIJob and HorovodJob declare alike as `jobcore.JobKind`s.
+    """What a kind with one launcher and sshd workers declares, as a `jobcore.jobs.JobKind`.
 
     One launcher and spec.worker.replicas workers; a Secret, a ConfigMap, a Service and pods
     as children; the launcher kept after clean-up, for its logs; a Workers column; the
     outcome of a static launch. A kind adds its resource, model, container names and debug
-    commands, `validate` and `render`; HorovodJob also its own `interpret`, for elastic jobs.
+    commands, `validate` and `render`, and may override `interpret` (HorovodJob does, for
+    elastic jobs).
     Each replica's container is named after its replica type unless the kind says otherwise;
     `jobcore debug` keeps a worker's command (sshd), so that one can ssh in.
     """
@@ -270,7 +278,7 @@ class LauncherWorkersKind:
     def interpret(self, job: Job[Any], observed: Observed) -> Outcome:
         """The launcher's exit decides; a worker that stops first fails the job."""
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
-        return _pods.outcome(
+        return launcher_outcome(
             observed.get(PODS, launcher_name(job)),
             {name: observed.get(PODS, name) for name in names},
             launcher_container=self.containers[LAUNCHER],

@@ -1,53 +1,38 @@
-"""Validation shared by the kinds whose launcher reaches sshd workers in spec.worker.template.
+"""Validation for kinds whose launcher reaches sshd workers in spec.worker.template.
 
 The job name (it names the workers' headless Service and prefixes their hostnames), the
 worker container, the template's volumes and mounts that would collide with the job's own,
 and the user strings a launcher writes into a command line that a shell runs: paths,
-environment variable names and `envFrom` prefixes, and Open MPI's MCA parameters. Each returns
-`FieldError`s; wording that differs between the kinds is passed in by keyword. What validation
-cannot see (values from `valueFrom`, variables from `envFrom` or the image) an Open MPI
-launcher checks at run time, by the same rules: `open_mpi_env_script`.
+environment variable names and `envFrom` prefixes. Each returns `FieldError`s; wording that
+differs between the kinds is passed in by keyword.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Any
 
-from jobcore.jobs import FieldError
-from jobcore.jobs import Job
+from jobcore._jobs.kind import FieldError
+from jobcore._jobs.kind import Job
 
 DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 CONTAINERS = "spec.worker.template.spec.containers"
-# Character classes, the same in a Python regex and a bash pattern (`[!...]`, under LC_ALL=C).
-_PATH_CLASS = "A-Za-z0-9._+@=:,/-"
-_MCA_NAME_CLASS = "A-Za-z0-9_"
-_MCA_VALUE_CLASS = "A-Za-z0-9 ._+@%=:,/^-"
-SAFE_PATH = re.compile(f"/[{_PATH_CLASS}]*")
+SAFE_PATH_CLASS = "A-Za-z0-9._+@=:,/-"
+"""SAFE_PATH's characters as a class, the same in a Python regex and a bash pattern (`[!...]`,
+under LC_ALL=C)."""
+SAFE_PATH = re.compile(f"/[{SAFE_PATH_CLASS}]*")
 """An absolute path of characters that no shell, ssh or sshd gives a meaning to."""
 PATH_CHARACTERS = "letters, digits and . _ + @ = : , / -"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 """A name a POSIX shell can assign (`NAME=value`, `export NAME`)."""
-MCA_NAME = re.compile(f"[{_MCA_NAME_CLASS}]+")
-MCA_VALUE = re.compile(f"[{_MCA_VALUE_CLASS}]*")
-"""An MCA value Open MPI can put on its daemons' command line: no character acts in a shell,
-inside the double quotes Open MPI adds or, for a launch agent, outside them."""
-MCA_VALUE_CHARACTERS = "letters, digits, spaces and . _ + @ % = : , / ^ -"
-MCA_ENV_PREFIXES = ("OMPI_MCA_", "PRTE_MCA_", "PMIX_MCA_")
-"""Environment variables Open MPI 4 or 5 reads as MCA parameters and copies, as `-mca name
-"value"`, onto the command line that starts its daemons on the workers over ssh."""
-PREFIX_ENV_NAMES = ("OPAL_PREFIX", "PMIX_PREFIX")
-"""Environment variables that Open MPI 4 (ORTE: OPAL_PREFIX) and 5 (PRRTE: PMIX_PREFIX) write
-unquoted, as `NAME=value ; export NAME`, into that command line whenever it has a prefix."""
-UNSAFE_ENV_EXIT = 65
-"""The exit code of an Open MPI launcher that refuses its environment (sysexits' EX_DATAERR)."""
 
 
-def name_errors(job: Job[Any], longest: str, *, exceeds: str = "63 characters") -> list[FieldError]:
+def job_name_errors(
+    job: Job[Any], longest: str, *, exceeds: str = "63 characters"
+) -> list[FieldError]:
     """The job name names a Service (DNS-1035 label) and prefixes worker hostnames (<= 63).
 
     `longest` is the longest worker hostname the job can have.
@@ -112,7 +97,7 @@ def template_container(job_spec: Any, container: str) -> tuple[str, Any] | None:
 def path_errors(paths: Mapping[str, str | None]) -> list[FieldError]:
     """Each given path (field -> value) must be absolute, of SAFE_PATH's characters only.
 
-    The kinds' launchers write these paths into command lines a shell runs (Open MPI's
+    Launchers write such paths into command lines a shell runs (e.g. Open MPI's
     `--prefix`, horovodrun's ssh command, the `cd` that colossalai run and horovodrun send to
     every worker), and sshd and ssh expand `%` in the key paths.
     """
@@ -143,16 +128,6 @@ def env_name_errors(
     ]
 
 
-def mca_value_error(value: str) -> str | None:
-    """Why Open MPI must not carry `value` (an MCA value) to its daemons' shell, if it must not."""
-    if MCA_VALUE.fullmatch(value):
-        return None
-    return (
-        f"must be {MCA_VALUE_CHARACTERS} only: Open MPI copies it into the command the "
-        f"workers' shell runs, got {value!r}"
-    )
-
-
 def env_from_errors(container: Any, path: str, *, reader: str) -> list[FieldError]:
     """Each `envFrom` prefix of `container` (at `path`) must be a shell variable name:
     `reader` writes the names it makes, unquoted, into the command the workers' shell runs.
@@ -173,76 +148,6 @@ def env_from_errors(container: Any, path: str, *, reader: str) -> list[FieldErro
         and source.get("prefix")
         and not ENV_NAME.fullmatch(str(source["prefix"]))
     ]
-
-
-def open_mpi_env_errors(env: Iterable[Mapping[str, Any]], path: str) -> list[FieldError]:
-    """The MCA parameters among the env list at `path` (see MCA_ENV_PREFIXES): a name of
-    MCA_NAME's characters after the prefix, and a value `mca_value_error` accepts; and
-    PREFIX_ENV_NAMES, paths.
-
-    Only a literal `value` can be checked here; the launcher checks the others when it starts
-    (`open_mpi_env_script`).
-    """
-    errors = []
-    for i, entry in enumerate(env):
-        name = str(entry.get("name", ""))
-        if name in PREFIX_ENV_NAMES:
-            errors += path_errors({f"{path}[{i}].value": entry.get("value")})
-        prefix = next((p for p in MCA_ENV_PREFIXES if name.startswith(p)), None)
-        if prefix is None:
-            continue
-        if not MCA_NAME.fullmatch(name.removeprefix(prefix)):
-            errors.append(
-                FieldError(
-                    f"{path}[{i}].name",
-                    f"is not {prefix} and an MCA parameter name ([A-Za-z0-9_]+): Open MPI "
-                    f"copies it into the command the workers' shell runs, got {name!r}",
-                )
-            )
-        value = entry.get("value")
-        if isinstance(value, str) and (problem := mca_value_error(value)):
-            errors.append(FieldError(f"{path}[{i}].value", problem))
-    return errors
-
-
-def open_mpi_env_script(launcher: str) -> str:
-    """bash that exits UNSAFE_ENV_EXIT, naming them, when variables Open MPI would copy into
-    its daemons' shell command break `open_mpi_env_errors`' rules (a prefix variable need not
-    be absolute here): the same rules, applied when the launcher starts to what `valueFrom`,
-    `envFrom` and the image brought, which validation cannot see.
-
-    It reads the environment as the process received it, names that are no shell variable
-    included; `launcher` names the program it would start, for the message.
-    """
-    # The names first: a job's ReplicaFailure shows the line's first 200 characters.
-    before = f"jobcore: not starting {launcher}: unsafe for the workers' shell:"
-    after = (
-        " (Open MPI writes these variables, from the container's env, envFrom or image, into "
-        "the command the workers' shell runs; an MCA name may hold letters, digits and _, an "
-        f"MCA value {MCA_VALUE_CHARACTERS}, {' and '.join(PREFIX_ENV_NAMES)} {PATH_CHARACTERS})"
-    )
-    bad_name, bad_value, bad_path = (
-        shlex.quote(f"*[!{c}]*") for c in (_MCA_NAME_CLASS, _MCA_VALUE_CLASS, _PATH_CLASS)
-    )
-    mca = " | ".join(f"{prefix}*" for prefix in MCA_ENV_PREFIXES)
-    return f"""unsafe=$(
-  LC_ALL=C # byte ranges, whatever the image's locale
-  bad_name={bad_name} bad_value={bad_value} bad_path={bad_path}
-  while IFS= read -r -d '' entry; do
-    name=${{entry%%=*}} value=${{entry#*=}}
-    case $name in
-      {mca})
-        rest=${{name#*_MCA_}}
-        [[ -n $rest && $rest != $bad_name && $value != $bad_value ]] ;;
-      {" | ".join(PREFIX_ENV_NAMES)}) [[ $value != $bad_path ]] ;;
-    esac || printf ' %q' "$name"
-  done </proc/self/environ
-)
-if [[ -n $unsafe ]]; then
-  echo {shlex.quote(before)}"$unsafe"{shlex.quote(after)} >&2
-  exit {UNSAFE_ENV_EXIT}
-fi
-"""
 
 
 def mount_errors(

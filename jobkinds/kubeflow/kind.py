@@ -1,7 +1,7 @@
 """Kubeflow's MPIJob kind (`kubeflow.org/v2beta1`): MPI Operator v2's API on jobcore.
 
 Users of Kubeflow's MPI Operator bring their YAML unchanged: the same children under the same
-names and labels (see `_children`), the same status (see `_status`) and metrics (`_metrics`).
+names and labels (see `children`), the same status (see `status`) and metrics (`metrics`).
 jobcore's job layer does the rest, so some behaviour is jobcore's:
 
 - `runPolicy.suspend` pauses the job: its pods and its launcher Job are deleted (Kubeflow
@@ -41,22 +41,32 @@ from jobcore.jobs import RunMode
 from jobcore.jobs import RunPolicy
 from jobcore.jobs import StatusPart
 from jobcore.jobs import summed_requests
-from jobkinds import _checks
-from jobkinds import _pods
-from jobkinds._launch import LAUNCHER
-from jobkinds._launch import MAX_WORKERS
-from jobkinds._launch import WORKER
-from jobkinds._launch import launcher_name
-from jobkinds._launch import worker_name
-from jobkinds.kubeflow import _children
-from jobkinds.kubeflow import _events
-from jobkinds.kubeflow import _metrics
-from jobkinds.kubeflow._api import MPI_OPERATOR
-from jobkinds.kubeflow._api import MULTIKUEUE
-from jobkinds.kubeflow._api import MPIJobSpec
-from jobkinds.kubeflow._api import SchedulingPolicy
-from jobkinds.kubeflow._status import EVICTED
-from jobkinds.kubeflow._status import KubeflowStatus
+from jobcore.launcher import LAUNCHER
+from jobcore.launcher import MAX_WORKERS
+from jobcore.launcher import WORKER
+from jobcore.launcher import clip
+from jobcore.launcher import is_ready
+from jobcore.launcher import job_name_errors
+from jobcore.launcher import launcher_name
+from jobcore.launcher import path_errors
+from jobcore.launcher import pod_phase
+from jobcore.launcher import pod_problems
+from jobcore.launcher import unique_name_errors
+from jobcore.launcher import worker_name
+from jobkinds.kubeflow import events
+from jobkinds.kubeflow import metrics
+from jobkinds.kubeflow.children import config_map
+from jobkinds.kubeflow.children import launcher_job
+from jobkinds.kubeflow.children import service
+from jobkinds.kubeflow.children import ssh_secret
+from jobkinds.kubeflow.children import worker_count
+from jobkinds.kubeflow.children import worker_pod
+from jobkinds.kubeflow.spec import MPI_OPERATOR
+from jobkinds.kubeflow.spec import MULTIKUEUE
+from jobkinds.kubeflow.spec import MPIJobSpec
+from jobkinds.kubeflow.spec import SchedulingPolicy
+from jobkinds.kubeflow.status import EVICTED
+from jobkinds.kubeflow.status import KubeflowStatus
 
 _CLEAN_UP: dict[str | None, CleanUpPolicy | None] = {
     None: None,
@@ -123,15 +133,15 @@ class MPIJobKind:
             if replica is None:
                 continue
             template = f"{path}.{name}.template.spec"
-            errors += _checks.unique_name_errors(replica.template.spec, template)
+            errors += unique_name_errors(replica.template.spec, template)
             if replica.restart_policy in ("Always", "ExitCode"):
                 message = f'Unsupported value: "{replica.restart_policy}": supported values: '
                 errors.append(
                     FieldError(f"{path}.{name}.restartPolicy", message + '"Never", "OnFailure"')
                 )
-        longest = worker_name(job, max(_children.worker_count(job), 1) - 1)
-        errors += _checks.name_errors(job, longest)
-        errors += _checks.path_errors({"spec.sshAuthMountPath": spec.ssh_auth_mount_path})
+        longest = worker_name(job, max(worker_count(job), 1) - 1)
+        errors += job_name_errors(job, longest)
+        errors += path_errors({"spec.sshAuthMountPath": spec.ssh_auth_mount_path})
         if spec.run_policy.managed_by not in (None, "", MPI_OPERATOR, MULTIKUEUE):
             message = f'Unsupported value: supported values: "{MPI_OPERATOR}", "{MULTIKUEUE}"'
             errors.append(FieldError("spec.runPolicy.managedBy", message))
@@ -139,7 +149,7 @@ class MPIJobKind:
 
     def replicas(self, job: Job[MPIJobSpec]) -> Mapping[str, int]:
         """The launcher and the workers: under a gang scheduler, its PodGroup's members."""
-        return {LAUNCHER: 1, WORKER: _children.worker_count(job)}
+        return {LAUNCHER: 1, WORKER: worker_count(job)}
 
     def render(self, job: Job[MPIJobSpec], observed: Observed) -> list[Object]:
         """Secret, ConfigMap, Service, workers, and the launcher Job when it is due.
@@ -149,13 +159,13 @@ class MPIJobKind:
         it exists.
         """
         children = [
-            _children.ssh_secret(job, observed),
-            _children.config_map(job, observed),
-            _children.service(job),
-            *(_children.worker_pod(job, i) for i in range(_children.worker_count(job))),
+            ssh_secret(job, observed),
+            config_map(job, observed),
+            service(job),
+            *(worker_pod(job, i) for i in range(worker_count(job))),
         ]
         if self._launcher_due(job, observed):
-            children.append(_children.launcher_job(job))
+            children.append(launcher_job(job))
         return children
 
     def _launcher_due(self, job: Job[MPIJobSpec], observed: Observed) -> bool:
@@ -165,8 +175,8 @@ class MPIJobKind:
             or observed.get(BATCH_JOBS, launcher_name(job)) is not None
         ):
             return True
-        names = [worker_name(job, i) for i in range(_children.worker_count(job))]
-        return all(_pods.is_ready(observed.get(PODS, name)) for name in names)
+        names = [worker_name(job, i) for i in range(worker_count(job))]
+        return all(is_ready(observed.get(PODS, name)) for name in names)
 
     def interpret(self, job: Job[MPIJobSpec], observed: Observed) -> Outcome:
         """The launcher Job's end decides; evicted workers fail the job; it runs once a
@@ -182,32 +192,32 @@ class MPIJobKind:
             message = f"{len(evicted)}/{len(workers)} workers are evicted"
             return Outcome("failed", EVICTED, message)
         launchers = observed.pods_of(LAUNCHER)
-        running = [p for p in workers if _pods.phase(p) == "Running"]
-        count = _children.worker_count(job)
+        running = [p for p in workers if pod_phase(p) == "Running"]
+        count = worker_count(job)
         # A launcher pod that succeeded runs until its Job says it is complete.
-        launched = any(_pods.phase(p) in ("Running", "Succeeded") for p in launchers)
+        launched = any(pod_phase(p) in ("Running", "Succeeded") for p in launchers)
         if len(running) == count and launched:
             return Outcome("running", "MPIJobRunning", f"MPIJob {name} is running.")
         if launcher is None:
-            ready = sum(_pods.is_ready(p) for p in workers)
+            ready = sum(is_ready(p) for p in workers)
             reason = "WaitingForWorkers"
             message = f"{ready} of {count} worker(s) Ready; the launcher starts once all are."
         else:
             reason = "MPIJobPending"
             message = f"{len(running)} of {count} worker(s) running; the launcher is not."
-        if problems := _pods.problems([*launchers, *workers]):
+        if problems := pod_problems([*launchers, *workers]):
             message = f"{message} {problems}"
         return Outcome("pending", reason, message)
 
     def announce(
         self, recorder: EventRecorder, obj: Object, previous: JobStatus, status: JobStatus
     ) -> None:
-        _events.announce(recorder, obj, previous, status)
-        _metrics.announce(obj, previous, status)
+        events.announce(recorder, obj, previous, status)
+        metrics.announce(obj, previous, status)
 
     def forget(self, obj: Object) -> None:
         """The job is deleted: its per-job metric series go with it."""
-        _metrics.forget(obj)
+        metrics.forget(obj)
 
 
 def _gang(spec: MPIJobSpec) -> GangPolicy:
@@ -261,10 +271,10 @@ def _launcher_failure(failed: Mapping[str, Any], pods: list[Object], name: str) 
     reason = failed.get("reason") or "MPIJobFailed"
     message = failed.get("message") or f"MPIJob {name} has failed"
     if reason == "BackoffLimitExceeded":
-        ended = [p for p in pods if _pods.phase(p) == "Failed"]
+        ended = [p for p in pods if pod_phase(p) == "Failed"]
         last = max(ended, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
         status = (last or {}).get("status") or {}
         if status.get("reason"):
             reason = f"{reason}/{status['reason']}"
             message = f"{message}: {status.get('message', '')}"
-    return Outcome("failed", reason, _pods.clip(message, _MESSAGE_LIMIT))
+    return Outcome("failed", reason, clip(message, _MESSAGE_LIMIT))

@@ -1,6 +1,6 @@
 """Reading the pods of a launcher-and-workers job: phase, readiness, failure and problem messages.
 
-Shared by MPIJob, ColossalAIJob and HorovodJob for their `Outcome`: T9k's wording of a pod
+For a kind's `Outcome`: T9k's wording of a pod
 that exited (`Pod[name] exited with error code N`), of one stuck on its image, config or
 scheduling, and the short lists that fit a condition message.
 """
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
-from jobcore import Object
-from jobcore.jobs import Outcome
+from jobcore._jobs.kind import Outcome
+from jobcore._runtime.resources import Object
 
 WAITING_ERRORS = frozenset(
     {
@@ -29,7 +29,7 @@ WAITING_ERRORS = frozenset(
 """Waiting reasons that need the user: the pod will not get further on its own."""
 
 
-def phase(pod: Object | None) -> str | None:
+def pod_phase(pod: Object | None) -> str | None:
     return None if pod is None else (pod.get("status") or {}).get("phase")
 
 
@@ -40,11 +40,11 @@ def is_ready(pod: Object | None) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def ended(pod: Object | None) -> bool:
-    return phase(pod) in ("Succeeded", "Failed")
+def pod_ended(pod: Object | None) -> bool:
+    return pod_phase(pod) in ("Succeeded", "Failed")
 
 
-def statuses(pod: Object) -> list[dict[str, Any]]:
+def container_statuses(pod: Object) -> list[dict[str, Any]]:
     status = pod.get("status") or {}
     return [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]
 
@@ -53,7 +53,7 @@ def clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def failure(pod: Object, container: str, *, last_line: bool = True) -> str:
+def failure_message(pod: Object, container: str, *, last_line: bool = True) -> str:
     """`Pod[name] exited with error code N (container c, reason): last log line`, as T9k
     words it, with the container that failed and why.
 
@@ -65,7 +65,7 @@ def failure(pod: Object, container: str, *, last_line: bool = True) -> str:
     status = pod.get("status") or {}
     exits = [
         (s.get("name"), s["state"]["terminated"])
-        for s in statuses(pod)
+        for s in container_statuses(pod)
         if "terminated" in (s.get("state") or {})
     ]
     main = next(((n, t) for n, t in exits if n == container), None)
@@ -87,10 +87,10 @@ def failure(pod: Object, container: str, *, last_line: bool = True) -> str:
     return clip(f"{text}: {lines[-1]}" if lines else text)
 
 
-def problem(pod: Object) -> str | None:
+def pod_problem(pod: Object) -> str | None:
     """Why a pod that has not failed is stuck, if it needs the user: image, config, scheduling."""
     name = pod["metadata"]["name"]
-    for status in statuses(pod):
+    for status in container_statuses(pod):
         waiting = (status.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") in WAITING_ERRORS:
             detail = f": {waiting['message']}" if waiting.get("message") else ""
@@ -104,23 +104,23 @@ def problem(pod: Object) -> str | None:
     return None
 
 
-def problems(pods: Sequence[Object | None]) -> str | None:
+def pod_problems(pods: Sequence[Object | None]) -> str | None:
     """The problems of the pods that exist, summarized; None when there are none."""
-    found = [found for pod in pods if pod is not None and (found := problem(pod))]
-    return summary(found) if found else None
+    found = [found for pod in pods if pod is not None and (found := pod_problem(pod))]
+    return summarize(found) if found else None
 
 
-def summary(items: Sequence[str], shown: int = 3) -> str:
+def summarize(items: Sequence[str], shown: int = 3) -> str:
     more = f"; and {len(items) - shown} more" if len(items) > shown else ""
     return "; ".join(items[:shown]) + more
 
 
-def names(names: Sequence[str], shown: int = 5) -> str:
+def name_list(names: Sequence[str], shown: int = 5) -> str:
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return ", ".join(names[:shown]) + more
 
 
-def outcome(
+def launcher_outcome(
     launcher: Object | None,
     workers: Mapping[str, Object | None],
     *,
@@ -132,14 +132,16 @@ def outcome(
 
     The launcher is created once every worker is Ready (sshd accepting connections).
     """
-    launcher_phase = phase(launcher)
+    launcher_phase = pod_phase(launcher)
     if launcher_phase == "Succeeded":
         return Outcome("succeeded", "Succeeded", "The job has finished successfully.")
     failures = []
     if launcher is not None and launcher_phase == "Failed":
-        failures.append(failure(launcher, launcher_container))
+        failures.append(failure_message(launcher, launcher_container))
     failures += [
-        failure(pod, worker_container) for pod in workers.values() if pod is not None and ended(pod)
+        failure_message(pod, worker_container)
+        for pod in workers.values()
+        if pod is not None and pod_ended(pod)
     ]
     if failures:
         message = (
@@ -147,20 +149,20 @@ def outcome(
             if launcher_phase == "Failed"
             else "A worker stopped before the launcher finished."
         )
-        return Outcome("failed", "Failed", message, replica_failure=summary(failures))
-    replica_failure = problems([launcher, *workers.values()])
+        return Outcome("failed", "Failed", message, replica_failure=summarize(failures))
+    replica_failure = pod_problems([launcher, *workers.values()])
     if launcher_phase == "Running":
         return Outcome("running", replica_failure=replica_failure)
     if launcher is not None:
         reason, message = "LauncherPending", "Waiting for the launcher to start."
     elif missing := [name for name, pod in workers.items() if pod is None]:
         reason = "WorkersCreating"
-        message = f"Waiting for {len(missing)} worker(s) to be created: {names(missing)}."
+        message = f"Waiting for {len(missing)} worker(s) to be created: {name_list(missing)}."
     elif unready := [name for name, pod in workers.items() if not is_ready(pod)]:
         reason = "WorkersNotReady"
         message = (
             f"Waiting for {len(unready)} of {len(workers)} worker(s) to become Ready "
-            f"(sshd accepting connections on port {ssh_port}): {names(unready)}."
+            f"(sshd accepting connections on port {ssh_port}): {name_list(unready)}."
         )
     else:
         reason, message = "LauncherCreating", "All workers are Ready; creating the launcher."
