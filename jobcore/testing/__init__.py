@@ -18,6 +18,8 @@ automatically once jobcore is installed) provides the `control_plane`, `kubeconf
 `client`, `namespace`, `simulated_node`, `process_node` and `real_cluster` fixtures.
 `require` skips a test whose prerequisite is missing, and fails it under CI (`under_ci`),
 where a skip would hide a missing install.
+The kit imports without pytest (`jobcore sandbox` runs it from a plain install): only the
+plugin needs pytest, and `require` and `accepting_connections` once they skip or fail a test.
 """
 
 from jobcore.testing._background import background
