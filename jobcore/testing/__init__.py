@@ -1,9 +1,10 @@
 """The public testing kit: a real control plane, a simulated node, and a pytest plugin.
 
 Plugin authors use it as the project's own tests do: `ControlPlane` runs etcd and
-kube-apiserver from `KUBEBUILDER_ASSETS`; `SimulatedNode` plays scheduler and kubelet for
-Pods; `background` keeps a runnable going for the length of a block; `eventually` waits
-for a condition; `job_controller` runs a kind's controller for a block; `install_crd`,
+kube-apiserver from where controller-runtime's envtest users keep them (`KUBEBUILDER_ASSETS`,
+setup-envtest's store, /usr/local/kubebuilder/bin); `SimulatedNode` plays scheduler and
+kubelet for Pods; `background` keeps a runnable going for the length of a block; `eventually`
+waits for a condition; `job_controller` runs a kind's controller for a block; `install_crd`,
 `job_status`, `wait_for_phase`, `wait_for_phases`, `wait_for_end`, `condition`, `live_pods`,
 `event_reasons`, `wait_for_events`, `events_of`, `create_until_phase`, `wait_for_pods`,
 `wait_for_deletion`, `controller_uids` and `created_after_ready` are what a job kind's tests
