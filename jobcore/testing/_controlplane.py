@@ -24,6 +24,7 @@ from typing import Any
 import aiohttp
 import yaml
 
+from jobcore import JobcoreError
 from jobcore.testing._binaries import find_binaries
 from jobcore.testing._started import Started
 
@@ -44,7 +45,7 @@ _APISERVER_FLAGS = [
 ]
 
 
-class ControlPlaneError(RuntimeError):
+class ControlPlaneError(JobcoreError, RuntimeError):
     """The binaries are missing, or a component did not start or answer."""
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import structlog
 
+from jobcore import JobcoreError
 from jobcore.testing import _daemons
 from jobcore.testing import _hoststate
 from jobcore.testing._binaries import ASSETS_ENV
@@ -67,7 +68,7 @@ def images_folder() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jobcore" / "images"
 
 
-class RealClusterError(RuntimeError):
+class RealClusterError(JobcoreError, RuntimeError):
     """A component did not start or answer; the message names it and its log."""
 
 
