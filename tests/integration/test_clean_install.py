@@ -20,8 +20,17 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "README.md", "jobcore", "jobkinds", "controllers")
-"""What the Dockerfile copies to build the wheel: the package is these files and no others."""
+
+
+def dockerfile_sources() -> list[str]:
+    """What the Dockerfile copies to build the wheel (its COPY lines but `--from`'s), as
+    scripts/images.sh reads them: the package is built from these and nothing else."""
+    sources: list[str] = []
+    for line in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        if words[:1] == ["COPY"] and not words[1].startswith("--"):
+            sources += words[1:-1]
+    return sources
 
 
 def run(*argv: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
@@ -46,7 +55,7 @@ def plain_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("clean-install")
     source = folder / "source"
     source.mkdir()
-    for name in SOURCES:
+    for name in dockerfile_sources():
         if (ROOT / name).is_dir():
             ignore = shutil.ignore_patterns("__pycache__")
             shutil.copytree(ROOT / name, source / name, ignore=ignore)
