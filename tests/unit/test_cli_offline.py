@@ -52,7 +52,7 @@ def test_kinds_lists_the_bundled_kinds_with_their_source(
     assert header.split() == ["NAME", "KIND", "GROUP/VERSION", "SHORT", "NAMES", "SOURCE"]
     mpijob = next(row.split() for row in rows if row.startswith("mpijob "))
     assert mpijob[:4] == ["mpijob", "MPIJob", "batch.tensorstack.dev/v1beta1", "mj,mpij"]
-    assert mpijob[4] == "jobcore"  # the distribution, then its version
+    assert mpijob[4] == "jobcore-k8s"  # the distribution, then its version
 
 
 def fake_entry_points(monkeypatch: pytest.MonkeyPatch, extra: list[EntryPoint]) -> None:
