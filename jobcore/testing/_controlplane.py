@@ -211,7 +211,7 @@ class ControlPlane(Started):
             self._ports = {name: _free_port() for name in ("etcd", "etcd-peer", "apiserver")}
             self._write_tokens()
             _write_kubeconfig(self.kubeconfig_path, self.url, self._token)
-            # cryptography is no dependency: openssl makes the service-account signing key.
+            # openssl makes the service-account signing key while the API server says its version.
             _, version = await _together(
                 _run("openssl", "genrsa", "-out", str(self._dir / "sa.key")),
                 _run(str(assets / _APISERVER), "--version"),
