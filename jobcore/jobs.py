@@ -13,6 +13,9 @@ from jobcore._jobs.controller import add_job_controller
 from jobcore._jobs.crd import crd_for
 from jobcore._jobs.crd import structural_schema
 from jobcore._jobs.crd import write_crds
+from jobcore._jobs.hooks import NO_HOOKS
+from jobcore._jobs.hooks import KindHooks
+from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import JOB_KIND_LABEL
 from jobcore._jobs.kind import JOB_NAME_LABEL
@@ -56,13 +59,13 @@ from jobcore._jobs.status import parse_time
 from jobcore._jobs.statuspart import T9K_STATUS
 from jobcore._jobs.statuspart import StatusPart
 from jobcore._jobs.statuspart import T9kStatus
-from jobcore._jobs.statuspart import status_part
 
 __all__ = [
     "DEFAULT_CLUSTER_DOMAIN",
     "INVALID_SPEC",
     "JOB_KIND_LABEL",
     "JOB_NAME_LABEL",
+    "NO_HOOKS",
     "REPLICA_INDEX_LABEL",
     "REPLICA_TYPE_LABEL",
     "RETRY_BACKOFF",
@@ -80,6 +83,7 @@ __all__ = [
     "JobReconciler",
     "JobSpec",
     "JobStatus",
+    "KindHooks",
     "Observed",
     "OpenModel",
     "Outcome",
@@ -101,11 +105,11 @@ __all__ = [
     "Volcano",
     "add_job_controller",
     "crd_for",
+    "hooks_of",
     "parse_job",
     "parse_time",
     "plan_children",
     "run_mode_errors",
-    "status_part",
     "structural_schema",
     "summed_requests",
     "write_crds",

@@ -6,7 +6,8 @@ Layers, bottom up (import-linter checks that each imports only those below it):
 - `kind`: the `JobKind` plugin interface, the `Job` a kind sees and the `Outcome` it decides.
 - `tasks`, `statuspart`, `quantity`, `metrics`: a status's tasks bounded in size, where a
   kind's status lives, resource quantities, the job metrics.
-- `scheduling`, `status`: gang schedulers and PodGroups; the status derived from an outcome.
+- `scheduling`, `status`, `hooks`: gang schedulers and PodGroups; the status derived from an
+  outcome; a kind's optional hooks (`KindHooks`), read by `hooks_of` alone.
 - `policy`, `backoff`, `plan`: run policies (clean-up, TTL, deadlines), retry backoff, and
   the children planned for one reconcile (`plan_children`, also `jobcore render`'s).
 - `decide`: the outcome of one pass, from the kind's verdict and the policies.

@@ -49,6 +49,7 @@ from jobcore._jobs.decide import replace_pods
 from jobcore._jobs.decide import retry_hold
 from jobcore._jobs.decide import running_since
 from jobcore._jobs.decide import soonest
+from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
@@ -71,7 +72,6 @@ from jobcore._jobs.scheduling import GangScheduler
 from jobcore._jobs.status import Lifecycle
 from jobcore._jobs.status import derive_status
 from jobcore._jobs.status import invalid_status
-from jobcore._jobs.statuspart import status_part
 from jobcore._jobs.writer import CONFLICT_RETRY_SECONDS
 from jobcore._jobs.writer import StatusWriter
 from jobcore._runtime.client import Client
@@ -143,15 +143,14 @@ class JobReconciler(Generic[SpecT]):
         self.expectations = Expectations()
         self.specs = ParsedSpecs(kind, cluster_domain=cluster_domain)
         self.children = JobChildren(kind, client, children, self.expectations)
-        self.announcer = Announcer(
-            recorder, kind.resource.kind, also=getattr(kind, "announce", None)
-        )
+        hooks = hooks_of(kind)
+        self.announcer = Announcer(recorder, kind.resource.kind, also=hooks.announce)
         self.writer = StatusWriter(
             client,
             kind.resource,
             jobs,
             self.announcer.transitions,
-            part=status_part(kind),
+            part=hooks.status_part,
             interval=status_interval,
             clock=clock,
         )
