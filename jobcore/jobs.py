@@ -28,6 +28,8 @@ from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kind import JobPolicy
 from jobcore._jobs.kind import Observed
 from jobcore._jobs.kind import Outcome
+from jobcore._jobs.kindcheck import InvalidKindError
+from jobcore._jobs.kindcheck import check_kind
 from jobcore._jobs.models import ApiModel
 from jobcore._jobs.models import CleanUpPolicy
 from jobcore._jobs.models import Container
@@ -77,6 +79,7 @@ __all__ = [
     "FieldError",
     "GangPolicy",
     "GangScheduler",
+    "InvalidKindError",
     "Job",
     "JobKind",
     "JobPolicy",
@@ -104,6 +107,7 @@ __all__ = [
     "UnservedChildren",
     "Volcano",
     "add_job_controller",
+    "check_kind",
     "crd_for",
     "hooks_of",
     "parse_job",

@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Mapping
 
 
-async def start_jobcore(*args: str) -> asyncio.subprocess.Process:
-    """`jobcore ARGS` in a subprocess, unbuffered, its stderr merged into its stdout (a pipe)."""
+async def start_jobcore(
+    *args: str, env: Mapping[str, str] | None = None
+) -> asyncio.subprocess.Process:
+    """`jobcore ARGS` in a subprocess, unbuffered, its stderr merged into its stdout (a pipe);
+    `env` added to this process' environment."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -16,7 +20,7 @@ async def start_jobcore(*args: str) -> asyncio.subprocess.Process:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
 
 

@@ -13,6 +13,7 @@ from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import JOB_NAME_LABEL
 from jobcore._jobs.kind import JobKind
+from jobcore._jobs.kindcheck import check_kind
 from jobcore._jobs.reconciler import JobReconciler
 from jobcore._jobs.scheduling import GangScheduler
 from jobcore._runtime.controller import Controller
@@ -61,8 +62,9 @@ def add_job_controller(
     ended are reconciled at once. `cluster_domain` is the cluster's DNS domain, given to the
     kind as `Job.cluster_domain` for the names it builds. `retry_backoff` spaces a job's
     restarts and replaced pods (by default 10 s, doubling, at most 6 minutes, as a Kubernetes
-    Job's).
+    Job's). A kind `check_kind` finds problems in is refused with InvalidKindError.
     """
+    check_kind(kind)
     hooks = hooks_of(kind)
     # Named by its plural, unless two kinds share one (kubeflow.org's MPIJob and T9k's).
     name = hooks.controller_name or kind.resource.plural
