@@ -61,6 +61,7 @@ from jobcore._jobs.models import JobStatus
 from jobcore._jobs.models import RunPolicy
 from jobcore._jobs.parse import ParsedSpecs
 from jobcore._jobs.parse import run_policy_of
+from jobcore._jobs.plan import UnservedChildren
 from jobcore._jobs.plan import plan_children
 from jobcore._jobs.policy import DEADLINE_EXCEEDED
 from jobcore._jobs.policy import deadline_left
@@ -199,9 +200,13 @@ class JobReconciler(Generic[SpecT]):
             )
             return await self._end(step, Outcome("failed", DEADLINE_EXCEEDED, message), lifecycle)
         resume = lifecycle.resume_specs if lifecycle.pause == "resumed" else None
-        planned = plan_children(
-            self.kind, job, observed, self.gang_scheduler, resume_specs=resume or None
-        )
+        try:
+            planned = plan_children(
+                self.kind, job, observed, self.gang_scheduler, resume_specs=resume or None
+            )
+        except UnservedChildren as unserved:  # the kind's bug: said in the status, not retried
+            await self._invalid(step.request, job.obj, step.previous, [unserved.error])
+            return Result()
         job, desired = planned.job, planned.desired
         step = dataclasses.replace(step, job=job)
         if (
