@@ -76,24 +76,17 @@ from jobcore.jobs import JobSpec
 
 
 class BadKind:
-    """Misses render and interpret, has an invalid plural and a hook outside its hooks."""
+    """Half a kind: no children, status or interpretation, an invalid plural, and a hook
+    outside its hooks."""
 
     resource = Resource("example.dev", "v1", "Bad", "Bad_Jobs")
     short_names = ()
     spec_model = JobSpec
     replica_types = ("worker",)
-    child_resources = ()
-    containers = {}
-    debug_commands = {}
-    kept_after_cleanup = ()
-    printer_columns = ()
     statuspart = T9K_STATUS
 
     def validate(self, job):
         return []
-
-    def replicas(self, job):
-        return {"worker": 1}
 
 
 class ClashKind:
@@ -146,6 +139,12 @@ async def test_kinds_and_run_name_every_problem_of_an_invalid_plugin_kind(tmp_pa
     bad = (
         "jobcore kinds: skipped, failed to load: job kind 'badjob' (bad-kinds 1.0): "
         "Bad (bad_kinds.BadKind) is not a valid job kind:\n"
+        "  - missing child_resources\n"
+        "  - missing containers\n"
+        "  - missing debug_commands\n"
+        "  - missing kept_after_cleanup\n"
+        "  - missing printer_columns\n"
+        "  - missing replicas\n"
         "  - missing render\n"
         "  - missing interpret\n"
         "  - plural 'Bad_Jobs' is not a lowercase DNS label (a-z, 0-9 and '-', starting with a "
