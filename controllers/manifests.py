@@ -26,7 +26,7 @@ from jobcore.jobs import write_crds
 NAMESPACE = "jobcore-system"
 """Where the cluster-wide install runs the controller."""
 NAME = "jobcore-controller"
-IMAGE = f"jobcore:{metadata.version('jobcore')}"
+IMAGE = f"jobcore:{metadata.version('jobcore-k8s')}"
 """The image the Deployment runs: tagged with the project's version, never `latest`, so a
 manifest names the one build it was written for."""
 METRICS_PORT = 8080

@@ -2,15 +2,17 @@
 
 This module is the runtime's public API: the API client, informer caches, the work queue,
 controllers, the manager with leader election, probes, metrics, Events and logs. The job
-layer that kinds plug into is `jobcore.jobs`; the test kit is `jobcore.testing`.
+layer that kinds plug into is `jobcore.jobs`; the helpers of kinds whose launcher pod reaches
+sshd workers are `jobcore.launcher`; the test kit is `jobcore.testing`.
 
-The code lives in two private packages, each a stack of layers that import-linter checks:
+The code lives in three private packages, each a stack of layers that import-linter checks:
 
 - `jobcore._runtime`: the runtime, knowing nothing of jobs.
 - `jobcore._jobs`: the job layer, built on the runtime's public names and modules.
+- `jobcore._launcher`: the launcher-over-ssh helpers, built on the job layer.
 
-Only the names exported here, in `jobcore.jobs` and in `jobcore.testing` are public; the
-lists are frozen by tests/unit/api/, so that growth shows in review.
+Only the names exported here, in `jobcore.jobs`, `jobcore.launcher` and `jobcore.testing`
+are public; the lists are frozen by tests/unit/api/, so that growth shows in review.
 """
 
 from jobcore._runtime.client import DEFAULT_MAX_CONNECTIONS

@@ -39,6 +39,9 @@ print(digest.hexdigest())' \
 if [[ "$(cat "$_jobcore_stamp" 2>/dev/null)" != "$_jobcore_hash" ]]; then
   echo "env.sh: a pyproject.toml is new or changed:" \
     "pip install -e '.[test]' -e examples/torchjob into .venv" >&2
+  # A .venv made before the project became the distribution jobcore-k8s holds the one named
+  # jobcore: out first, since both install the `jobcore` command.
+  python -m pip uninstall --disable-pip-version-check -y -q jobcore >/dev/null 2>&1 || true
   if ! python -m pip install --disable-pip-version-check -e "$jobcore_root[test]" \
       -e "$jobcore_root/examples/torchjob" >"$VIRTUAL_ENV/pip.log" 2>&1; then
     cat "$VIRTUAL_ENV/pip.log" >&2

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The project's test command: the real frameworks (scripts/frameworks.sh, into a cache outside
 # the repository) and the real cluster's packages and images (scripts/cluster.sh), then lint,
-# format, types, import layers and pytest ("$@" goes to pytest; its testpaths are tests/ and the
-# example plugin's examples/torchjob/tests/), in two processes that each take whole files, the
-# real-cluster tests all in one of them (JOBCORE_TEST_WORKERS=0 runs everything in this one, so
-# -s shows output). Stops at the first failing check. A framework or image that does not install
-# stops nothing: its real tests skip saying why, and under CI (CI=true) they fail saying why.
+# format, types, import layers and pytest ("$@" goes to pytest; its testpaths are tests/, the
+# example plugin's examples/torchjob/tests/ and the docs' docs/examples/sleepjob/tests/), in two
+# processes that each take whole files, the real-cluster tests all in one of them
+# (JOBCORE_TEST_WORKERS=0 runs everything in this one, so -s shows output). Stops at the first
+# failing check. A framework or image that does not install stops nothing: its real tests skip
+# saying why, and under CI (CI=true) they fail saying why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh

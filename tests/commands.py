@@ -1,11 +1,20 @@
-"""The `jobcore` command as users run it, for the tests that start it as a process."""
+"""The `jobcore` command as users run it, for the tests that start it as a process or call its
+`main` in theirs."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import sys
+from collections.abc import Iterator
 from collections.abc import Mapping
+
+import pytest
+import structlog
+
+from controllers import cli
 
 
 async def start_jobcore(
@@ -36,3 +45,23 @@ LOOPBACK_SERVERS = (
 def run_args(kubeconfig: str, namespace: str) -> list[str]:
     """`run` and its arguments for a controller of `namespace` that uses `kubeconfig`."""
     return ["run", "--kubeconfig", kubeconfig, "--namespace", namespace, *LOOPBACK_SERVERS]
+
+
+@contextlib.contextmanager
+def kept_logging() -> Iterator[None]:
+    """`cli.main` configures logging for the process: put back what the test run had."""
+    root = logging.getLogger()
+    handlers, level, config = list(root.handlers), root.level, structlog.get_config()
+    try:
+        yield
+    finally:
+        root.handlers, root.level = handlers, level
+        structlog.configure(**config)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`jobcore --log-format json ARGV` in this process: its exit code, stdout and stderr."""
+    with kept_logging():
+        code = cli.main(["--log-format", "json", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err

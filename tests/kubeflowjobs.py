@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 
@@ -185,6 +187,21 @@ def replica_counts(status: Any) -> dict[str, dict[str, int]]:
     }
 
 
+async def _until(
+    check: Callable[[], Awaitable[bool]],
+    timeout: float,
+    interval: float,
+    failure: Callable[[], str | Awaitable[str]],
+) -> None:
+    """`eventually(check)`, failing with the message `failure` writes from what was last seen: a
+    bare TimeoutError would not say why the job is stuck."""
+    try:
+        await eventually(check, timeout=timeout, interval=interval)
+    except TimeoutError:
+        message = failure()
+        raise AssertionError(message if isinstance(message, str) else await message) from None
+
+
 async def wait_for_condition(
     client: Client,
     namespace: str,
@@ -203,16 +220,16 @@ async def wait_for_condition(
         found = condition_of(seen[0], kind)
         return found is not None and found["status"] == status
 
-    try:
-        await eventually(reached, timeout=timeout, interval=0.05)
-    except TimeoutError:
+    def failure() -> str:
         conditions = [
             (c["type"], c["status"], c.get("reason")) for c in seen[0].get("conditions") or ()
         ]
-        raise AssertionError(
+        return (
             f"{name}: no {kind}={status} within {timeout} s; conditions: {conditions}, "
             f"replicaStatuses: {seen[0].get('replicaStatuses')}"
-        ) from None
+        )
+
+    await _until(reached, timeout, 0.05, failure)
     return seen[0]
 
 
@@ -234,13 +251,15 @@ async def wait_for_replicas(
         counts = replica_counts(seen[0])
         return {replica: counts.get(replica, {}) for replica in expected} == expected
 
-    try:
-        await eventually(reached, timeout=timeout, interval=0.05)
-    except TimeoutError:
-        raise AssertionError(
+    await _until(
+        reached,
+        timeout,
+        0.05,
+        lambda: (
             f"{name}: replicaStatuses not {dict(expected)} within {timeout} s: "
             f"{seen[0].get('replicaStatuses')}"
-        ) from None
+        ),
+    )
     return seen[0]
 
 
@@ -300,14 +319,22 @@ async def running_launcher(client: Client, namespace: str, name: str) -> Object:
         ]
         return bool(found)
 
-    try:
-        await eventually(running, timeout=TIMEOUT, interval=0.05)
-    except TimeoutError:
-        raise AssertionError(
-            f"{name}: no launcher pod Running within {TIMEOUT} s; "
-            f"{await _describe(client, namespace, name)}"
-        ) from None
+    async def failure() -> str:
+        return f"{name}: no launcher pod Running within {TIMEOUT} s; " + await _describe(
+            client, namespace, name
+        )
+
+    await _until(running, TIMEOUT, 0.05, failure)
     return found[0]
+
+
+async def started(client: Client, job: Object) -> Object:
+    """Create `job`; wait until its launcher pod runs and the job is Running; return that pod."""
+    namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    await client.create(MPIJOBS, job)
+    launcher = await running_launcher(client, namespace, name)
+    await wait_for_condition(client, namespace, name, "Running")
+    return launcher
 
 
 async def _describe(client: Client, namespace: str, name: str) -> str:
@@ -367,11 +394,13 @@ async def wait_for_kubeflow_events(
         found.update(await events_about(client, namespace, name))
         return set(reasons) <= set(found)
 
-    try:
-        await eventually(recorded, timeout=timeout, interval=0.1)
-    except TimeoutError:
-        raise AssertionError(
+    await _until(
+        recorded,
+        timeout,
+        0.1,
+        lambda: (
             f"{name}: no Events {sorted(set(reasons) - set(found))} within {timeout} s; "
             f"recorded: {sorted(found)}"
-        ) from None
+        ),
+    )
     return found

@@ -43,8 +43,8 @@ from jobcore.jobs import Observed
 from jobcore.jobs import parse_job
 from jobcore.testing._podsetup import Sources
 from jobcore.testing._podsetup import environment
-from jobkinds import _checks
-from jobkinds import _mpi
+from jobkinds.mpi.mpirun import HOSTFILE
+from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
 from tests.shell_canary_jobs import KINDS
 from tests.shell_canary_jobs import OPEN_MPI_MPIJOB
 from tests.shell_canary_jobs import CanaryKind
@@ -215,7 +215,7 @@ def run_launcher(launcher: Launcher, box: Sandbox, *, real_mpirun: bool = False)
         "CANARY_REMOTE_LOG": str(box.remote_log),
     }
     if real_mpirun:  # the ConfigMap's hostfile, here, and the stub ssh as the agent
-        argv = [str(box.root / "hostfile") if a == _mpi.HOSTFILE else a for a in argv]
+        argv = [str(box.root / "hostfile") if a == HOSTFILE else a for a in argv]
         env |= {
             "OMPI_MCA_orte_default_hostfile": str(box.root / "hostfile"),
             "OMPI_MCA_plm_rsh_agent": str(box.bin(real_mpirun=True) / "ssh"),
@@ -231,9 +231,7 @@ def run_launcher(launcher: Launcher, box: Sandbox, *, real_mpirun: bool = False)
             f"the canary ran: launcher {argv!r}\nenv {env!r}\nremote commands {remote!r}\n"
             f"output {run.stdout!r} {run.stderr!r}"
         )
-    refused = run.returncode == _checks.UNSAFE_ENV_EXIT and run.stderr.startswith(
-        b"jobcore: not starting"
-    )
+    refused = run.returncode == UNSAFE_ENV_EXIT and run.stderr.startswith(b"jobcore: not starting")
     return Run(refused, remote.count(b"\0"))
 
 

@@ -9,29 +9,24 @@ from prometheus_client import Gauge
 
 from jobcore._runtime.metrics import REGISTRY
 
-jobs_created_total = Counter(
-    "jobcore_jobs_created_total",
-    "Jobs whose children were first created, by kind and namespace.",
-    ("kind", "namespace"),
-    registry=REGISTRY,
+
+def _jobs_counter(name: str, documentation: str) -> Counter:
+    """A counter of jobs by kind and namespace."""
+    return Counter(name, documentation, ("kind", "namespace"), registry=REGISTRY)
+
+
+jobs_created_total = _jobs_counter(
+    "jobcore_jobs_created_total", "Jobs whose children were first created, by kind and namespace."
 )
-jobs_succeeded_total = Counter(
-    "jobcore_jobs_succeeded_total",
-    "Jobs that reached the Succeeded phase.",
-    ("kind", "namespace"),
-    registry=REGISTRY,
+jobs_succeeded_total = _jobs_counter(
+    "jobcore_jobs_succeeded_total", "Jobs that reached the Succeeded phase."
 )
-jobs_failed_total = Counter(
-    "jobcore_jobs_failed_total",
-    "Jobs that reached the Failed phase (invalid specs not counted).",
-    ("kind", "namespace"),
-    registry=REGISTRY,
+jobs_failed_total = _jobs_counter(
+    "jobcore_jobs_failed_total", "Jobs that reached the Failed phase (invalid specs not counted)."
 )
-jobs_restarted_total = Counter(
+jobs_restarted_total = _jobs_counter(
     "jobcore_jobs_restarted_total",
     "Times a failed job was torn down and recreated under runPolicy.backoffLimit.",
-    ("kind", "namespace"),
-    registry=REGISTRY,
 )
 job_info = Gauge(
     "jobcore_job_info",

@@ -9,6 +9,8 @@ import math
 import re
 from fractions import Fraction
 
+from jobcore._runtime.errors import JobcoreError
+
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _QUANTITY = re.compile(
@@ -23,7 +25,7 @@ _MAX_EXPONENT = 30
 most exa (10^18) as a suffix), so that reading a hostile one costs nothing."""
 
 
-class QuantityError(ValueError):
+class QuantityError(JobcoreError, ValueError):
     """Not a Kubernetes quantity, or one far beyond what Kubernetes stores."""
 
 

@@ -1,14 +1,25 @@
-"""The exception hierarchy of jobcore.
+"""The exception tree of jobcore: every error it raises is a JobcoreError.
 
 JobcoreError
-├── ApiError                 the API server answered with a failure Status
+├── ApiError                 the API server answered with a failure Status (0: no answer)
+│   ├── ForbiddenError       403: RBAC, or admission (a quota, a LimitRange) refused it
 │   ├── NotFoundError        404
 │   ├── ConflictError        409 on update: re-read and try again
 │   ├── AlreadyExistsError   409 on create
 │   ├── GoneError            410: the resourceVersion is too old, re-list
 │   └── InvalidError         422: the object was rejected by validation
 ├── TerminalError            a reconcile failure that retrying cannot fix
-└── LeaderElectionLost       this process no longer holds the lease
+│   ├── ChildRefused         the API server refused a child for its spec (job layer)
+│   └── UnservedChildren     a kind rendered a child outside its child_resources (job layer)
+├── InvalidKindError         a job kind that cannot run: every problem (job layer)
+├── LeaderElectionLost       this process no longer holds the lease
+├── QueueShutDown            the work queue is shut down: its worker exits
+├── QuantityError            not a Kubernetes quantity (also a ValueError)
+│   and the test kit's (jobcore.testing):
+├── ControlPlaneError        etcd or kube-apiserver did not start (also a RuntimeError)
+├── RealClusterError         a real cluster component did not start (also a RuntimeError)
+├── HostCommandError         a host command of the process node failed
+└── NotReadyError            a pod's volume or env source is not there yet (process node)
 """
 
 from __future__ import annotations

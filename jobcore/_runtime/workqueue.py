@@ -24,6 +24,7 @@ from prometheus_client import Gauge
 from prometheus_client import Histogram
 
 from jobcore._runtime import metrics
+from jobcore._runtime.errors import JobcoreError
 from jobcore._runtime.ratelimit import RateLimiter
 from jobcore._runtime.ratelimit import default_controller_rate_limiter
 
@@ -32,7 +33,7 @@ __all__ = ["QueueShutDown", "WorkQueue"]
 T = TypeVar("T", bound=Hashable)
 
 
-class QueueShutDown(Exception):
+class QueueShutDown(JobcoreError):
     """The queue is shut down and has nothing left to hand out: the worker should exit."""
 
 

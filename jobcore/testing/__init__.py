@@ -1,9 +1,10 @@
 """The public testing kit: a real control plane, a simulated node, and a pytest plugin.
 
 Plugin authors use it as the project's own tests do: `ControlPlane` runs etcd and
-kube-apiserver from `KUBEBUILDER_ASSETS`; `SimulatedNode` plays scheduler and kubelet for
-Pods; `background` keeps a runnable going for the length of a block; `eventually` waits
-for a condition; `job_controller` runs a kind's controller for a block; `install_crd`,
+kube-apiserver from where controller-runtime's envtest users keep them (`KUBEBUILDER_ASSETS`,
+setup-envtest's store, /usr/local/kubebuilder/bin); `SimulatedNode` plays scheduler and
+kubelet for Pods; `background` keeps a runnable going for the length of a block; `eventually`
+waits for a condition; `job_controller` runs a kind's controller for a block; `install_crd`,
 `job_status`, `wait_for_phase`, `wait_for_phases`, `wait_for_end`, `condition`, `live_pods`,
 `event_reasons`, `wait_for_events`, `events_of`, `create_until_phase`, `wait_for_pods`,
 `wait_for_deletion`, `controller_uids` and `created_after_ready` are what a job kind's tests
@@ -20,6 +21,8 @@ automatically once jobcore is installed) provides the `control_plane`, `kubeconf
 `client`, `namespace`, `simulated_node`, `process_node` and `real_cluster` fixtures.
 `require` skips a test whose prerequisite is missing, and fails it under CI (`under_ci`),
 where a skip would hide a missing install.
+The kit imports without pytest (`jobcore sandbox` runs it from a plain install): only the
+plugin needs pytest, and `require` and `accepting_connections` once they skip or fail a test.
 """
 
 from jobcore.testing._background import background

@@ -24,9 +24,10 @@ from typing import Any
 import aiohttp
 import yaml
 
+from jobcore import JobcoreError
+from jobcore.testing._binaries import find_binaries
 from jobcore.testing._started import Started
 
-ASSETS_ENV = "KUBEBUILDER_ASSETS"
 READY_TIMEOUT = 60.0
 _POLL_SECONDS = 0.1
 _STOP_GRACE_SECONDS = 5.0
@@ -42,13 +43,9 @@ _APISERVER_FLAGS = [
     "--disable-admission-plugins=ServiceAccount",
     "--service-account-issuer=https://localhost",
 ]
-_HINT = (
-    f"set {ASSETS_ENV} to a folder holding etcd, kube-apiserver, kube-controller-manager and "
-    f'kubectl, e.g. `export {ASSETS_ENV}="$(../shared/envtest/install.sh)"` from the repo root'
-)
 
 
-class ControlPlaneError(RuntimeError):
+class ControlPlaneError(JobcoreError, RuntimeError):
     """The binaries are missing, or a component did not start or answer."""
 
 
@@ -133,10 +130,12 @@ def _write_kubeconfig(path: str, server: str, token: str) -> str:
 class ControlPlane(Started):
     """A real API server on loopback for one test session, as controller-runtime's envtest.
 
-    Binaries come from `assets_dir` or `$KUBEBUILDER_ASSETS`; `apiserver_args` go last, so they
-    override the defaults. Each process logs to `<work dir>/<binary>.log`. A `work_dir` given by
-    the caller is kept by `stop()` (with its etcd data, so a later start resumes that state);
-    otherwise a temporary one is made and removed. There is no scheduler and no kubelet.
+    Binaries come from `assets_dir`, else from where controller-runtime's envtest users keep
+    them (`$KUBEBUILDER_ASSETS`, setup-envtest's store, /usr/local/kubebuilder/bin: see
+    `_binaries`). `apiserver_args` go last, so they override the defaults. Each process logs to
+    `<work dir>/<binary>.log`. A `work_dir` given by the caller is kept by `stop()` (with its
+    etcd data, so a later start resumes that state); otherwise a temporary one is made and
+    removed. There is no scheduler and no kubelet.
     """
 
     def __init__(
@@ -302,13 +301,10 @@ class ControlPlane(Started):
         return int((await self._etcd("kv/deleterange", body)).get("deleted", 0))
 
     def _assets(self, *binaries: str) -> Path:
-        raw = self._assets_dir or os.environ.get(ASSETS_ENV)
-        if not raw:
-            raise ControlPlaneError(f"{ASSETS_ENV} is not set: {_HINT}")
-        missing = [name for name in binaries if not os.access(Path(raw, name), os.X_OK)]
-        if missing:
-            raise ControlPlaneError(f"{', '.join(missing)} not found in {raw}: {_HINT}")
-        return Path(raw)
+        try:
+            return find_binaries(binaries, self._assets_dir)
+        except FileNotFoundError as error:
+            raise ControlPlaneError(str(error)) from None
 
     def _work_dir(self) -> Path:
         if self._dir is None:

@@ -29,8 +29,6 @@ from pathlib import Path
 from typing import Any
 from typing import Generic
 
-import pytest
-
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
@@ -264,6 +262,8 @@ def accepting_connections(port: int, host: str = "127.0.0.1") -> Iterator[int]:
         server.bind((host, port))
     except OSError:
         server.close()
+        import pytest  # noqa: PLC0415 - only a test skips: the kit imports without pytest
+
         pytest.skip(f"cannot listen on {host}:{port} here")
     server.listen(16)
     server.settimeout(0.2)

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from jobcore import JobcoreError
+
 BRIDGE = "jcbr0"
 GATEWAY = "10.213.0.1"
 NETWORK = ipaddress.ip_network("10.213.0.0/16")
@@ -59,7 +61,7 @@ Steps = Generator[list[str], Result, None]
 """Commands to run one after another; each command's result is sent back in."""
 
 
-class HostCommandError(Exception):
+class HostCommandError(JobcoreError):
     """A command that changes the host failed."""
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jobcore import JobcoreError
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._runtime.client import Client
 from jobcore._runtime.errors import NotFoundError
@@ -41,7 +42,7 @@ HOSTNAME_MAX = 63
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
-class NotReadyError(Exception):
+class NotReadyError(JobcoreError):
     """Something the Pod needs does not exist yet (a Secret, a ConfigMap): try again later."""
 
 

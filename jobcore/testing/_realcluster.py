@@ -28,8 +28,10 @@ from pathlib import Path
 
 import structlog
 
+from jobcore import JobcoreError
 from jobcore.testing import _daemons
 from jobcore.testing import _hoststate
+from jobcore.testing._binaries import ASSETS_ENV
 from jobcore.testing._clustercommands import ClusterCommands
 from jobcore.testing._clusterdns import lookup
 from jobcore.testing._clusterlayout import CLUSTER_DOMAIN
@@ -41,7 +43,6 @@ from jobcore.testing._clusterlayout import SERVICE_CIDR
 from jobcore.testing._clusterlayout import Layout
 from jobcore.testing._clusterlayout import write_configs
 from jobcore.testing._clusterpki import ensure_pki
-from jobcore.testing._controlplane import ASSETS_ENV
 from jobcore.testing._controlplane import _log_tail
 from jobcore.testing._eventually import eventually
 from jobcore.testing._netns import run
@@ -67,7 +68,7 @@ def images_folder() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jobcore" / "images"
 
 
-class RealClusterError(RuntimeError):
+class RealClusterError(JobcoreError, RuntimeError):
     """A component did not start or answer; the message names it and its log."""
 
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 __all__ = ["require", "under_ci"]
 
 
@@ -22,6 +20,9 @@ def require(missing: str | None) -> None:
     """Go on when `missing` is None; else skip the test with it as the reason, or fail it in CI."""
     if missing is None:
         return
+    # Only a test skips or fails: the kit itself imports without pytest (`jobcore sandbox`).
+    import pytest  # noqa: PLC0415
+
     if under_ci():
         pytest.fail(f"cannot run under CI: {missing}", pytrace=False)
     pytest.skip(missing)

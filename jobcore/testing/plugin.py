@@ -64,7 +64,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--k8s-backend",
         choices=BACKENDS,
         default=os.environ.get("JOBCORE_K8S_BACKEND", "envtest"),
-        help="envtest (default: etcd + kube-apiserver from $KUBEBUILDER_ASSETS) or k3s "
+        help="envtest (default: etcd + kube-apiserver from $KUBEBUILDER_ASSETS, else "
+        "setup-envtest's store, else /usr/local/kubebuilder/bin) or k3s "
         "(in Docker) (env JOBCORE_K8S_BACKEND)",
     )
 

@@ -1,9 +1,11 @@
 """Kubeflow's job API on jobcore: `MPIJobKind`, MPI Operator v2's MPIJob (`kubeflow.org/v2beta1`).
 
-Modules: `_api` the models, `_children` what a job creates, `_status` Kubeflow's status as
-jobcore reads and writes it, `_metrics` MPI Operator's metrics, `mpijob` the kind.
+Modules: `spec` the API models, `children` what a job creates, `status` Kubeflow's status as
+jobcore reads and writes it, `events` and `metrics` MPI Operator's Events and metrics, `kind`
+the kind. What it shares with the T9k MPIJob (MPI flavours, the hostfile, Open MPI's
+environment) is `jobkinds.mpi`'s.
 """
 
-from jobkinds.kubeflow.mpijob import MPIJobKind
+from jobkinds.kubeflow.kind import MPIJobKind
 
 __all__ = ["MPIJobKind"]

@@ -78,10 +78,15 @@ def in_current_shape(job: Object) -> Object:
     return job
 
 
-async def start_held(cluster: Cluster, client: Client, job: Object, folder: Path) -> None:
-    """Create `job` (made with `hold`) and wait until its ranks hold on both workers."""
+async def start_held(
+    cluster: Cluster, client: Client, job: Object, folder: Path
+) -> dict[str, tuple[str, str]]:
+    """Create `job` (made with `hold`) and wait until its ranks hold on both workers; return its
+    pods' `identities` then."""
+    namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
     await create_in_cluster(client, MPIJOBS, job, folder)
-    await wait_until_holding(cluster, job["metadata"]["namespace"], job["metadata"]["name"])
+    await wait_until_holding(cluster, namespace, name)
+    return identities(cluster, namespace, name)
 
 
 async def wait_until_holding(cluster: Cluster, namespace: str, job: str) -> None:

@@ -25,8 +25,7 @@ async def test_the_standby_carries_a_running_job_on_when_the_leader_pod_is_delet
     cluster: Cluster, cluster_client: Client, cluster_namespace: str, tmp_path: Path
 ) -> None:
     job = mpiruns.mpi_job("openmpi", tmp_path, name="lead", namespace=cluster_namespace, hold=True)
-    await mpiruns.start_held(cluster, cluster_client, job, tmp_path)
-    before = mpiruns.identities(cluster, cluster_namespace, "lead")
+    before = await mpiruns.start_held(cluster, cluster_client, job, tmp_path)
     leader = cluster.leader()
     (standby,) = {p["metadata"]["name"] for p in cluster.controller_pods()} - {leader}
 

@@ -97,8 +97,7 @@ async def test_a_killed_worker_restarts_the_job_which_then_succeeds(
     it again after the retry backoff (docs/lifecycle.md, Failures and restarts)."""
     job = mpiruns.mpi_job("openmpi", tmp_path, name="kill", namespace=cluster_namespace, hold=True)
     job["spec"]["runPolicy"] = {"backoffLimit": 1}
-    await mpiruns.start_held(cluster, cluster_client, job, tmp_path)
-    killed = mpiruns.identities(cluster, cluster_namespace, "kill")["kill-worker-1"]
+    killed = (await mpiruns.start_held(cluster, cluster_client, job, tmp_path))["kill-worker-1"]
     await kill_container(cluster, cluster_namespace, "kill-worker-1", "mpi-worker")
 
     async def restarting() -> bool:

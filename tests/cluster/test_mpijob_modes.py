@@ -66,8 +66,7 @@ async def test_pausing_deletes_the_pods_and_resuming_runs_the_job_again(
     cluster: Cluster, cluster_client: Client, cluster_namespace: str, tmp_path: Path
 ) -> None:
     job = mpiruns.mpi_job("mpich", tmp_path, name="pause", namespace=cluster_namespace, hold=True)
-    await mpiruns.start_held(cluster, cluster_client, job, tmp_path)
-    before = mpiruns.identities(cluster, cluster_namespace, "pause")
+    before = await mpiruns.start_held(cluster, cluster_client, job, tmp_path)
     assert len(before) == 3
 
     def pause(enabled: bool) -> None:

@@ -154,7 +154,7 @@ async def test_kinds_and_run_name_every_problem_of_an_invalid_plugin_kind(tmp_pa
     assert bad in text
     assert (
         "job kind 'clashjob' (bad-kinds 1.0): Clash (bad_kinds.ClashKind) is not a valid job "
-        "kind:\n  - short name(s) ['mj'] taken by MPIJob (jobkinds.mpijob.MPIJobKind)\n"
+        "kind:\n  - short name(s) ['mj'] taken by MPIJob (jobkinds.mpijob.kind.MPIJobKind)\n"
         "NAME"  # the table follows: that was its only problem
     ) in text
     process = await start_jobcore("run", "--kinds", "badjob,mpijob", env=env)

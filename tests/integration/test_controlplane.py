@@ -20,6 +20,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobcore.testing import ControlPlane
 from jobcore.testing import ControlPlaneError
+from jobcore.testing._binaries import platform_suffix
 from jobcore.testing._k3s import docker_available
 from jobcore.testing._k3s import start_k3s
 
@@ -170,14 +171,37 @@ async def test_controller_manager_collects_garbage_and_stop_leaves_nothing() -> 
     await plane.stop()  # idempotent
 
 
-async def test_missing_binaries_name_the_variable_and_the_installer(
+async def test_missing_binaries_say_which_the_start_needs_and_how_to_get_them(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv("KUBEBUILDER_ASSETS")
-    with pytest.raises(ControlPlaneError, match=r"KUBEBUILDER_ASSETS is not set.*install\.sh"):
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(tmp_path))
+    with pytest.raises(
+        ControlPlaneError,
+        match=r"^etcd and kube-apiserver not found in KUBEBUILDER_ASSETS=.*setup-envtest@latest",
+    ):
         await ControlPlane().start()
-    with pytest.raises(ControlPlaneError, match=r"etcd, kube-apiserver not found in .*install"):
-        await ControlPlane(str(tmp_path)).start()
+    with pytest.raises(
+        ControlPlaneError,
+        match=r"^etcd, kube-apiserver and kube-controller-manager not found in the folder given"
+        r".*hold no kube-controller-manager",
+    ):
+        await ControlPlane(str(tmp_path), controller_manager=True).start()
+
+
+async def test_without_kubebuilder_assets_the_binaries_come_from_setup_envtests_store(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Where `setup-envtest use` leaves them: the kit runs them with no variable set."""
+    version = tmp_path / "kubebuilder-envtest" / "k8s" / f"1.20.2-{platform_suffix()}"
+    version.mkdir(parents=True)
+    for name in ("etcd", "kube-apiserver", "kubectl"):
+        (version / name).symlink_to(Path(os.environ["KUBEBUILDER_ASSETS"], name))
+    monkeypatch.delenv("KUBEBUILDER_ASSETS")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    async with ControlPlane() as plane:
+        cmdline = Path(f"/proc/{plane.pids['kube-apiserver']}/cmdline")
+        argv = (await asyncio.to_thread(cmdline.read_bytes)).split(b"\0")
+    assert argv[0].decode() == str(version / "kube-apiserver")
 
 
 def test_a_failed_start_shows_the_log_and_cleans_up(

@@ -30,13 +30,14 @@ from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
-from jobcore.testing import wait_for_deletion
 from jobcore.testing import wait_for_end
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_until_settled
 from jobkinds.mpijob import MPIJobKind
 from tests.mpijobs import MPIJOBS
+from tests.mpijobs import expire
 from tests.mpijobs import mpijob
+from tests.mpijobs import run_to_end
 
 pytestmark = pytest.mark.integration
 
@@ -149,8 +150,7 @@ async def test_an_ended_job_edited_invalid_keeps_its_outcome(
     async with job_controller(client, KIND, namespace=namespace) as controller:
         ended = {}
         for name in ("done", "broke"):
-            await client.create(MPIJOBS, mpijob(namespace, name))
-            ended[name] = await wait_for_end(client, MPIJOBS, namespace, name)
+            ended[name] = await run_to_end(client, namespace, name)
             pods = uids(await live_pods(client, namespace), name)
             await client.patch(MPIJOBS, name, invalid, namespace)
             await wait_until_settled(client, controller, MPIJOBS, Request(namespace, name))
@@ -161,9 +161,7 @@ async def test_an_ended_job_edited_invalid_keeps_its_outcome(
         assert condition(ended["broke"], "Failed")["reason"] == "Failed"
         print("edited invalid after they ended: Succeeded and Failed kept, nothing run again")
         # Its TTL still applies.
-        ttl = {"spec": {"runPolicy": {"ttlSecondsAfterFinished": 1}}}
-        await client.patch(MPIJOBS, "broke", ttl, namespace)
-        await wait_for_deletion(client, MPIJOBS, namespace, "broke", timeout=15)
+        await expire(client, namespace, "broke")
 
 
 async def test_an_ended_job_edited_invalid_is_still_cleaned_up_as_its_run_policy_says(
@@ -171,8 +169,7 @@ async def test_an_ended_job_edited_invalid_is_still_cleaned_up_as_its_run_policy
 ) -> None:
     simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
     async with job_controller(client, KIND, namespace=namespace):
-        await client.create(MPIJOBS, mpijob(namespace, "kept"))
-        ended = await wait_for_end(client, MPIJOBS, namespace, "kept")
+        ended = await run_to_end(client, namespace, "kept")
         assert uids(await live_pods(client, namespace), "kept"), "no clean-up policy: pods stay"
         edit = {
             "spec": {"ssh": {"sshAuthMountPath": "relative"}, "runPolicy": {"cleanUpPolicy": "All"}}

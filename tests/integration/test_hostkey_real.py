@@ -20,14 +20,15 @@ from controllers import realjobs
 from jobcore import SECRETS
 from jobcore import Client
 from jobcore import NotFoundError
+from jobcore._launcher.ssh import SSH_KNOWN_HOSTS
 from jobcore.jobs import JobKind
+from jobcore.launcher import generate_keypair
 from jobcore.testing import ProcessNode
 from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import live_pods
 from jobcore.testing import require
 from jobcore.testing import wait_for_end
-from jobkinds import _ssh
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.mpijob import MPIJobKind
@@ -56,7 +57,7 @@ async def test_a_worker_with_another_host_key_is_refused(
     require(frameworks.missing(realjobs.framework(kind, "openmpi")))
     sample = realjobs.sample(kind, "openmpi", tmp_path, namespace=namespace)
     name = sample.job["metadata"]["name"]
-    _, impostor = _ssh.generate_keypair("impostor")
+    _, impostor = generate_keypair("impostor")
     known_hosts = base64.b64encode(f"* {impostor}\n".encode()).decode()
 
     def log() -> str:
@@ -74,7 +75,7 @@ async def test_a_worker_with_another_host_key_is_refused(
 
         await eventually(secret_made, timeout=30, interval=0.05)
         assert f"{name}-launcher" not in await live_pods(client, namespace)
-        patch = {"data": {_ssh.KNOWN_HOSTS: known_hosts}}
+        patch = {"data": {SSH_KNOWN_HOSTS: known_hosts}}
         await client.patch(SECRETS, f"{name}-ssh", patch, namespace)
         status = await wait_for_end(
             client, sample.resource, namespace, name, timeout=180, explain=log

@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from jobcore import BATCH_JOBS
 from jobcore import SECRETS
 from jobcore import Client
-from jobcore import Controller
 from jobcore import Informer
 from jobcore import Object
-from jobcore.testing import SimulatedNode
 from jobcore.testing import eventually
 from jobcore.testing import job_status
 from tests.integration.test_informer import Recorder
@@ -25,22 +22,14 @@ from tests.integration.test_informer import running
 from tests.integration.test_refused_children import set_quota
 from tests.kubeflowjobs import MPIJOBS
 from tests.kubeflowjobs import condition_of
-from tests.kubeflowjobs import kubeflow_controller
 from tests.kubeflowjobs import mpijob
 from tests.kubeflowjobs import phases
 from tests.kubeflowjobs import running_launcher
+from tests.kubeflowjobs import started
 from tests.kubeflowjobs import wait_for_condition
 from tests.kubeflowjobs import worker_names
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def controller(
-    client: Client, namespace: str, control_plane: Any
-) -> AsyncIterator[Controller]:
-    async with kubeflow_controller(client, namespace, control_plane) as controller:
-        yield controller
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("kubeflow", "simulated_node")]
 
 
 @pytest.fixture
@@ -54,11 +43,7 @@ async def batch_jobs(client: Client, namespace: str) -> AsyncIterator[Recorder]:
 
 
 async def test_no_launcher_job_while_a_quota_refuses_the_ssh_secret(
-    client: Client,
-    namespace: str,
-    controller: Controller,
-    simulated_node: SimulatedNode,
-    batch_jobs: Recorder,
+    client: Client, namespace: str, batch_jobs: Recorder
 ) -> None:
     await set_quota(client, namespace, "secrets", 0, create=True)
     await client.create(MPIJOBS, mpijob(namespace, "quota"))  # AtStartup: the launcher at once
@@ -78,11 +63,7 @@ async def test_no_launcher_job_while_a_quota_refuses_the_ssh_secret(
 
 
 async def test_an_ssh_secret_someone_else_created_fails_the_job_before_any_launcher(
-    client: Client,
-    namespace: str,
-    controller: Controller,
-    simulated_node: SimulatedNode,
-    batch_jobs: Recorder,
+    client: Client, namespace: str, batch_jobs: Recorder
 ) -> None:
     planted: Object = {
         "apiVersion": "v1",
@@ -105,16 +86,10 @@ async def test_an_ssh_secret_someone_else_created_fails_the_job_before_any_launc
 
 
 async def test_a_job_turned_invalid_stops_its_launcher_job_and_follows_its_clean_pod_policy(
-    client: Client,
-    namespace: str,
-    controller: Controller,
-    simulated_node: SimulatedNode,
-    batch_jobs: Recorder,
+    client: Client, namespace: str, batch_jobs: Recorder
 ) -> None:
     # cleanPodPolicy Running: the workers, still running, go; the launcher Job is stopped.
-    await client.create(MPIJOBS, mpijob(namespace, "turned"))
-    await running_launcher(client, namespace, "turned")
-    await wait_for_condition(client, namespace, "turned", "Running")
+    await started(client, mpijob(namespace, "turned"))
 
     relative = {"spec": {"sshAuthMountPath": "relative/.ssh"}}
     await client.patch(MPIJOBS, "turned", relative, namespace)

@@ -9,17 +9,11 @@ deadline and the TTL are in test_kubeflow_suspend.py.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import structlog
 import yaml
 
-from controllers import cli
 from jobcore import BATCH_JOBS
 from jobcore import CONFIGMAPS
 from jobcore import PODS
@@ -31,7 +25,6 @@ from jobcore import Object
 from jobcore import Request
 from jobcore.jobs import crd_for
 from jobcore.testing import SimulatedNode
-from jobcore.testing import background
 from jobcore.testing import controller_uids
 from jobcore.testing import env_of
 from jobcore.testing import eventually
@@ -40,6 +33,7 @@ from jobcore.testing import live_pods
 from jobcore.testing import resync
 from jobcore.testing import wait_for_deletion
 from jobcore.testing import wait_until_settled
+from tests.commands import run_cli
 from tests.kubeflowjobs import JOB_NAME
 from tests.kubeflowjobs import JOB_ROLE
 from tests.kubeflowjobs import KIND
@@ -56,29 +50,19 @@ from tests.kubeflowjobs import events_about
 from tests.kubeflowjobs import exists
 from tests.kubeflowjobs import host
 from tests.kubeflowjobs import is_true
-from tests.kubeflowjobs import kubeflow_controller
 from tests.kubeflowjobs import launcher_job
 from tests.kubeflowjobs import launcher_pods
 from tests.kubeflowjobs import mounts_of
 from tests.kubeflowjobs import mpijob
 from tests.kubeflowjobs import phases
 from tests.kubeflowjobs import running_launcher
+from tests.kubeflowjobs import started
 from tests.kubeflowjobs import wait_for_condition
 from tests.kubeflowjobs import wait_for_kubeflow_events
 from tests.kubeflowjobs import wait_for_replicas
 from tests.kubeflowjobs import worker_names
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def controller(
-    client: Client, namespace: str, control_plane: Any
-) -> AsyncIterator[Controller]:
-    """The Kubeflow MPIJob controller for the test's namespace, Kubernetes' Job controller
-    running beside it."""
-    async with kubeflow_controller(client, namespace, control_plane) as controller:
-        yield controller
 
 
 # The kind and its CRD ------------------------------------------------------------------------
@@ -113,7 +97,7 @@ async def lists_hosts(
 
 
 async def test_a_job_runs_with_kubeflows_children_status_and_events(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
     await client.create(MPIJOBS, mpijob(namespace, "pi"))
     status = await wait_for_condition(client, namespace, "pi", "Created")
@@ -235,7 +219,7 @@ async def test_a_job_runs_with_kubeflows_children_status_and_events(
 
 
 async def test_a_launcher_failing_past_its_backoff_limit_fails_the_job_with_the_jobs_reason(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
     simulated_node.when(f"{JOB_NAME}=bad,{LAUNCHER}", exit_code=1, after=0.2)
     await client.create(MPIJOBS, mpijob(namespace, "bad", run_policy={"backoffLimit": 0}))
@@ -259,7 +243,7 @@ async def _no_pods(client: Client, namespace: str) -> bool:
 
 
 async def test_a_launcher_retried_by_its_job_within_the_backoff_limit_succeeds(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
     first: list[str] = []
 
@@ -298,12 +282,9 @@ async def test_a_launcher_retried_by_its_job_within_the_backoff_limit_succeeds(
 
 
 async def test_a_failed_worker_is_counted_not_replaced_and_the_launcher_decides(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
-    job = mpijob(namespace, "oom", run_policy={"backoffLimit": 0})
-    await client.create(MPIJOBS, job)
-    launcher = await running_launcher(client, namespace, "oom")
-    await wait_for_condition(client, namespace, "oom", "Running")
+    launcher = await started(client, mpijob(namespace, "oom", run_policy={"backoffLimit": 0}))
     victim = "oom-worker-1"
     uid = (await live_pods(client, namespace))[victim]["metadata"]["uid"]
     await simulated_node.fail(namespace, victim, exit_code=137, reason="OOMKilled")
@@ -313,7 +294,7 @@ async def test_a_failed_worker_is_counted_not_replaced_and_the_launcher_decides(
         "oom",
         {"Launcher": {"active": 1}, "Worker": {"active": 1, "failed": 1}},
     )
-    await resync(controller, Request(namespace, "oom"))
+    await resync(kubeflow, Request(namespace, "oom"))
     status = await job_status(client, MPIJOBS, namespace, "oom")
     assert not is_true(status, "Failed"), "a failed worker alone does not fail an MPIJob"
     pod = (await live_pods(client, namespace))[victim]
@@ -332,11 +313,9 @@ async def test_a_failed_worker_is_counted_not_replaced_and_the_launcher_decides(
 
 
 async def test_an_evicted_worker_fails_the_job_as_evicted(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
-    await client.create(MPIJOBS, mpijob(namespace, "evicted"))
-    await running_launcher(client, namespace, "evicted")
-    await wait_for_condition(client, namespace, "evicted", "Running")
+    await started(client, mpijob(namespace, "evicted"))
     await simulated_node.evict(namespace, "evicted-worker-0")
     status = await wait_for_condition(client, namespace, "evicted", "Failed")
     failed = condition_of(status, "Failed")
@@ -362,7 +341,7 @@ CLEAN_POD_POLICIES = {
 async def test_clean_pod_policy_decides_which_workers_outlive_the_job(
     client: Client,
     namespace: str,
-    controller: Controller,
+    kubeflow: Controller,
     simulated_node: SimulatedNode,
     case: tuple[str | None, dict[str, str]],
 ) -> None:
@@ -389,61 +368,55 @@ async def test_clean_pod_policy_decides_which_workers_outlive_the_job(
         return await phases(client, namespace) == expected
 
     await eventually(cleaned_up)
-    await resync(controller, Request(namespace, "tidy"))
+    await resync(kubeflow, Request(namespace, "tidy"))
     assert await phases(client, namespace) == expected
     assert await exists(client, BATCH_JOBS, namespace, "tidy-launcher")
 
 
 async def test_at_startup_the_launcher_job_does_not_wait_for_ready_workers(
-    client: Client, namespace: str, controller: Controller
+    client: Client, namespace: str, kubeflow: Controller, unready_node: SimulatedNode
 ) -> None:
-    node = SimulatedNode(client, name=f"n-{namespace}"[:63], namespace=namespace, ready_after=3600)
-    async with background(node.run()):
-        await node.pods.wait_for_sync()
-        await client.create(MPIJOBS, mpijob(namespace, "eager"))
-        workers = worker_names("eager")
+    await client.create(MPIJOBS, mpijob(namespace, "eager"))
+    workers = worker_names("eager")
 
-        async def workers_running() -> bool:
-            found = await phases(client, namespace)
-            return all(found.get(w) == "Running" for w in workers)
+    async def workers_running() -> bool:
+        found = await phases(client, namespace)
+        return all(found.get(w) == "Running" for w in workers)
 
-        await eventually(workers_running)
-        await launcher_job(client, namespace, "eager")
-        pods = await live_pods(client, namespace)
-        for worker in workers:  # never Ready: their node holds them back
-            ready = [c for c in pods[worker]["status"]["conditions"] if c["type"] == "Ready"]
-            assert [c["status"] for c in ready] == ["False"]
+    await eventually(workers_running)
+    await launcher_job(client, namespace, "eager")
+    pods = await live_pods(client, namespace)
+    for worker in workers:  # never Ready: their node holds them back
+        ready = [c for c in pods[worker]["status"]["conditions"] if c["type"] == "Ready"]
+        assert [c["status"] for c in ready] == ["False"]
 
 
 async def test_wait_for_workers_ready_creates_the_launcher_job_once_every_worker_is_ready(
-    client: Client, namespace: str, controller: Controller
+    client: Client, namespace: str, kubeflow: Controller, unready_node: SimulatedNode
 ) -> None:
-    node = SimulatedNode(client, name=f"n-{namespace}"[:63], namespace=namespace, ready_after=3600)
-    async with background(node.run()):
-        await node.pods.wait_for_sync()
-        job = mpijob(namespace, "patient", launcherCreationPolicy="WaitForWorkersReady")
-        await client.create(MPIJOBS, job)
-        workers = worker_names("patient")
+    job = mpijob(namespace, "patient", launcherCreationPolicy="WaitForWorkersReady")
+    await client.create(MPIJOBS, job)
+    workers = worker_names("patient")
 
-        async def workers_running() -> bool:
-            return await phases(client, namespace) == dict.fromkeys(workers, "Running")
+    async def workers_running() -> bool:
+        return await phases(client, namespace) == dict.fromkeys(workers, "Running")
 
-        await eventually(workers_running)
-        await wait_for_replicas(client, namespace, "patient", {"Worker": {"active": 2}})
-        await resync(controller, Request(namespace, "patient"))
-        assert not await exists(client, BATCH_JOBS, namespace, "patient-launcher")
+    await eventually(workers_running)
+    await wait_for_replicas(client, namespace, "patient", {"Worker": {"active": 2}})
+    await resync(kubeflow, Request(namespace, "patient"))
+    assert not await exists(client, BATCH_JOBS, namespace, "patient-launcher")
 
-        await node.set_ready(namespace, workers[0], True)
-        await wait_until_settled(client, controller, PODS, Request(namespace, workers[0]))
-        await resync(controller, Request(namespace, "patient"))
-        assert not await exists(client, BATCH_JOBS, namespace, "patient-launcher")
+    await unready_node.set_ready(namespace, workers[0], True)
+    await wait_until_settled(client, kubeflow, PODS, Request(namespace, workers[0]))
+    await resync(kubeflow, Request(namespace, "patient"))
+    assert not await exists(client, BATCH_JOBS, namespace, "patient-launcher")
 
-        await node.set_ready(namespace, workers[1], True)
-        await launcher_job(client, namespace, "patient")
+    await unready_node.set_ready(namespace, workers[1], True)
+    await launcher_job(client, namespace, "patient")
 
 
 async def test_run_launcher_as_worker_lists_the_launcher_first(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
     job = mpijob(namespace, "law", runLauncherAsWorker=True, slotsPerWorker=2)
     await client.create(MPIJOBS, job)
@@ -463,18 +436,16 @@ async def test_run_launcher_as_worker_lists_the_launcher_first(
 
 
 async def test_deleting_the_job_removes_every_child(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
-    await client.create(MPIJOBS, mpijob(namespace, "gone"))
-    await running_launcher(client, namespace, "gone")
-    await wait_for_condition(client, namespace, "gone", "Running")
+    await started(client, mpijob(namespace, "gone"))
     await client.delete(MPIJOBS, "gone", namespace)
     await wait_for_deletion(client, MPIJOBS, namespace, "gone")
     await eventually(lambda: children_gone(client, namespace, "gone"), timeout=60)
 
 
 async def test_a_job_managed_by_multikueue_is_left_alone(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
     remote = mpijob(namespace, "remote", run_policy={"managedBy": MULTIKUEUE})
     await client.create(MPIJOBS, remote)
@@ -499,7 +470,7 @@ async def test_a_job_managed_by_multikueue_is_left_alone(
         MPIJOBS, "remote", {"status": copied}, namespace, subresource="status"
     )
     assert is_true(stored["status"], "Running")
-    await resync(controller, Request(namespace, "remote"))
+    await resync(kubeflow, Request(namespace, "remote"))
     assert await job_status(client, MPIJOBS, namespace, "remote") == stored["status"]
     for resource, child in (
         (SERVICES, "remote"),
@@ -515,23 +486,6 @@ async def test_a_job_managed_by_multikueue_is_left_alone(
 # The command line, offline ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def keep_logging() -> Iterator[None]:
-    """`cli.main` configures logging for the process: put back what the test run had."""
-    root = logging.getLogger()
-    handlers, level, config = list(root.handlers), root.level, structlog.get_config()
-    yield
-    root.handlers, root.level = handlers, level
-    structlog.configure(**config)
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(["--log-format", "json", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.mark.usefixtures("keep_logging")
 def test_jobcore_validate_checks_a_kubeflow_mpijob(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -553,7 +507,6 @@ def test_jobcore_validate_checks_a_kubeflow_mpijob(
     assert "Launcher" in problem and "replicas" in problem, problem
 
 
-@pytest.mark.usefixtures("keep_logging")
 def test_jobcore_render_prints_kubeflows_children(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

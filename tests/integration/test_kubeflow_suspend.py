@@ -12,9 +12,7 @@ a Job) and recreates it from the template on resume; the rest is Kubeflow's beha
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any
 
 import pytest
 
@@ -39,7 +37,6 @@ from tests.kubeflowjobs import children_gone
 from tests.kubeflowjobs import condition_of
 from tests.kubeflowjobs import exists
 from tests.kubeflowjobs import is_true
-from tests.kubeflowjobs import kubeflow_controller
 from tests.kubeflowjobs import launcher_job
 from tests.kubeflowjobs import mpijob
 from tests.kubeflowjobs import phases
@@ -55,14 +52,6 @@ pytestmark = pytest.mark.integration
 FLAVOR = "cloud.example.com/flavor"
 """The node label of Kueue's ResourceFlavors here; each flavor's taint has the same key."""
 PODSET = "kueue.x-k8s.io/podset"
-
-
-@pytest.fixture
-async def controller(
-    client: Client, namespace: str, control_plane: Any
-) -> AsyncIterator[Controller]:
-    async with kubeflow_controller(client, namespace, control_plane) as controller:
-        yield controller
 
 
 def admission(flavor: str, *, suspend: bool | None = None) -> Object:
@@ -122,7 +111,7 @@ async def nothing_active(client: Client, namespace: str, name: str) -> bool:
 
 
 async def test_kueue_admits_evicts_and_readmits_a_suspended_job(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
     def on_demand_launcher(pod: Object) -> bool:
         labels = pod["metadata"].get("labels") or {}
@@ -141,7 +130,7 @@ async def test_kueue_admits_evicts_and_readmits_a_suspended_job(
     running = condition_of(status, "Running")
     assert (running["status"], running["reason"]) == ("False", "MPIJobSuspended")
     assert not status.get("startTime")
-    await resync(controller, Request(namespace, "queued"))
+    await resync(kubeflow, Request(namespace, "queued"))
     for resource, child in (
         (SERVICES, "queued"),
         (CONFIGMAPS, "queued-config"),
@@ -153,7 +142,7 @@ async def test_kueue_admits_evicts_and_readmits_a_suspended_job(
 
     # Admitted to the spot flavor: the templates first, then the job unsuspended.
     await client.patch(MPIJOBS, "queued", admission("spot"), namespace)
-    await resync(controller, Request(namespace, "queued"))
+    await resync(kubeflow, Request(namespace, "queued"))
     assert await live_pods(client, namespace) == {}
     await client.patch(MPIJOBS, "queued", {"spec": {"runPolicy": {"suspend": False}}}, namespace)
     launcher = await running_launcher(client, namespace, "queued")
@@ -212,7 +201,7 @@ async def test_kueue_admits_evicts_and_readmits_a_suspended_job(
 
 
 async def test_the_active_deadline_does_not_count_while_the_job_is_suspended(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
     deadline = 4
     job = mpijob(
@@ -223,7 +212,7 @@ async def test_the_active_deadline_does_not_count_while_the_job_is_suspended(
     since = datetime.fromisoformat(created["metadata"]["creationTimestamp"]).timestamp()
     # Suspended for longer than its deadline (the clock is what this waits on).
     await eventually(lambda: time.time() > since + deadline + 1, timeout=deadline + 5)
-    await resync(controller, Request(namespace, "later"))
+    await resync(kubeflow, Request(namespace, "later"))
     status = await job_status(client, MPIJOBS, namespace, "later")
     assert not is_true(status, "Failed"), condition_of(status, "Failed")
 
@@ -240,7 +229,7 @@ async def test_the_active_deadline_does_not_count_while_the_job_is_suspended(
 
 
 async def test_the_active_deadline_fails_the_job_and_stops_its_pods(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
     job = mpijob(namespace, "late", run_policy={"activeDeadlineSeconds": 2})
     await client.create(MPIJOBS, job)
@@ -257,7 +246,7 @@ async def test_the_active_deadline_fails_the_job_and_stops_its_pods(
 
 
 async def test_ttl_after_finished_deletes_the_job_and_its_children(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
 ) -> None:
     simulated_node.when(LAUNCHER, exit_code=0, after=0.5)
     job = mpijob(namespace, "brief", run_policy={"ttlSecondsAfterFinished": 2})

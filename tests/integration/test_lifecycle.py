@@ -92,17 +92,6 @@ async def slow_node(client: Client, namespace: str) -> AsyncIterator[SimulatedNo
         yield node
 
 
-@pytest.fixture
-async def unready_node(client: Client, namespace: str) -> AsyncIterator[SimulatedNode]:
-    """A node whose pods run but never become Ready unless the test says so."""
-    node = SimulatedNode(
-        client, name=f"unready-{namespace}"[:63], namespace=namespace, ready_after=3600
-    )
-    async with background(node.run()):
-        await node.pods.wait_for_sync()
-        yield node
-
-
 # What a user sees ----------------------------------------------------------------------
 
 

@@ -77,21 +77,19 @@ async def event_counts(client: Client, namespace: str, name: str) -> dict[str, i
 
 
 async def test_a_worker_that_never_becomes_ready_holds_the_launcher_back(
-    client: Client, namespace: str, controller: Controller
+    client: Client, namespace: str, controller: Controller, unready_node: SimulatedNode
 ) -> None:
-    node = SimulatedNode(client, name=f"n-{namespace}"[:63], namespace=namespace, ready_after=3600)
-    async with background(node.run()):
-        await client.create(MPIJOBS, mpijob(namespace, "stuck"))
+    await client.create(MPIJOBS, mpijob(namespace, "stuck"))
 
-        async def explained() -> bool:
-            status = await job_status(client, MPIJOBS, namespace, "stuck")
-            messages = " ".join(c.get("message", "") for c in status.get("conditions") or ())
-            return status.get("phase") == "Pending" and "ready" in messages.lower()
+    async def explained() -> bool:
+        status = await job_status(client, MPIJOBS, namespace, "stuck")
+        messages = " ".join(c.get("message", "") for c in status.get("conditions") or ())
+        return status.get("phase") == "Pending" and "ready" in messages.lower()
 
-        await eventually(explained)
-        await resync(controller, Request(namespace, "stuck"))
-        assert "stuck-launcher" not in await live_pods(client, namespace)
-        assert (await job_status(client, MPIJOBS, namespace, "stuck"))["phase"] == "Pending"
+    await eventually(explained)
+    await resync(controller, Request(namespace, "stuck"))
+    assert "stuck-launcher" not in await live_pods(client, namespace)
+    assert (await job_status(client, MPIJOBS, namespace, "stuck"))["phase"] == "Pending"
 
 
 async def test_deleting_the_job_removes_every_child(

@@ -32,11 +32,12 @@ from jobcore.testing import eventually
 from jobcore.testing import install_crd
 from jobcore.testing import job_controller
 from jobcore.testing import job_status
-from jobcore.testing import wait_for_deletion
 from jobcore.testing import wait_for_end
 from jobkinds.mpijob import MPIJobKind
 from tests.mpijobs import MPIJOBS
+from tests.mpijobs import expire
 from tests.mpijobs import mpijob
+from tests.mpijobs import run_to_end
 
 pytestmark = pytest.mark.integration
 
@@ -119,17 +120,13 @@ async def test_a_malformed_last_transition_time_is_replaced_and_the_ttl_still_ru
 ) -> None:
     simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
     async with job_controller(client, KIND, namespace=namespace):
-        await client.create(MPIJOBS, mpijob(namespace, "stamped"))
-        status = await wait_for_end(client, MPIJOBS, namespace, "stamped")
+        status = await run_to_end(client, namespace, "stamped")
         # Another tool rewrites the end time, then the job asks to be deleted 1 s after it.
         for item in status["conditions"]:
             if item["type"] == "Completed":
                 item["lastTransitionTime"] = "yesterday"
         await client.patch(MPIJOBS, "stamped", {"status": status}, namespace, subresource="status")
-        ttl = {"spec": {"runPolicy": {"ttlSecondsAfterFinished": 1}}}
-        await client.patch(MPIJOBS, "stamped", ttl, namespace)
-
-        await wait_for_deletion(client, MPIJOBS, namespace, "stamped", timeout=15)
+        await expire(client, namespace, "stamped")
 
 
 async def test_a_config_map_whose_data_was_removed_is_repaired(

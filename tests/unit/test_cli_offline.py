@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import io
-import logging
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from importlib.metadata import EntryPoint
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 import uvloop
 import yaml
 
 from controllers import cli
 from controllers import kinds
 from controllers.kinds import ENTRY_POINT_GROUP
+from tests.commands import kept_logging
+from tests.commands import run_cli
 from tests.unit.test_render import billion_laughs
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "samples"
@@ -31,22 +30,6 @@ RANDOM_WALK = SAMPLES_DIR / "mpijob-random-walk.yaml"
 INVALID = RANDOM_WALK.read_text().replace("    replicas: 5\n", "    replicas: 0\n")
 """The random-walk sample with no workers: invalid at its `replicas` line."""
 INVALID_LINE = INVALID.splitlines().index("    replicas: 0") + 1
-
-
-@pytest.fixture(autouse=True)
-def _keep_logging() -> Iterator[None]:
-    """`main` configures logging for the process: put back what the test run had."""
-    root = logging.getLogger()
-    handlers, level, config = list(root.handlers), root.level, structlog.get_config()
-    yield
-    root.handlers, root.level = handlers, level
-    structlog.configure(**config)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(["--log-format", "json", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def kinds_of(stream: str) -> list[tuple[str, str]]:
@@ -63,13 +46,13 @@ def test_there_are_samples() -> None:
 def test_kinds_lists_the_bundled_kinds_with_their_source(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, err = run(capsys, "kinds")
+    code, out, err = run_cli(capsys, "kinds")
     assert code == 0, err
     header, *rows = out.splitlines()
     assert header.split() == ["NAME", "KIND", "GROUP/VERSION", "SHORT", "NAMES", "SOURCE"]
     mpijob = next(row.split() for row in rows if row.startswith("mpijob "))
     assert mpijob[:4] == ["mpijob", "MPIJob", "batch.tensorstack.dev/v1beta1", "mj,mpij"]
-    assert mpijob[4] == "jobcore"  # the distribution, then its version
+    assert mpijob[4] == "jobcore-k8s"  # the distribution, then its version
 
 
 def fake_entry_points(monkeypatch: pytest.MonkeyPatch, extra: list[EntryPoint]) -> None:
@@ -87,7 +70,7 @@ def test_a_broken_kind_is_reported_and_skipped_and_fails_the_command(
 ) -> None:
     broken = EntryPoint("broken", "no_such_module_jobcore:Kind", ENTRY_POINT_GROUP)
     fake_entry_points(monkeypatch, [broken])
-    code, out, err = run(capsys, "kinds")
+    code, out, err = run_cli(capsys, "kinds")
     assert code == 1
     assert "mpijob" in out and "broken" not in out
     assert "job kind 'broken'" in err and "ModuleNotFoundError" in err
@@ -97,7 +80,7 @@ def test_no_kinds_installed_fails_the_command(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(kinds, "entry_points", lambda *, group: [])
-    code, out, err = run(capsys, "kinds")
+    code, out, err = run_cli(capsys, "kinds")
     assert (code, out) == (1, "")
     assert "no job kinds installed" in err
 
@@ -107,7 +90,7 @@ def test_no_kinds_installed_fails_the_command(
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[p.name for p in SAMPLES])
 def test_every_sample_validates(capsys: pytest.CaptureFixture[str], sample: Path) -> None:
-    code, out, err = run(capsys, "validate", str(sample))
+    code, out, err = run_cli(capsys, "validate", str(sample))
     assert code == 0, err
     assert out.rstrip().endswith(": valid")
 
@@ -115,7 +98,7 @@ def test_every_sample_validates(capsys: pytest.CaptureFixture[str], sample: Path
 def test_validate_takes_several_files_and_reports_each_job(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, _ = run(capsys, "validate", *(str(p) for p in SAMPLES))
+    code, out, _ = run_cli(capsys, "validate", *(str(p) for p in SAMPLES))
     assert code == 0
     assert len(out.splitlines()) == len(SAMPLES)
 
@@ -125,7 +108,7 @@ def test_an_invalid_job_exits_1_with_its_line_and_field(
 ) -> None:
     path = tmp_path / "job.yaml"
     path.write_text(RANDOM_WALK.read_text() + "---\n" + INVALID)
-    code, out, err = run(capsys, "validate", str(path))
+    code, out, err = run_cli(capsys, "validate", str(path))
     assert code == 1
     assert out.splitlines() == [f"{path}:2: MPIJob mpi-example: valid"]
     lines = len(RANDOM_WALK.read_text().splitlines()) + 1
@@ -141,7 +124,7 @@ def test_validate_fails_on_unreadable_or_empty_input(
     (tmp_path / "empty.yaml").write_text("# nothing\n")
     (tmp_path / "broken.yaml").write_text("a: [1\n")
     files = [str(tmp_path / name) for name in ("missing.yaml", "empty.yaml", "broken.yaml")]
-    code, _, err = run(capsys, "validate", *files)
+    code, _, err = run_cli(capsys, "validate", *files)
     assert code == 1
     assert err.splitlines()[:2] == [
         f"{files[0]}: cannot read: No such file or directory",
@@ -164,7 +147,7 @@ def test_hostile_yaml_is_refused_at_once(
     deep = tmp_path / "deep.yaml"
     deep.write_text("[" * 100_000)
     start = time.monotonic()
-    code, out, err = run(capsys, command, str(bomb), str(deep))
+    code, out, err = run_cli(capsys, command, str(bomb), str(deep))
     seconds = time.monotonic() - start
     with capsys.disabled():
         print(
@@ -183,7 +166,7 @@ def test_validate_reads_stdin(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO(INVALID))
-    code, _, err = run(capsys, "validate", "-")
+    code, _, err = run_cli(capsys, "validate", "-")
     assert code == 1
     assert err.startswith(f"<stdin>:{INVALID_LINE}: spec.worker.replicas: ")
 
@@ -193,7 +176,7 @@ def test_validate_reads_stdin(
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[p.name for p in SAMPLES])
 def test_every_sample_renders(capsys: pytest.CaptureFixture[str], sample: Path) -> None:
-    code, out, err = run(capsys, "render", "--workers-ready", str(sample))
+    code, out, err = run_cli(capsys, "render", "--workers-ready", str(sample))
     assert code == 0, err
     job = yaml.safe_load(sample.read_text())
     for child in yaml.safe_load_all(out):
@@ -204,10 +187,10 @@ def test_every_sample_renders(capsys: pytest.CaptureFixture[str], sample: Path) 
 def test_render_shows_the_launcher_only_once_workers_are_ready(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, first, _ = run(capsys, "render", str(RANDOM_WALK))
+    code, first, _ = run_cli(capsys, "render", str(RANDOM_WALK))
     assert code == 0
     assert ("Pod", "mpi-example-launcher") not in kinds_of(first)
-    code, ready, _ = run(capsys, "render", "--workers-ready", str(RANDOM_WALK))
+    code, ready, _ = run_cli(capsys, "render", "--workers-ready", str(RANDOM_WALK))
     assert code == 0
     children = kinds_of(ready)
     assert children[:3] == [
@@ -223,7 +206,7 @@ def test_render_gang_scheduler_and_namespace_options(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     argv = ["render", str(RANDOM_WALK), "-n", "team-a", "--gang-scheduler", "volcano"]
-    code, out, _ = run(capsys, *argv, "--gang-queue", "research")
+    code, out, _ = run_cli(capsys, *argv, "--gang-queue", "research")
     assert code == 0
     group, *rest = yaml.safe_load_all(out)
     assert (group["kind"], group["spec"]["queue"]) == ("PodGroup", "research")
@@ -233,7 +216,7 @@ def test_render_gang_scheduler_and_namespace_options(
 def test_render_the_t9k_scheduler_sample_has_its_pod_group(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, _ = run(capsys, "render", str(SAMPLES_DIR / "mpijob-t9k-scheduler.yaml"))
+    code, out, _ = run_cli(capsys, "render", str(SAMPLES_DIR / "mpijob-t9k-scheduler.yaml"))
     assert code == 0
     group: dict[str, Any] = next(yaml.safe_load_all(out))
     assert group["apiVersion"] == "scheduler.tensorstack.dev/v1beta1"
@@ -241,7 +224,7 @@ def test_render_the_t9k_scheduler_sample_has_its_pod_group(
 
 
 def test_render_redacts_secrets_on_request(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "render", "--redact-secrets", str(RANDOM_WALK))
+    code, out, _ = run_cli(capsys, "render", "--redact-secrets", str(RANDOM_WALK))
     assert code == 0
     secret = next(yaml.safe_load_all(out))
     assert set(secret["data"].values()) == {"<redacted>"}
@@ -249,7 +232,7 @@ def test_render_redacts_secrets_on_request(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_render_json_is_a_list(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "render", "-o", "json", str(RANDOM_WALK))
+    code, out, _ = run_cli(capsys, "render", "-o", "json", str(RANDOM_WALK))
     assert code == 0
     assert yaml.safe_load(out)["kind"] == "List"
 
@@ -259,7 +242,7 @@ def test_render_prints_nothing_for_an_invalid_job(
 ) -> None:
     path = tmp_path / "job.yaml"
     path.write_text(INVALID)
-    code, out, err = run(capsys, "render", str(RANDOM_WALK), str(path))
+    code, out, err = run_cli(capsys, "render", str(RANDOM_WALK), str(path))
     assert (code, out) == (1, "")
     assert err.startswith(f"{path}:{INVALID_LINE}: spec.worker.replicas: ")
 
@@ -285,7 +268,8 @@ def test_commands_run_on_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
         return 0
 
     monkeypatch.setitem(cli._COMMANDS, "kinds", probe)
-    assert cli.main(["kinds"]) == 0
+    with kept_logging():
+        assert cli.main(["kinds"]) == 0
     assert loops == [uvloop.Loop]
 
 
@@ -301,7 +285,7 @@ def test_run_refuses_a_rate_limit_it_cannot_keep_before_it_connects(
     capsys: pytest.CaptureFixture[str], flags: tuple[str, str], message: str
 ) -> None:
     with pytest.raises(SystemExit) as exit_:
-        run(capsys, "run", "--kubeconfig", "/nonexistent", *flags)
+        run_cli(capsys, "run", "--kubeconfig", "/nonexistent", *flags)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
 
@@ -314,7 +298,9 @@ def test_render_names_workers_in_the_cluster_domain(
     capsys: pytest.CaptureFixture[str], sample: str
 ) -> None:
     path = str(SAMPLES_DIR / sample)
-    code, out, _ = run(capsys, "render", "--workers-ready", path, "--cluster-domain", "corp.lan")
+    code, out, _ = run_cli(
+        capsys, "render", "--workers-ready", path, "--cluster-domain", "corp.lan"
+    )
     assert code == 0
     hostfiles = [
         line.split()[0]
@@ -324,7 +310,7 @@ def test_render_names_workers_in_the_cluster_domain(
     ]
     assert hostfiles and all(host.endswith(".default.svc.corp.lan") for host in hostfiles), out
     assert "cluster.local" not in out
-    with pytest.raises(SystemExit) as refused:
+    with pytest.raises(SystemExit) as refused, kept_logging():
         cli.main(["render", path, "--cluster-domain", "Not_A_Domain"])
     assert refused.value.code == 2
     assert "--cluster-domain: invalid cluster_domain value" in capsys.readouterr().err

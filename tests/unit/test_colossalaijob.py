@@ -18,6 +18,7 @@ from jobcore.jobs import Job
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
 from jobcore.jobs import run_mode_errors
+from jobcore.launcher import SSH_WAIT_TIMEOUT_EXIT
 from jobcore.testing import by_name
 from jobcore.testing import container_named
 from jobcore.testing import env_list
@@ -31,10 +32,12 @@ from jobcore.testing import run_command
 from jobcore.testing import secret_text
 from jobcore.testing import spec_with
 from jobcore.testing import terminated
-from jobkinds import _colossalai
-from jobkinds import _ssh
 from jobkinds.colossalaijob import ColossalAIJobKind
-from jobkinds.colossalaijob import ColossalAIJobSpec
+from jobkinds.colossalaijob.children import LAUNCHER_SCRIPT
+from jobkinds.colossalaijob.children import colossalai_args
+from jobkinds.colossalaijob.children import extra_launch_args
+from jobkinds.colossalaijob.children import launcher_command
+from jobkinds.colossalaijob.spec import ColossalAIJobSpec
 from tests.jobdocs import sample
 
 NS = "team-a"
@@ -190,7 +193,7 @@ def test_torch_options_survive_the_shell_colossalai_run_joins_them_into(tmp_path
     marker = tmp_path / "pwned"
     written = [f"--rdzv_id=$(touch {marker})", "--rdzv_endpoint=a b;c", "--standalone"]
     assert errors_of(with_worker(torchArgs=written)) == {}
-    extra = _colossalai.extra_launch_args(written)
+    extra = extra_launch_args(written)
     assert extra is not None
     # colossalai run: split at "," and "=", then " ".join(["torchrun", "--k=v", ...]).
     options = [
@@ -351,7 +354,7 @@ def test_launcher_command_argument_by_argument() -> None:
     assert command[:4] == [
         "/bin/bash",
         "-c",
-        _colossalai.LAUNCHER_SCRIPT,
+        LAUNCHER_SCRIPT,
         "jobcore-colossalai-launcher",
     ]
     assert command[4:] == [
@@ -381,7 +384,7 @@ def test_script_arguments_survive_the_shell_colossalai_run_joins_them_into(
 ) -> None:
     marker = tmp_path / "pwned"
     written = ["my train.py", "two words", f"$(touch {marker})", "x;y", "it's", "", "a\nb", "~"]
-    args = _colossalai.colossalai_args(make_job(with_worker(command=written)))
+    args = colossalai_args(make_job(with_worker(command=written)))
     script = args[args.index("--") + 1 :]
     assert script[0].endswith(".py")  # what colossalai run checks, before any shell
     # colossalai run: " ".join([torchrun..., script, *args]), run by each worker's shell.
@@ -549,7 +552,7 @@ def test_script_gives_up_on_unresolvable_workers_and_never_starts_colossalai(
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("nowhere-worker-0.cai.ns.svc.invalid\n")
     result = run_command(
-        _colossalai.launcher_command(["run", "--", "t.py"]),
+        launcher_command(["run", "--", "t.py"]),
         tmp_path,
         programs={"colossalai": "#!/bin/bash\necho STARTED\n"},
         env={
@@ -557,7 +560,7 @@ def test_script_gives_up_on_unresolvable_workers_and_never_starts_colossalai(
             "JOBCORE_COLOSSALAI_WAIT_SECONDS": "1",
         },
     )
-    assert result.returncode == _ssh.WAIT_TIMEOUT_EXIT
+    assert result.returncode == SSH_WAIT_TIMEOUT_EXIT
     assert "waiting up to 1s for 1 worker(s)" in result.stdout
     assert "STARTED" not in result.stdout
 
@@ -566,9 +569,9 @@ def test_script_execs_colossalai_with_arguments_intact_and_no_hostname(tmp_path:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("")  # no workers to wait for: straight to colossalai
     marker = tmp_path / "pwned"
-    args = [*_colossalai.colossalai_args(make_job()), "two words", f"$(touch {marker})"]
+    args = [*colossalai_args(make_job()), "two words", f"$(touch {marker})"]
     result = run_command(
-        _colossalai.launcher_command(args),
+        launcher_command(args),
         tmp_path,
         programs={
             "colossalai": '#!/bin/bash\necho "HOSTNAME=$(printenv HOSTNAME || echo unset)"\n'

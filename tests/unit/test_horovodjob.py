@@ -19,6 +19,8 @@ from jobcore._jobs.plan import plan
 from jobcore.jobs import Job
 from jobcore.jobs import Outcome
 from jobcore.jobs import run_mode_errors
+from jobcore.launcher import SSH_PORT_ENV
+from jobcore.launcher import SSH_WAIT_TIMEOUT_EXIT
 from jobcore.testing import accepting_connections
 from jobcore.testing import by_name
 from jobcore.testing import env_list
@@ -30,11 +32,15 @@ from jobcore.testing import pod_of
 from jobcore.testing import run_command
 from jobcore.testing import spec_with
 from jobcore.testing import terminated
-from jobkinds import _checks
-from jobkinds import _horovod
-from jobkinds import _ssh
 from jobkinds.horovodjob import HorovodJobKind
-from jobkinds.horovodjob import HorovodJobSpec
+from jobkinds.horovodjob.children import ELASTIC_SCRIPT
+from jobkinds.horovodjob.children import LAUNCHER_SCRIPT
+from jobkinds.horovodjob.children import SOCKET_TIMEOUT_SECONDS
+from jobkinds.horovodjob.children import discovery_text
+from jobkinds.horovodjob.children import horovodrun_args
+from jobkinds.horovodjob.children import launcher_command
+from jobkinds.horovodjob.spec import HorovodJobSpec
+from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
 
 NS = "team-a"
 NAME = "hvd"
@@ -266,7 +272,7 @@ def test_static_launcher_command_argument_by_argument() -> None:
     command = launcher_of(job, pod("worker", 0), pod("worker", 1))["spec"]["containers"][0][
         "command"
     ]
-    assert command[:4] == ["/bin/bash", "-c", _horovod.LAUNCHER_SCRIPT, "jobcore-horovod-launcher"]
+    assert command[:4] == ["/bin/bash", "-c", LAUNCHER_SCRIPT, "jobcore-horovod-launcher"]
     assert command[4:] == [
         "-np",
         "4",
@@ -301,7 +307,7 @@ def test_static_launcher_command_argument_by_argument() -> None:
 
 def test_a_custom_key_path_is_passed_as_the_identity_file() -> None:
     job = make_job(base_spec(ssh={"sshAuthMountPath": "/home/u/.ssh"}))
-    assert _horovod.horovodrun_args(job)[5:7] == [
+    assert horovodrun_args(job)[5:7] == [
         "--ssh-identity-file",
         "/home/u/.ssh/id_ed25519",
     ]
@@ -402,7 +408,7 @@ def run_discovery(script: str, tmp_path: Path) -> list[str]:
 def test_discovery_script_probes_every_worker_up_to_max_replicas() -> None:
     job = make_job(elastic_spec(worker={"replicas": 2}, elastic={"maxReplicas": 3}))
     script = discovery(KIND.render(job, observed_of()))
-    assert script == _horovod.discovery_text(
+    assert script == discovery_text(
         [f"hvd-worker-{i}.hvd.team-a.svc.cluster.local" for i in range(3)], 2
     )
     assert script.startswith("#!/bin/bash\n")
@@ -423,11 +429,11 @@ def test_discovery_script_prints_the_hosts_that_accept_connections(
     listener: int, tmp_path: Path
 ) -> None:
     hosts = ["127.0.0.1", "127.0.0.2", "no-such-worker.invalid"]
-    script = _horovod.discovery_text(hosts, 3, port=listener)
+    script = discovery_text(hosts, 3, port=listener)
     assert run_discovery(script, tmp_path) == ["127.0.0.1:3"]
     with socket.socket() as unused:  # bound, never listening: refuses
         unused.bind(("127.0.0.1", 0))
-        closed = _horovod.discovery_text(hosts, 3, port=unused.getsockname()[1])
+        closed = discovery_text(hosts, 3, port=unused.getsockname()[1])
         assert run_discovery(closed, tmp_path) == []
 
 
@@ -453,7 +459,7 @@ def test_elastic_launcher_command_argument_by_argument() -> None:
     assert launcher["spec"]["containers"][0]["command"] == [
         "/bin/bash",
         "-c",
-        _horovod.ELASTIC_SCRIPT,
+        ELASTIC_SCRIPT,
         "jobcore-horovod-launcher",
         "-np",
         "6",
@@ -485,7 +491,7 @@ def test_elastic_launcher_command_argument_by_argument() -> None:
     volume = next(v for v in launcher["spec"]["volumes"] if v["name"] == "jobcore-horovod")
     assert volume["configMap"] == {"name": "hvd-discovery", "defaultMode": 0o755}
     no_limit = make_job(elastic_spec(elastic={"resetLimit": None}))
-    assert "--reset-limit" not in _horovod.horovodrun_args(no_limit)
+    assert "--reset-limit" not in horovodrun_args(no_limit)
 
 
 def test_elastic_render_scales_and_leaves_ended_workers_out() -> None:
@@ -600,7 +606,7 @@ def run_launcher(
         env={
             "JOBCORE_HOROVOD_HOSTFILE": str(hostfile),
             "JOBCORE_HOROVOD_WAIT_SECONDS": "5",
-            _ssh.PORT_ENV: str(port),
+            SSH_PORT_ENV: str(port),
             **(env or {}),
         },
     )
@@ -609,7 +615,7 @@ def run_launcher(
 def test_static_launcher_script_execs_horovodrun_with_arguments_intact(
     tmp_path: Path, ssh_port: int
 ) -> None:
-    command = _horovod.launcher_command(make_job())
+    command = launcher_command(make_job())
     result = run_launcher(tmp_path, command, ssh_port)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-len(command[4:]) :] == command[4:]
@@ -620,16 +626,16 @@ def test_with_mpi_the_launcher_refuses_variables_open_mpi_would_copy_unsafely(
 ) -> None:
     """From valueFrom, envFrom or the image: validation cannot see them; the script checks."""
     hostile = {"OMPI_MCA_plm_rsh_agent": "ssh $(id)", "OPAL_PREFIX": "/opt/a b"}
-    mpi = _horovod.launcher_command(make_job(base_spec(horovod={"backend": "mpi"})))
+    mpi = launcher_command(make_job(base_spec(horovod={"backend": "mpi"})))
     refused = run_launcher(tmp_path, mpi, ssh_port, hostile)
-    assert refused.returncode == _checks.UNSAFE_ENV_EXIT
+    assert refused.returncode == UNSAFE_ENV_EXIT
     assert refused.stderr.startswith(
         "jobcore: not starting horovodrun: unsafe for the workers' shell: "
         "OMPI_MCA_plm_rsh_agent OPAL_PREFIX (Open MPI writes these variables"
     )
     assert refused.stdout == ""
     # gloo starts no Open MPI.
-    gloo = run_launcher(tmp_path, _horovod.launcher_command(make_job()), ssh_port, hostile)
+    gloo = run_launcher(tmp_path, launcher_command(make_job()), ssh_port, hostile)
     assert gloo.returncode == 0, gloo.stderr
 
 
@@ -655,7 +661,7 @@ def test_elastic_horovodrun_runs_with_a_socket_timeout_and_arguments_intact(
     for folder in (package.parent, package):
         (folder / "__init__.py").write_text("")
     (package / "launch.py").write_text(FAKE_HOROVOD_LAUNCH)
-    command = _horovod.launcher_command(make_job(elastic_spec()))
+    command = launcher_command(make_job(elastic_spec()))
     result = run_command(
         [*command, "it's $(id)"],
         tmp_path,
@@ -665,12 +671,12 @@ def test_elastic_horovodrun_runs_with_a_socket_timeout_and_arguments_intact(
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("jobcore: starting: horovodrun -np 4 --min-np 2 ")
-    assert lines[1] == str(float(_horovod.SOCKET_TIMEOUT_SECONDS))
+    assert lines[1] == str(float(SOCKET_TIMEOUT_SECONDS))
     assert lines[2:] == ["horovodrun", *command[4:], "it's $(id)"]
 
 
 def test_an_elastic_horovodrun_that_is_no_python_script_runs_as_it_is(tmp_path: Path) -> None:
-    command = _horovod.launcher_command(make_job(elastic_spec()))
+    command = launcher_command(make_job(elastic_spec()))
     result = run_command(
         command, tmp_path, programs={"horovodrun": '#!/bin/bash\nprintf "%s\\n" "$@"\n'}
     )
@@ -680,7 +686,7 @@ def test_an_elastic_horovodrun_that_is_no_python_script_runs_as_it_is(tmp_path: 
 
 
 def test_an_elastic_launcher_without_horovodrun_says_so(tmp_path: Path) -> None:
-    command = _horovod.launcher_command(make_job(elastic_spec()))
+    command = launcher_command(make_job(elastic_spec()))
     result = run_command(command, tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert (result.returncode, result.stderr) == (127, "jobcore: no horovodrun on PATH\n")
 
@@ -689,11 +695,11 @@ def test_static_launcher_script_gives_up_on_unresolvable_workers(tmp_path: Path)
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("nowhere-worker-0.hvd.ns.svc.invalid slots=2\n")
     result = run_command(
-        _horovod.launcher_command(make_job()),
+        launcher_command(make_job()),
         tmp_path,
         env={"JOBCORE_HOROVOD_HOSTFILE": str(hostfile), "JOBCORE_HOROVOD_WAIT_SECONDS": "1"},
     )
-    assert result.returncode == _ssh.WAIT_TIMEOUT_EXIT
+    assert result.returncode == SSH_WAIT_TIMEOUT_EXIT
     assert "gave up after 1s" in result.stderr
 
 

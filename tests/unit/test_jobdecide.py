@@ -121,7 +121,7 @@ def test_an_ended_status_gives_back_its_outcome_and_an_invalid_one_has_not_ended
 
 
 class Recorded:
-    """A recorder that keeps what it was given to emit."""
+    """Stands in for the controller's EventRecorder: keeps what it was given to emit."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str]] = []

@@ -42,8 +42,8 @@ from jobcore.testing import secret_text
 from jobcore.testing import spec_with
 from jobcore.testing import waiting
 from jobkinds.kubeflow import MPIJobKind
-from jobkinds.kubeflow import _children
-from jobkinds.kubeflow._api import MPIJobSpec
+from jobkinds.kubeflow.children import launcher_job
+from jobkinds.kubeflow.spec import MPIJobSpec
 from tests.jobdocs import SAMPLES_DIR
 from tests.jobdocs import sample
 
@@ -94,7 +94,7 @@ def launcher_pod(job: Job[MPIJobSpec], suffix: str = "abcde", **state: Any) -> O
 
 def batch_job(job: Job[MPIJobSpec], **conditions: Mapping[str, str]) -> Object:
     """The launcher Job as Kubernetes reports it, with `conditions` by type."""
-    rendered = _children.launcher_job(job)
+    rendered = launcher_job(job)
     listed = [{"type": kind, "status": "True", **fields} for kind, fields in conditions.items()]
     return {**rendered, "status": {"conditions": listed}}
 

@@ -26,9 +26,10 @@ from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobcore.testing import spec_with
 from jobkinds.kubeflow import MPIJobKind
-from jobkinds.kubeflow import _children
-from jobkinds.kubeflow._status import KubeflowStatus
+from jobkinds.kubeflow.children import launcher_job
+from jobkinds.kubeflow.status import KubeflowStatus
 from tests.jobdocs import sample
+from tests.unit.test_jobdecide import Recorded
 
 KIND = MPIJobKind()
 PART = KubeflowStatus()
@@ -91,7 +92,7 @@ class Passes:
     def pods(self, phase: str, *, launcher: str = "Running", **job: Any) -> list[Object]:
         """Two workers in `phase`, the launcher Job with `job` conditions and its pod."""
         spec = job_of(KIND, self.obj)
-        batch = _children.launcher_job(spec)
+        batch = launcher_job(spec)
         batch["status"] = {
             "conditions": [{"type": t, "status": "True", **c} for t, c in job.items()]
         }
@@ -325,16 +326,6 @@ def status_of(phase: str | None, **reasons: str) -> JobStatus:
     """A status in `phase` whose conditions of the given types hold, with those reasons."""
     conditions = [{"type": t, "status": "True", "reason": r} for t, r in reasons.items()]
     return JobStatus.model_validate({"phase": phase, "conditions": conditions})
-
-
-class Recorded:
-    """Stands in for the controller's EventRecorder: keeps what was emitted."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str]] = []
-
-    def emit(self, obj: Object, *, type: str, reason: str, message: str) -> None:
-        self.events.append((type, reason, message))
 
 
 def test_metrics_and_events_count_creations_and_ends_under_kubeflows_names() -> None:

@@ -181,7 +181,7 @@ def test_deployment_runs_two_leader_elected_replicas_with_probes() -> None:
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["ports"] == [{"name": "health", "containerPort": 8081}]
     assert container["resources"]["requests"]
-    assert container["image"] == f"jobcore:{metadata.version('jobcore')}"  # never :latest
+    assert container["image"] == f"jobcore:{metadata.version('jobcore-k8s')}"  # never :latest
 
 
 def test_metrics_listen_on_loopback_unless_exposed(capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,7 @@ from jobcore.testing import error_messages
 from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobkinds.mpijob import MPIJobKind
-from jobkinds.mpijob import MPIJobSpec
+from jobkinds.mpijob.spec import MPIJobSpec
 from tests.mpijobs import mpijob
 
 KIND = MPIJobKind()

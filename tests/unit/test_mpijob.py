@@ -23,6 +23,9 @@ from jobcore.jobs import Job
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
 from jobcore.jobs import run_mode_errors
+from jobcore.launcher import SSH_PORT
+from jobcore.launcher import SSH_PORT_ENV
+from jobcore.launcher import generate_keypair
 from jobcore.testing import accepting_connections
 from jobcore.testing import by_name
 from jobcore.testing import container_named
@@ -38,11 +41,16 @@ from jobcore.testing import secret_text
 from jobcore.testing import spec_with
 from jobcore.testing import terminated
 from jobcore.testing import waiting
-from jobkinds import _checks
-from jobkinds import _mpi
-from jobkinds import _ssh
+from jobkinds.mpi.flavours import MPICH
+from jobkinds.mpi.flavours import OPEN_MPI
+from jobkinds.mpi.flavours import Flavour
+from jobkinds.mpi.flavours import hostfile_text
+from jobkinds.mpi.mpirun import LAUNCHER_SCRIPT
+from jobkinds.mpi.mpirun import WAIT_TIMEOUT_EXIT
+from jobkinds.mpi.mpirun import launcher_command
+from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
 from jobkinds.mpijob import MPIJobKind
-from jobkinds.mpijob import MPIJobSpec
+from jobkinds.mpijob.spec import MPIJobSpec
 from tests.jobdocs import sample
 
 NS = "team-a"
@@ -492,7 +500,7 @@ def test_an_existing_secret_is_reused_unchanged() -> None:
 
 
 def test_generate_keypair_matches() -> None:
-    private, public = _ssh.generate_keypair()
+    private, public = generate_keypair()
     key = serialization.load_ssh_private_key(private.encode(), password=None)
     line = key.public_key().public_bytes(
         serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
@@ -620,34 +628,34 @@ def run_script(
     *,
     wait: int | str = 1,
     mpi_home: str = "",
-    mpi: _mpi.Flavour = _mpi.OPEN_MPI,
-    port: int = _ssh.SSH_PORT,
+    mpi: Flavour = OPEN_MPI,
+    port: int = SSH_PORT,
     env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     hostfile = tmp_path / "hostfile"
-    hostfile.write_text(_mpi.hostfile_text(hosts, 2, mpi))
+    hostfile.write_text(hostfile_text(hosts, 2, mpi))
     return run_command(
-        _mpi.launcher_command(args, mpi),
+        launcher_command(args, mpi),
         tmp_path,
         programs={"mpirun": '#!/bin/bash\nprintf "%s\\n" "$@"\n'},
         env={
             "JOBCORE_MPI_HOSTFILE": str(hostfile),
             "JOBCORE_MPI_WAIT_SECONDS": str(wait),
             "JOBCORE_MPI_HOME": mpi_home,
-            _ssh.PORT_ENV: str(port),
+            SSH_PORT_ENV: str(port),
             **(env or {}),
         },
     )
 
 
-@pytest.mark.parametrize("mpi", [_mpi.OPEN_MPI, _mpi.MPICH], ids=["slots=N", "host:N"])
-def test_script_gives_up_on_unresolvable_workers(tmp_path: Path, mpi: _mpi.Flavour) -> None:
+@pytest.mark.parametrize("mpi", [OPEN_MPI, MPICH], ids=["slots=N", "host:N"])
+def test_script_gives_up_on_unresolvable_workers(tmp_path: Path, mpi: Flavour) -> None:
     result = run_script(tmp_path, ["nowhere-worker-0.mpi.ns.svc.invalid"], ["./prog"], mpi=mpi)
-    assert result.returncode == _mpi.WAIT_TIMEOUT_EXIT
+    assert result.returncode == WAIT_TIMEOUT_EXIT
     assert "waiting up to 1s for 1 worker(s)" in result.stdout
     assert "nowhere-worker-0.mpi.ns.svc.invalid does not resolve" in result.stdout
     assert "gave up after 1s: worker nowhere-worker-0.mpi.ns.svc.invalid" in result.stderr
-    assert f"exit {_mpi.WAIT_TIMEOUT_EXIT}" in _mpi.LAUNCHER_SCRIPT
+    assert f"exit {WAIT_TIMEOUT_EXIT}" in LAUNCHER_SCRIPT
 
 
 @pytest.fixture
@@ -670,7 +678,7 @@ def test_open_mpi_launcher_refuses_variables_it_would_copy_into_the_workers_shel
     }
     args = ["mpirun", "./prog"]
     result = run_script(tmp_path, ["127.0.0.1"], args, port=ssh_port, env={**good, **hostile})
-    assert result.returncode == _checks.UNSAFE_ENV_EXIT
+    assert result.returncode == UNSAFE_ENV_EXIT
     assert result.stdout == ""  # before the wait; mpirun never ran
     refusal = "jobcore: not starting mpirun: unsafe for the workers' shell: "
     assert result.stderr.startswith(refusal)
@@ -679,7 +687,7 @@ def test_open_mpi_launcher_refuses_variables_it_would_copy_into_the_workers_shel
     assert not canary.exists()
     started = run_script(tmp_path, ["127.0.0.1"], args, port=ssh_port, env=good)
     assert started.stdout.splitlines()[-1] == "./prog", started
-    hydra = run_script(tmp_path, ["127.0.0.1"], args, port=ssh_port, env=hostile, mpi=_mpi.MPICH)
+    hydra = run_script(tmp_path, ["127.0.0.1"], args, port=ssh_port, env=hostile, mpi=MPICH)
     assert hydra.stdout.splitlines()[-1] == "./prog", hydra  # Hydra copies none of them
 
 
@@ -689,7 +697,7 @@ def test_the_wait_time_is_digits_or_refused_and_never_evaluated(tmp_path: Path, 
     result = run_script(
         tmp_path, ["127.0.0.1"], ["mpirun"], wait=wait.replace("CANARY", str(canary))
     )
-    assert result.returncode == _mpi.WAIT_TIMEOUT_EXIT, result
+    assert result.returncode == WAIT_TIMEOUT_EXIT, result
     assert "must be a whole number of seconds" in result.stderr
     assert not canary.exists()
 
@@ -720,5 +728,5 @@ def test_script_waits_for_a_closed_ssh_port(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         closed = probe.getsockname()[1]
     result = run_script(tmp_path, ["127.0.0.1"], ["./prog"], port=closed)
-    assert result.returncode == _mpi.WAIT_TIMEOUT_EXIT
+    assert result.returncode == WAIT_TIMEOUT_EXIT
     assert f"worker 127.0.0.1 does not accept connections on port {closed}" in result.stderr

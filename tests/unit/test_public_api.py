@@ -1,5 +1,5 @@
-"""The public APIs: what `jobcore`, `jobcore.jobs` and `jobcore.testing` export, and module
-docstrings.
+"""The public APIs: what `jobcore`, `jobcore.jobs`, `jobcore.launcher` and `jobcore.testing`
+export, and module docstrings.
 
 Each public module's names are frozen in tests/unit/api/MODULE.txt, one per line, compared
 exactly: a name added or removed shows in review as a change to that file.
@@ -77,7 +77,7 @@ def test_isort_style_key_orders_like_ruff() -> None:
     assert sorted(reversed(expected), key=isort_style_key) == expected
 
 
-PUBLIC_MODULES = ("jobcore", "jobcore.jobs", "jobcore.testing")
+PUBLIC_MODULES = ("jobcore", "jobcore.jobs", "jobcore.launcher", "jobcore.testing")
 API_LISTS = Path(__file__).parent / "api"
 
 

@@ -33,14 +33,16 @@ from jobcore.testing import job_of
 from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobcore.testing import secret_text
-from jobkinds import _horovod
-from jobkinds import _mpi
 from jobkinds.colossalaijob import ColossalAIJobKind
-from jobkinds.colossalaijob import ColossalAIJobSpec
+from jobkinds.colossalaijob.spec import ColossalAIJobSpec
 from jobkinds.horovodjob import HorovodJobKind
-from jobkinds.horovodjob import HorovodJobSpec
+from jobkinds.horovodjob.children import horovodrun_args
+from jobkinds.horovodjob.spec import HorovodJobSpec
+from jobkinds.mpi.flavours import OPEN_MPI
+from jobkinds.mpi.mpirun import WAIT_TIMEOUT_EXIT
+from jobkinds.mpi.mpirun import launcher_command
 from jobkinds.mpijob import MPIJobKind
-from jobkinds.mpijob import MPIJobSpec
+from jobkinds.mpijob.spec import MPIJobSpec
 
 NS = "ns"
 TEMPLATE = {"spec": {"containers": [{"name": "worker", "image": "img"}]}}
@@ -137,7 +139,7 @@ def test_launchers_that_accept_any_host_key_go_through_a_pinned_ssh_hop(kind: st
 
 def test_horovodrun_and_its_discovery_script_use_the_port() -> None:
     job = make_job("HorovodJob", {"port": 2222})
-    assert _horovod.horovodrun_args(job)[-4:-2] == ["--ssh-port", "2222"]
+    assert horovodrun_args(job)[-4:-2] == ["--ssh-port", "2222"]
     job.spec.elastic = job.spec.model_validate(
         {**SPECS["HorovodJob"], "elastic": {"minReplicas": 1, "maxReplicas": 2}}
     ).elastic
@@ -235,7 +237,7 @@ def run_wait(tmp_path: Path, port: str) -> subprocess.CompletedProcess[str]:
         "JOBCORE_MPI_WAIT_SECONDS": "1",
         "JOBCORE_SSH_PORT": port,
     }
-    command = _mpi.launcher_command(["echo", "launched"], _mpi.OPEN_MPI)
+    command = launcher_command(["echo", "launched"], OPEN_MPI)
     return subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=30)
 
 
@@ -246,7 +248,7 @@ def test_the_wait_script_waits_for_the_ssh_port(tmp_path: Path) -> None:
         port = server.getsockname()[1]
         assert run_wait(tmp_path, str(port)).stdout.splitlines()[-1] == "launched"
     closed = run_wait(tmp_path, str(port))
-    assert closed.returncode == _mpi.WAIT_TIMEOUT_EXIT
+    assert closed.returncode == WAIT_TIMEOUT_EXIT
     assert f"worker 127.0.0.1 does not accept connections on port {port}" in closed.stderr
 
 
@@ -255,6 +257,6 @@ def test_a_port_that_is_not_digits_is_refused_before_use(tmp_path: Path, port: s
     canary = tmp_path / "canary"
     result = run_wait(tmp_path, port.replace("CANARY", str(canary)))
     if port:
-        assert result.returncode == _mpi.WAIT_TIMEOUT_EXIT
+        assert result.returncode == WAIT_TIMEOUT_EXIT
         assert "the ssh port must be a number" in result.stderr
     assert not canary.exists()

@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from jobcore.jobs import crd_for
 from jobkinds.colossalaijob import ColossalAIJobKind
-from jobkinds.colossalaijob import ColossalAIJobSpec
+from jobkinds.colossalaijob.spec import ColossalAIJobSpec
 from jobkinds.mpijob import MPIJobKind
-from jobkinds.mpijob import MPIJobSpec
+from jobkinds.mpijob.spec import MPIJobSpec
 from tests.jobdocs import sample
 
 SEED = sample("mpijob-random-walk")["spec"]

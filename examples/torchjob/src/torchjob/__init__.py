@@ -5,19 +5,19 @@ through a headless Service; every Pod's `pytorch` container gets MASTER_ADDR, MA
 WORLD_SIZE and RANK (and torchrun's `PET_*` equivalents) and runs the user's command as is.
 The master's exit decides the job; a worker that fails first fails it.
 
-Modules: `_spec` (the API models), `_children` (the Service and Pods), `_kind` (validation,
+Modules: `spec` (the API models), `children` (the Service and Pods), `kind` (validation,
 render, interpret). It imports only `jobcore`'s public API, and is registered in this
 package's pyproject.toml under the entry-point group `jobcore.jobkinds` as `torchjob`.
 """
 
-from torchjob._children import MASTER
-from torchjob._children import MASTER_PORT
-from torchjob._children import WORKER
-from torchjob._kind import TorchJobKind
-from torchjob._spec import CONTAINER
-from torchjob._spec import MasterSpec
-from torchjob._spec import TorchJobSpec
-from torchjob._spec import WorkerSpec
+from torchjob.children import MASTER
+from torchjob.children import MASTER_PORT
+from torchjob.children import WORKER
+from torchjob.kind import TorchJobKind
+from torchjob.spec import CONTAINER
+from torchjob.spec import MasterSpec
+from torchjob.spec import TorchJobSpec
+from torchjob.spec import WorkerSpec
 
 __all__ = [
     "CONTAINER",

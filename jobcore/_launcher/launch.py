@@ -1,0 +1,287 @@
+"""Building blocks of a job whose launcher pod reaches sshd workers: names, pods and the kind.
+
+Child names, the headless Service, pods made from the worker template with the ssh Secret
+mounted, the sshd worker, a launcher copied from the worker container, when the launcher is
+due, and `LauncherWorkersKind`, what such kinds declare alike (the bundled MPIJob,
+ColossalAIJob and HorovodJob are built from them). They read a spec with `worker.replicas`,
+`worker.template` (a `PodTemplateSpec`), `ssh.port` and `ssh.sshd_path`; what differs between
+kinds (container names, volumes, commands, environment) is passed in by keyword. Run modes
+are jobcore's, applied on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Annotated
+from typing import Any
+
+from pydantic import Field
+
+from jobcore._jobs.kind import Job
+from jobcore._jobs.kind import Observed
+from jobcore._jobs.kind import Outcome
+from jobcore._launcher.pods import is_ready
+from jobcore._launcher.pods import launcher_outcome
+from jobcore._launcher.ssh import SSHAccess
+from jobcore._launcher.ssh import ssh_access
+from jobcore._launcher.ssh import ssh_secret
+from jobcore._launcher.ssh import ssh_secret_volume
+from jobcore._launcher.ssh import sshd_command
+from jobcore._runtime.resources import CONFIGMAPS
+from jobcore._runtime.resources import PODS
+from jobcore._runtime.resources import SECRETS
+from jobcore._runtime.resources import SERVICES
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import Resource
+
+LAUNCHER = "launcher"
+WORKER = "worker"
+NOT_ON_LAUNCHER = (
+    "name",
+    "command",
+    "args",
+    "ports",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "restartPolicy",
+)
+"""Fields of the worker container that belong to sshd, not to the launch command."""
+MAX_WORKERS = 1000
+"""The most workers a job may ask for: the job's status lists every pod and its hostfile every
+worker, and each must fit in one API object; an unbounded count would also have the controller
+build that many pods in memory."""
+WorkerCount = Annotated[int, Field(ge=1, le=MAX_WORKERS)]
+"""A number of worker pods: at least one, at most MAX_WORKERS."""
+SSHPort = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=65535,
+        description="The port the workers' sshd listens on; a non-root user needs one above "
+        "1023 (e.g. 2222).",
+    ),
+]
+"""spec.ssh.port of every kind: a TCP port for the workers' sshd."""
+SSHDPath = Annotated[str, Field(description="Absolute path of sshd in the worker image.")]
+"""spec.ssh.sshdPath of every kind."""
+SSH_VOLUME = "jobcore-ssh"
+"""The volume of the job's ssh Secret, in every pod of every kind."""
+
+
+# Names -----------------------------------------------------------------------------------
+
+
+def worker_name(job: Job[Any], index: int) -> str:
+    return f"{job.name}-worker-{index}"
+
+
+def launcher_name(job: Job[Any]) -> str:
+    return f"{job.name}-launcher"
+
+
+def ssh_secret_name(job: Job[Any]) -> str:
+    return f"{job.name}-ssh"
+
+
+def hostfile_name(job: Job[Any]) -> str:
+    return f"{job.name}-hostfile"
+
+
+def worker_host(job: Job[Any], index: int) -> str:
+    """A worker's DNS name through the headless Service, fully qualified in the cluster's
+    domain (`--cluster-domain`): one lookup, whatever the pod's DNS search list."""
+    return f"{worker_name(job, index)}.{job.service_domain()}"
+
+
+# Children ------------------------------------------------------------------------------
+
+
+def child_meta(job: Job[Any], name: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    return {"name": name, "namespace": job.namespace, "labels": dict(labels)}
+
+
+def job_ssh(
+    job: Job[Any], observed: Observed, *, mount_path: str, port: int, tunnel: bool = False
+) -> tuple[Object, SSHAccess]:
+    """The job's ssh Secret, and how its launcher reaches the workers with it.
+
+    An existing Secret is returned as observed: a new keypair would lock the launcher out of
+    running workers, and one made before host keys existed keeps its workers unpinned.
+    """
+    name = ssh_secret_name(job)
+    secret = observed.get(SECRETS, name)
+    if secret is None:
+        secret = ssh_secret(job, name, SSHAccess(mount_path, port, tunnel=tunnel))
+    return secret, ssh_access(secret, mount_path=mount_path, port=port, tunnel=tunnel)
+
+
+def headless_service(job: Job[Any], port: int) -> Object:
+    """Headless, publishing workers before they are Ready so their names resolve early."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": child_meta(job, job.name, job.labels()),
+        "spec": {
+            "clusterIP": "None",
+            "selector": job.labels(WORKER),
+            "publishNotReadyAddresses": True,
+            "ports": [{"name": "ssh", "port": port, "targetPort": port}],
+        },
+    }
+
+
+def ssh_mount(volume: str, mount_path: str) -> dict[str, Any]:
+    return {"name": volume, "mountPath": mount_path, "readOnly": True}
+
+
+def template_pod(job: Job[Any], replica_type: str, index: int, name: str) -> Object:
+    """A pod from spec.worker.template, labelled for `replica_type`, with the ssh Secret as a
+    volume; containers left to adapt."""
+    template = job.spec.worker.template
+    metadata = template.metadata
+    labels = {**((metadata and metadata.labels) or {}), **job.labels(replica_type, index)}
+    pod_meta = child_meta(job, name, labels)
+    if metadata and metadata.annotations:
+        pod_meta["annotations"] = dict(metadata.annotations)
+    spec = template.pod_spec()
+    spec["volumes"] = [
+        *spec.get("volumes", ()),
+        ssh_secret_volume(SSH_VOLUME, ssh_secret_name(job)),
+    ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
+
+
+def readiness_probe(port: int) -> dict[str, Any]:
+    """Ready once sshd accepts connections on its port."""
+    return {"tcpSocket": {"port": port}, "periodSeconds": 2, "failureThreshold": 3}
+
+
+def sshd_worker_pod(
+    job: Job[Any],
+    index: int,
+    *,
+    container: str,
+    ssh: SSHAccess,
+    restart_policy: str | None = None,
+) -> Object:
+    """spec.ssh.sshdPath in place of `container`'s command; Ready once its port answers.
+
+    restartPolicy is `restart_policy` if given, else the template's, by default Never: a
+    restarted worker cannot rejoin a running launch.
+    """
+    pod = template_pod(job, WORKER, index, worker_name(job, index))
+    spec = pod["spec"]
+    spec["hostname"] = worker_name(job, index)
+    spec["subdomain"] = job.name
+    spec["restartPolicy"] = (
+        restart_policy or job.spec.worker.template.spec.restart_policy or "Never"
+    )
+    for c in spec["containers"]:
+        if c["name"] != container:
+            continue
+        c.pop("args", None)
+        c["command"] = list(sshd_command(job.spec.ssh.sshd_path, ssh))
+        c["volumeMounts"] = [*c.get("volumeMounts", ()), ssh_mount(SSH_VOLUME, ssh.mount_path)]
+        c.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
+        c["readinessProbe"] = readiness_probe(ssh.port)
+    return pod
+
+
+def copied_launcher_pod(
+    job: Job[Any],
+    *,
+    worker_container: str,
+    launcher_container: str,
+    mount_path: str,
+    config_volume: str,
+    config_dir: str,
+    config_map: Mapping[str, Any],
+    env: Sequence[Mapping[str, Any]],
+    command: Callable[[Mapping[str, Any]], list[str]],
+) -> Object:
+    """One container copied from `worker_container` (image, resources, env, mounts...) running
+    `command(worker container)`, with the keys and a ConfigMap mounted.
+
+    The template's other containers stay on the workers; its volumes, init containers and
+    pod-level settings apply to the launcher too. The user's own value of one of our `env`
+    variables wins.
+    """
+    pod = template_pod(job, LAUNCHER, 0, launcher_name(job))
+    pod_spec = pod["spec"]
+    pod_spec["restartPolicy"] = "Never"
+    pod_spec["volumes"].append({"name": config_volume, "configMap": dict(config_map)})
+    worker = next(c for c in pod_spec["containers"] if c["name"] == worker_container)
+    user_env = list(worker.get("env", ()))
+    user_names = {str(e["name"]) for e in user_env if "name" in e}
+    launch = command(worker)
+    launcher = {k: v for k, v in worker.items() if k not in NOT_ON_LAUNCHER}
+    launcher.update(
+        name=launcher_container,
+        command=launch,
+        env=[*(e for e in env if e["name"] not in user_names), *user_env],
+        volumeMounts=[
+            *worker.get("volumeMounts", ()),
+            ssh_mount(SSH_VOLUME, mount_path),
+            {"name": config_volume, "mountPath": config_dir, "readOnly": True},
+        ],
+    )
+    launcher.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
+    pod_spec["containers"] = [launcher]
+    return pod
+
+
+def launcher_due(job: Job[Any], observed: Observed, *, ready_needed: int | None = None) -> bool:
+    """Whether the launcher is rendered: once `ready_needed` workers (default: all) are Ready.
+
+    A launcher that exists is always rendered, so it is never deleted because a worker stopped
+    being Ready. In debug mode (the launcher runs `sleep inf`) and under a gang scheduler
+    (which admits no pod until all exist) it does not wait.
+    """
+    if observed.get(PODS, launcher_name(job)) is not None or job.debugging or job.gang:
+        return True
+    replicas = job.spec.worker.replicas
+    ready = sum(is_ready(observed.get(PODS, worker_name(job, i))) for i in range(replicas))
+    return ready >= (replicas if ready_needed is None else ready_needed)
+
+
+# The kind ----------------------------------------------------------------------------------
+
+
+class LauncherWorkersKind:
+    """What a kind with one launcher and sshd workers declares, as a `jobcore.jobs.JobKind`.
+
+    One launcher and spec.worker.replicas workers; a Secret, a ConfigMap, a Service and pods
+    as children; the launcher kept after clean-up, for its logs; a Workers column; the
+    outcome of a static launch. A kind adds its resource, model, container names and debug
+    commands, `validate` and `render`, and may override `interpret` (HorovodJob does, for
+    elastic jobs).
+    Each replica's container is named after its replica type unless the kind says otherwise;
+    `jobcore debug` keeps a worker's command (sshd), so that one can ssh in.
+    """
+
+    replica_types: Sequence[str] = (LAUNCHER, WORKER)
+    child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS)
+    containers: Mapping[str, str] = {LAUNCHER: LAUNCHER, WORKER: WORKER}
+    debug_commands: Mapping[str, Sequence[str] | None] = {WORKER: None}
+    kept_after_cleanup: Sequence[str] = (LAUNCHER,)
+    printer_columns: Sequence[Mapping[str, Any]] = (
+        {"name": "Workers", "type": "integer", "jsonPath": ".spec.worker.replicas"},
+    )
+
+    def replicas(self, job: Job[Any]) -> Mapping[str, int]:
+        return {LAUNCHER: 1, WORKER: job.spec.worker.replicas}
+
+    def interpret(self, job: Job[Any], observed: Observed) -> Outcome:
+        """The launcher's exit decides; a worker that stops first fails the job."""
+        names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
+        return launcher_outcome(
+            observed.get(PODS, launcher_name(job)),
+            {name: observed.get(PODS, name) for name in names},
+            launcher_container=self.containers[LAUNCHER],
+            worker_container=self.containers[WORKER],
+            ssh_port=job.spec.ssh.port,
+        )

@@ -1,0 +1,169 @@
+"""Reading the pods of a launcher-and-workers job: phase, readiness, failure and problem messages.
+
+For a kind's `Outcome`: T9k's wording of a pod
+that exited (`Pod[name] exited with error code N`), of one stuck on its image, config or
+scheduling, and the short lists that fit a condition message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+
+from jobcore._jobs.kind import Outcome
+from jobcore._runtime.resources import Object
+
+WAITING_ERRORS = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+        "CrashLoopBackOff",
+    }
+)
+"""Waiting reasons that need the user: the pod will not get further on its own."""
+
+
+def pod_phase(pod: Object | None) -> str | None:
+    return None if pod is None else (pod.get("status") or {}).get("phase")
+
+
+def is_ready(pod: Object | None) -> bool:
+    if pod is None or pod["metadata"].get("deletionTimestamp"):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def pod_ended(pod: Object | None) -> bool:
+    return pod_phase(pod) in ("Succeeded", "Failed")
+
+
+def container_statuses(pod: Object) -> list[dict[str, Any]]:
+    status = pod.get("status") or {}
+    return [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]
+
+
+def clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def failure_message(pod: Object, container: str, *, last_line: bool = True) -> str:
+    """`Pod[name] exited with error code N (container c, reason): last log line`, as T9k
+    words it, with the container that failed and why.
+
+    The main container's exit is preferred; an init container or sidecar that failed explains
+    a pod whose main container did not. Evictions and OOM kills are named. `last_line` appends
+    the last line of the pod's or the container's message (the log tail on error).
+    """
+    name = pod["metadata"]["name"]
+    status = pod.get("status") or {}
+    exits = [
+        (s.get("name"), s["state"]["terminated"])
+        for s in container_statuses(pod)
+        if "terminated" in (s.get("state") or {})
+    ]
+    main = next(((n, t) for n, t in exits if n == container), None)
+    failed = next(((n, t) for n, t in exits if t.get("exitCode")), None)
+    which, terminated = main if main and main[1].get("exitCode") else failed or main or ("", None)
+    pod_reason = status.get("reason")
+    if terminated is None or terminated.get("exitCode") is None:
+        text = f"Pod[{name}] failed" + (f": {pod_reason}" if pod_reason else "")
+    elif terminated["exitCode"] == 0:
+        text = f"Pod[{name}] exited with code 0 before the launcher finished"
+    else:
+        text = f"Pod[{name}] exited with error code {terminated['exitCode']}"
+        notes = [r for r in (terminated.get("reason"), pod_reason) if r and r != "Error"]
+        text += f" (container {which}" + "".join(f", {n}" for n in dict.fromkeys(notes)) + ")"
+    if not last_line:
+        return clip(text)
+    detail = str(status.get("message") or (terminated or {}).get("message") or "")
+    lines = [line.strip() for line in detail.splitlines() if any(c.isalnum() for c in line)]
+    return clip(f"{text}: {lines[-1]}" if lines else text)
+
+
+def pod_problem(pod: Object) -> str | None:
+    """Why a pod that has not failed is stuck, if it needs the user: image, config, scheduling."""
+    name = pod["metadata"]["name"]
+    for status in container_statuses(pod):
+        waiting = (status.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in WAITING_ERRORS:
+            detail = f": {waiting['message']}" if waiting.get("message") else ""
+            return clip(
+                f"Pod[{name}] container {status.get('name')} is waiting: "
+                f"{waiting['reason']}{detail}"
+            )
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
+            return clip(f"Pod[{name}] is unschedulable: {condition.get('message', '')}")
+    return None
+
+
+def pod_problems(pods: Sequence[Object | None]) -> str | None:
+    """The problems of the pods that exist, summarized; None when there are none."""
+    found = [found for pod in pods if pod is not None and (found := pod_problem(pod))]
+    return summarize(found) if found else None
+
+
+def summarize(items: Sequence[str], shown: int = 3) -> str:
+    more = f"; and {len(items) - shown} more" if len(items) > shown else ""
+    return "; ".join(items[:shown]) + more
+
+
+def name_list(names: Sequence[str], shown: int = 5) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def launcher_outcome(
+    launcher: Object | None,
+    workers: Mapping[str, Object | None],
+    *,
+    launcher_container: str,
+    worker_container: str,
+    ssh_port: int,
+) -> Outcome:
+    """A static job's outcome: the launcher's exit decides; a worker that stops first fails it.
+
+    The launcher is created once every worker is Ready (sshd accepting connections).
+    """
+    launcher_phase = pod_phase(launcher)
+    if launcher_phase == "Succeeded":
+        return Outcome("succeeded", "Succeeded", "The job has finished successfully.")
+    failures = []
+    if launcher is not None and launcher_phase == "Failed":
+        failures.append(failure_message(launcher, launcher_container))
+    failures += [
+        failure_message(pod, worker_container)
+        for pod in workers.values()
+        if pod is not None and pod_ended(pod)
+    ]
+    if failures:
+        message = (
+            "The job exited with an error code."
+            if launcher_phase == "Failed"
+            else "A worker stopped before the launcher finished."
+        )
+        return Outcome("failed", "Failed", message, replica_failure=summarize(failures))
+    replica_failure = pod_problems([launcher, *workers.values()])
+    if launcher_phase == "Running":
+        return Outcome("running", replica_failure=replica_failure)
+    if launcher is not None:
+        reason, message = "LauncherPending", "Waiting for the launcher to start."
+    elif missing := [name for name, pod in workers.items() if pod is None]:
+        reason = "WorkersCreating"
+        message = f"Waiting for {len(missing)} worker(s) to be created: {name_list(missing)}."
+    elif unready := [name for name, pod in workers.items() if not is_ready(pod)]:
+        reason = "WorkersNotReady"
+        message = (
+            f"Waiting for {len(unready)} of {len(workers)} worker(s) to become Ready "
+            f"(sshd accepting connections on port {ssh_port}): {name_list(unready)}."
+        )
+    else:
+        reason, message = "LauncherCreating", "All workers are Ready; creating the launcher."
+    return Outcome("pending", reason, message, replica_failure=replica_failure)

@@ -1,0 +1,133 @@
+"""The launcher-over-ssh API: for kinds whose launcher pod reaches sshd workers.
+
+A kind of this shape (the bundled MPIJob, ColossalAIJob and HorovodJob are three) runs sshd
+in `spec.worker.replicas` worker pods made from `spec.worker.template`, and one launcher pod
+that reaches them over ssh once they are Ready. What such kinds share lives here:
+
+- ssh: a per-job Secret with a fresh client keypair and a pinned host key (`ssh_secret`,
+  `job_ssh`, `SSHAccess`), sshd's command line (`sshd_command`), the client's options
+  (`ssh_client_args`), and the launcher's bounded wait for every worker to resolve and
+  accept ssh (`ssh_wait_script`).
+- children: their names (`worker_name`, `launcher_name`, `worker_host`...), the headless
+  Service, sshd worker pods (`sshd_worker_pod`), a launcher copied from the worker container
+  (`copied_launcher_pod`), and when it is due (`launcher_due`).
+- the kind: `LauncherWorkersKind`, the members such a kind declares alike, with the outcome
+  of a static launch (`launcher_outcome`); reading pods (`pod_phase`, `is_ready`,
+  `failure_message`, T9k's `Pod[name] exited with error code N`, `pod_problems`).
+- validation: the job name, the worker container, reserved volumes and mounts, and the
+  strings a launcher writes into a shell command (`path_errors`, `env_name_errors`...).
+
+The job layer itself (`JobKind`, `Job`, `Observed`, `Outcome`...) is `jobcore.jobs`.
+"""
+
+from jobcore._launcher.checks import PATH_CHARACTERS
+from jobcore._launcher.checks import SAFE_PATH
+from jobcore._launcher.checks import SAFE_PATH_CLASS
+from jobcore._launcher.checks import container_errors
+from jobcore._launcher.checks import env_from_errors
+from jobcore._launcher.checks import env_name_errors
+from jobcore._launcher.checks import job_name_errors
+from jobcore._launcher.checks import mount_errors
+from jobcore._launcher.checks import path_errors
+from jobcore._launcher.checks import template_container
+from jobcore._launcher.checks import unique_name_errors
+from jobcore._launcher.launch import LAUNCHER
+from jobcore._launcher.launch import MAX_WORKERS
+from jobcore._launcher.launch import SSH_VOLUME
+from jobcore._launcher.launch import WORKER
+from jobcore._launcher.launch import LauncherWorkersKind
+from jobcore._launcher.launch import SSHDPath
+from jobcore._launcher.launch import SSHPort
+from jobcore._launcher.launch import WorkerCount
+from jobcore._launcher.launch import child_meta
+from jobcore._launcher.launch import copied_launcher_pod
+from jobcore._launcher.launch import headless_service
+from jobcore._launcher.launch import hostfile_name
+from jobcore._launcher.launch import job_ssh
+from jobcore._launcher.launch import launcher_due
+from jobcore._launcher.launch import launcher_name
+from jobcore._launcher.launch import ssh_mount
+from jobcore._launcher.launch import ssh_secret_name
+from jobcore._launcher.launch import sshd_worker_pod
+from jobcore._launcher.launch import worker_host
+from jobcore._launcher.launch import worker_name
+from jobcore._launcher.pods import clip
+from jobcore._launcher.pods import failure_message
+from jobcore._launcher.pods import is_ready
+from jobcore._launcher.pods import launcher_outcome
+from jobcore._launcher.pods import name_list
+from jobcore._launcher.pods import pod_ended
+from jobcore._launcher.pods import pod_phase
+from jobcore._launcher.pods import pod_problems
+from jobcore._launcher.pods import summarize
+from jobcore._launcher.ssh import SSH_PORT
+from jobcore._launcher.ssh import SSH_PORT_ENV
+from jobcore._launcher.ssh import SSH_PRIVATE_KEY
+from jobcore._launcher.ssh import SSH_SECRET_MODE
+from jobcore._launcher.ssh import SSH_UNPINNED_OPTIONS
+from jobcore._launcher.ssh import SSH_WAIT_SECONDS
+from jobcore._launcher.ssh import SSH_WAIT_TIMEOUT_EXIT
+from jobcore._launcher.ssh import SSHAccess
+from jobcore._launcher.ssh import generate_keypair
+from jobcore._launcher.ssh import ssh_client_args
+from jobcore._launcher.ssh import ssh_secret
+from jobcore._launcher.ssh import ssh_secret_volume
+from jobcore._launcher.ssh import ssh_wait_script
+from jobcore._launcher.ssh import sshd_command
+
+__all__ = [
+    "LAUNCHER",
+    "MAX_WORKERS",
+    "PATH_CHARACTERS",
+    "SAFE_PATH",
+    "SAFE_PATH_CLASS",
+    "SSH_PORT",
+    "SSH_PORT_ENV",
+    "SSH_PRIVATE_KEY",
+    "SSH_SECRET_MODE",
+    "SSH_UNPINNED_OPTIONS",
+    "SSH_VOLUME",
+    "SSH_WAIT_SECONDS",
+    "SSH_WAIT_TIMEOUT_EXIT",
+    "WORKER",
+    "LauncherWorkersKind",
+    "SSHAccess",
+    "SSHDPath",
+    "SSHPort",
+    "WorkerCount",
+    "child_meta",
+    "clip",
+    "container_errors",
+    "copied_launcher_pod",
+    "env_from_errors",
+    "env_name_errors",
+    "failure_message",
+    "generate_keypair",
+    "headless_service",
+    "hostfile_name",
+    "is_ready",
+    "job_name_errors",
+    "job_ssh",
+    "launcher_due",
+    "launcher_name",
+    "launcher_outcome",
+    "mount_errors",
+    "name_list",
+    "path_errors",
+    "pod_ended",
+    "pod_phase",
+    "pod_problems",
+    "ssh_client_args",
+    "ssh_mount",
+    "ssh_secret",
+    "ssh_secret_name",
+    "ssh_secret_volume",
+    "ssh_wait_script",
+    "sshd_command",
+    "sshd_worker_pod",
+    "summarize",
+    "template_container",
+    "unique_name_errors",
+    "worker_host",
+    "worker_name",
+]

@@ -1,0 +1,119 @@
+"""The MPI implementations a launcher may start, and what differs between them.
+
+Open MPI (`mpirun`, ORTE or PRRTE) and the Hydra-based MPICH and Intel MPI (`mpiexec`) differ
+in their hostfile, flags and environment; `Flavour` holds what differs. Shared by the T9k and
+the Kubeflow MPIJob: the flavours, the hostfile's lines, processes per worker, and reading a
+flag's values from an MPI command line (`-N 3`, `--npernode=3`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Implementation = Literal["OpenMPI", "IntelMPI", "Intel", "MPICH"]
+"""spec.mpiImplementation's values; `Intel` is Kubeflow's spelling of `IntelMPI`."""
+
+
+_SLOTS = re.compile(r"[1-9][0-9]{0,5}")
+"""A positive integer in ASCII digits, below a million: what a launcher reads as a slot count."""
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """What an MPI implementation's launcher needs that another's does not understand."""
+
+    name: str
+    program: str
+    """The launcher the script execs, found on PATH (after `mpiHome/bin`)."""
+    open_mpi: bool
+    """Understands MCA parameters (`-mca`, `spec.mca`), `--prefix` and `-x NAME`."""
+    npernode_flags: tuple[str, ...]
+    """Its "processes per node" flags; their value is each worker's slot count."""
+    hostfile_flags: tuple[str, ...]
+    """Flags that name a hostfile: the launcher passes the workers' hostfile itself."""
+    slots_format: str
+    """One hostfile line, from `host` and `slots`."""
+
+
+OPEN_MPI = Flavour(
+    name="Open MPI",
+    program="mpirun",
+    open_mpi=True,
+    npernode_flags=("-N", "-npernode", "--npernode"),
+    hostfile_flags=(
+        "-hostfile",
+        "--hostfile",
+        "-machinefile",
+        "--machinefile",
+        "-default-hostfile",
+    ),
+    slots_format="{host} slots={slots}",
+)
+
+
+def _hydra(name: str) -> Flavour:
+    """MPICH and Intel MPI launch alike, through Hydra's mpiexec."""
+    return Flavour(
+        name=name,
+        program="mpiexec",
+        open_mpi=False,
+        npernode_flags=("-ppn", "-perhost"),
+        hostfile_flags=("-f", "-hostfile", "-machinefile", "--hostfile", "--machinefile"),
+        slots_format="{host}:{slots}",
+    )
+
+
+MPICH = _hydra("MPICH")
+INTEL_MPI = _hydra("Intel MPI")
+_FLAVOURS: dict[str, Flavour] = {
+    "OpenMPI": OPEN_MPI,
+    "IntelMPI": INTEL_MPI,
+    "Intel": INTEL_MPI,
+    "MPICH": MPICH,
+}
+
+
+def flavour(implementation: Implementation) -> Flavour:
+    return _FLAVOURS[implementation]
+
+
+def slots(extra_mpi_args: Sequence[str], mpi: Flavour = OPEN_MPI) -> int:
+    """Processes per worker: the last per-node flag's value in the extra args, else 1.
+
+    Invalid values count as 1 here; `npernode_errors` reports them at validation.
+    """
+    found = 1
+    for _, value in flag_values(extra_mpi_args, mpi.npernode_flags):
+        if value is not None and _SLOTS.fullmatch(value):
+            found = int(value)
+    return found
+
+
+def npernode_errors(extra_mpi_args: Sequence[str], mpi: Flavour = OPEN_MPI) -> list[str]:
+    """What is wrong with the per-node flags (`-N`, `-ppn`, ...): each needs a positive integer."""
+    return [
+        f"{flag} needs a positive integer value (processes per worker), got "
+        + (repr(value) if value is not None else "nothing")
+        for flag, value in flag_values(extra_mpi_args, mpi.npernode_flags)
+        if value is None or not _SLOTS.fullmatch(value)
+    ]
+
+
+def hostfile_text(hosts: Sequence[str], slots_per_host: int, mpi: Flavour = OPEN_MPI) -> str:
+    """One line per worker: `host slots=N` for Open MPI, `host:N` for Hydra."""
+    return "".join(mpi.slots_format.format(host=h, slots=slots_per_host) + "\n" for h in hosts)
+
+
+def flag_values(args: Sequence[str], flags: Sequence[str]) -> list[tuple[str, str | None]]:
+    """Each occurrence of one of `flags` with its value (`-N 3` or `--npernode=3`)."""
+    found: list[tuple[str, str | None]] = []
+    for i, arg in enumerate(args):
+        name, eq, inline = arg.partition("=")
+        if name in flags and eq:
+            found.append((name, inline))
+        elif arg in flags:
+            found.append((arg, args[i + 1] if i + 1 < len(args) else None))
+    return found

@@ -1,0 +1,104 @@
+"""`jobcore sandbox` from a plain install: the project's wheel, without the test extra, in a
+fresh virtualenv, as `pip install .` installs the distribution jobcore-k8s for a user.
+
+The wheel is built from the files the Dockerfile builds it from; pip's cache serves the
+dependencies after the first run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+# The install takes its time the first time, before pip's cache holds the dependencies.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def dockerfile_sources() -> list[str]:
+    """What the Dockerfile copies to build the wheel (its COPY lines but `--from`'s), as
+    scripts/images.sh reads them: the package is built from these and nothing else."""
+    sources: list[str] = []
+    for line in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        if words[:1] == ["COPY"] and not words[1].startswith("--"):
+            sources += words[1:-1]
+    return sources
+
+
+def run(*argv: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
+    """Run `argv` to success; its stdout and stderr together."""
+    ran = subprocess.run(
+        [str(arg) for arg in argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=cwd,
+        timeout=240,
+    )
+    output = ran.stdout + ran.stderr
+    assert ran.returncode == 0, f"{' '.join(map(str, argv))} exited {ran.returncode}:\n{output}"
+    return output
+
+
+@pytest.fixture(scope="module")
+def plain_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv holding the project as `pip install .` installs it; its bin folder."""
+    folder = tmp_path_factory.mktemp("clean-install")
+    source = folder / "source"
+    source.mkdir()
+    for name in dockerfile_sources():
+        if (ROOT / name).is_dir():
+            ignore = shutil.ignore_patterns("__pycache__")
+            shutil.copytree(ROOT / name, source / name, ignore=ignore)
+        else:
+            shutil.copy2(ROOT / name, source / name)
+    venv = folder / "venv"
+    run(sys.executable, "-m", "venv", "--without-pip", venv)
+    # This interpreter's pip installs into the new one: no pip of its own to bootstrap.
+    pip: list[str | Path] = [sys.executable, "-m", "pip", "--python", venv / "bin" / "python"]
+    run(*pip, "install", "--disable-pip-version-check", "--no-input", source)
+    return venv / "bin"
+
+
+def as_a_user(*argv: str | Path, bin_folder: Path) -> str:
+    """Run `argv` to success as a user of the fresh virtualenv: outside this checkout (which
+    `python -c` would import from the working directory), its bin folder first on PATH, this
+    environment (KUBEBUILDER_ASSETS among it) otherwise; stdout and stderr together."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")
+    }
+    env["PATH"] = f"{bin_folder}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONUNBUFFERED"] = "1"
+    return run(*argv, env=env, cwd=bin_folder.parent.parent)
+
+
+def test_the_plain_install_has_no_test_extra_and_is_not_this_checkout(plain_install: Path) -> None:
+    code = """
+import importlib.metadata, importlib.util, jobcore
+print(importlib.util.find_spec("pytest"))
+print(jobcore.__file__)
+print(importlib.metadata.version("jobcore-k8s"))
+"""
+    output = as_a_user(plain_install / "python", "-c", code, bin_folder=plain_install)
+    spec, module, version = output.split()
+    assert spec == "None"
+    assert Path(module).is_relative_to(plain_install.parent / "lib")
+    assert version == metadata.version("jobcore-k8s")  # this checkout's, installed editable
+
+
+def test_jobcore_sandbox_runs_its_sample_job_from_the_plain_install(plain_install: Path) -> None:
+    output = as_a_user(plain_install / "jobcore", "sandbox", bin_folder=plain_install)
+    assert "control plane up: https://127.0.0.1:" in output, output
+    assert "mpi-example: phase=Running" in output, output
+    assert output.rstrip().splitlines()[-1] == "sample job finished: Succeeded", output
