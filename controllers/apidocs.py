@@ -33,7 +33,7 @@ from controllers.kinds import kind_names
 from jobcore.jobs import T9K_STATUS
 from jobcore.jobs import JobKind
 from jobcore.jobs import crd_for
-from jobcore.jobs import status_part
+from jobcore.jobs import hooks_of
 
 REGENERATE = "python -m controllers.apidocs docs/reference"
 """The command that rewrites the committed pages."""
@@ -76,7 +76,7 @@ def api_reference(kind: JobKind[Any], *, status_doc: str = STATUS_DOC) -> str:
     names = crd["spec"]["names"]
     resource = kind.resource
     api_version = f"`{resource.group}/{resource.version}`"
-    t9k_status = status_part(kind) is T9K_STATUS
+    t9k_status = hooks_of(kind).status_part is T9K_STATUS
     status_link = f"[Job status]({status_doc})"
     written = (
         f"Written by the controller: {status_link}." if t9k_status else "Written by the controller."
@@ -205,7 +205,7 @@ class _Page:
     """The sections of one kind's page: one per model reachable from its spec and status."""
 
     def __init__(self, kind: JobKind[Any]) -> None:
-        status = status_part(kind).model
+        status = hooks_of(kind).status_part.model
         refs, schema = models_json_schema(
             [(kind.spec_model, "validation"), (status, "validation")],
             by_alias=True,

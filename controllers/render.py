@@ -253,7 +253,7 @@ def _children(
     try:
         planned = plan_children(kind, job, observed, gang_scheduler)
     except UnservedChildren as error:
-        raise RenderError(f"{error}: the controller would refuse to create them") from error
+        raise RenderError(str(error)) from error
     return planned.adopted()
 
 

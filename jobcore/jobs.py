@@ -13,6 +13,9 @@ from jobcore._jobs.controller import add_job_controller
 from jobcore._jobs.crd import crd_for
 from jobcore._jobs.crd import structural_schema
 from jobcore._jobs.crd import write_crds
+from jobcore._jobs.hooks import NO_HOOKS
+from jobcore._jobs.hooks import KindHooks
+from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import JOB_KIND_LABEL
 from jobcore._jobs.kind import JOB_NAME_LABEL
@@ -25,6 +28,8 @@ from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kind import JobPolicy
 from jobcore._jobs.kind import Observed
 from jobcore._jobs.kind import Outcome
+from jobcore._jobs.kindcheck import InvalidKindError
+from jobcore._jobs.kindcheck import check_kind
 from jobcore._jobs.models import ApiModel
 from jobcore._jobs.models import CleanUpPolicy
 from jobcore._jobs.models import Container
@@ -56,13 +61,13 @@ from jobcore._jobs.status import parse_time
 from jobcore._jobs.statuspart import T9K_STATUS
 from jobcore._jobs.statuspart import StatusPart
 from jobcore._jobs.statuspart import T9kStatus
-from jobcore._jobs.statuspart import status_part
 
 __all__ = [
     "DEFAULT_CLUSTER_DOMAIN",
     "INVALID_SPEC",
     "JOB_KIND_LABEL",
     "JOB_NAME_LABEL",
+    "NO_HOOKS",
     "REPLICA_INDEX_LABEL",
     "REPLICA_TYPE_LABEL",
     "RETRY_BACKOFF",
@@ -74,12 +79,14 @@ __all__ = [
     "FieldError",
     "GangPolicy",
     "GangScheduler",
+    "InvalidKindError",
     "Job",
     "JobKind",
     "JobPolicy",
     "JobReconciler",
     "JobSpec",
     "JobStatus",
+    "KindHooks",
     "Observed",
     "OpenModel",
     "Outcome",
@@ -100,12 +107,13 @@ __all__ = [
     "UnservedChildren",
     "Volcano",
     "add_job_controller",
+    "check_kind",
     "crd_for",
+    "hooks_of",
     "parse_job",
     "parse_time",
     "plan_children",
     "run_mode_errors",
-    "status_part",
     "structural_schema",
     "summed_requests",
     "write_crds",

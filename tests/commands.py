@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from collections.abc import Mapping
 
 import pytest
 import structlog
@@ -16,8 +17,11 @@ import structlog
 from controllers import cli
 
 
-async def start_jobcore(*args: str) -> asyncio.subprocess.Process:
-    """`jobcore ARGS` in a subprocess, unbuffered, its stderr merged into its stdout (a pipe)."""
+async def start_jobcore(
+    *args: str, env: Mapping[str, str] | None = None
+) -> asyncio.subprocess.Process:
+    """`jobcore ARGS` in a subprocess, unbuffered, its stderr merged into its stdout (a pipe);
+    `env` added to this process' environment."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -25,7 +29,7 @@ async def start_jobcore(*args: str) -> asyncio.subprocess.Process:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
 
 

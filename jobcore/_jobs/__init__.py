@@ -6,9 +6,11 @@ Layers, bottom up (import-linter checks that each imports only those below it):
 - `kind`: the `JobKind` plugin interface, the `Job` a kind sees and the `Outcome` it decides.
 - `tasks`, `statuspart`, `quantity`, `metrics`: a status's tasks bounded in size, where a
   kind's status lives, resource quantities, the job metrics.
-- `scheduling`, `status`: gang schedulers and PodGroups; the status derived from an outcome.
-- `policy`, `backoff`, `plan`: run policies (clean-up, TTL, deadlines), retry backoff, and
-  the children planned for one reconcile (`plan_children`, also `jobcore render`'s).
+- `scheduling`, `status`, `hooks`: gang schedulers and PodGroups; the status derived from an
+  outcome; a kind's optional hooks (`KindHooks`), read by `hooks_of` alone.
+- `policy`, `backoff`, `plan`, `kindcheck`: run policies (clean-up, TTL, deadlines), retry
+  backoff, the children planned for one reconcile (`plan_children`, also `jobcore render`'s),
+  and a kind checked before it runs (`check_kind`).
 - `decide`: the outcome of one pass, from the kind's verdict and the policies.
 - `announce`: the Events and metrics of what changed.
 - `refusals`, `children`, `writer`, `parse`, `crd`: refused children, creating and deleting

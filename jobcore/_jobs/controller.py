@@ -9,9 +9,11 @@ from typing import Any
 from jobcore._jobs.backoff import RETRY_BACKOFF
 from jobcore._jobs.backoff import RetryBackoff
 from jobcore._jobs.decide import pod_ended
+from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import JOB_NAME_LABEL
 from jobcore._jobs.kind import JobKind
+from jobcore._jobs.kindcheck import check_kind
 from jobcore._jobs.reconciler import JobReconciler
 from jobcore._jobs.scheduling import GangScheduler
 from jobcore._runtime.controller import Controller
@@ -60,12 +62,14 @@ def add_job_controller(
     ended are reconciled at once. `cluster_domain` is the cluster's DNS domain, given to the
     kind as `Job.cluster_domain` for the names it builds. `retry_backoff` spaces a job's
     restarts and replaced pods (by default 10 s, doubling, at most 6 minutes, as a Kubernetes
-    Job's).
+    Job's). A kind `check_kind` finds problems in is refused with InvalidKindError.
     """
+    check_kind(kind)
+    hooks = hooks_of(kind)
     # Named by its plural, unless two kinds share one (kubeflow.org's MPIJob and T9k's).
-    name: str = getattr(kind, "controller_name", kind.resource.plural)
+    name = hooks.controller_name or kind.resource.plural
     # A kind may leave some of its jobs to another controller (`manages`): never cached.
-    jobs = manager.informer(kind.resource, namespace=namespace, keep=getattr(kind, "manages", None))
+    jobs = manager.informer(kind.resource, namespace=namespace, keep=hooks.manages)
     owned = requests_for_owner(kind.resource)
     children: dict[Resource, Informer] = {}
     runs_batch_jobs = BATCH_JOBS in kind.child_resources
@@ -106,8 +110,8 @@ def add_job_controller(
         cluster_domain=cluster_domain,
         retry_backoff=retry_backoff,
     )
-    if (forget := getattr(kind, "forget", None)) is not None:
-        jobs.add_handler(_OnDelete(forget))
+    if hooks.forget is not None:
+        jobs.add_handler(_OnDelete(hooks.forget))
     controller = Controller(name, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
     controller.watch(jobs, predicates=[GenerationChanged()])
     for informer in children.values():

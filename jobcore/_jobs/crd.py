@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import JobKind
-from jobcore._jobs.statuspart import status_part
 
 CATEGORIES = ("jobcore",)
 """`kubectl get jobcore` lists the jobs of every kind."""
@@ -148,7 +148,7 @@ def crd_for(kind: JobKind[Any]) -> dict[str, Any]:
     resource = kind.resource
     if not resource.namespaced:
         raise ValueError(f"{resource.kind}: job kinds are namespaced")
-    status = status_part(kind)
+    status = hooks_of(kind).status_part
     columns: list[dict[str, Any]] = [
         *({**column} for column in status.columns),
         *({**column} for column in kind.printer_columns),

@@ -64,7 +64,7 @@ class JobPolicy:
 
     A `JobSpec` holds them as fields (`runPolicy`, `runMode`, `scheduler`); a kind whose API
     says them otherwise (Kubeflow's runPolicy, its suspend) translates its spec into one with a
-    `policy(spec)` method.
+    `policy` hook (`KindHooks.policy`).
     """
 
     run_policy: RunPolicy = field(default_factory=RunPolicy)
@@ -77,14 +77,8 @@ class JobPolicy:
         return cls(spec.run_policy, spec.run_mode, spec.scheduler)
 
 
-_FROM_SPEC = JobPolicy()
+FROM_SPEC = JobPolicy()
 """A Job built without a policy takes its spec's (how plugins built Jobs before policies)."""
-
-
-def policy_of(kind: object, spec: Any) -> JobPolicy:
-    """The kind's `policy(spec)` if it has one; else what `Job` derives from a `JobSpec`."""
-    translate = getattr(kind, "policy", None)
-    return translate(spec) if translate is not None else _FROM_SPEC
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +97,13 @@ class Job(Generic[SpecT]):
     status: JobStatus
     obj: Object = field(repr=False)
     gang: bool = False
-    policy: JobPolicy = field(default=_FROM_SPEC)
+    policy: JobPolicy = field(default=FROM_SPEC)
     """What the job layer obeys; when not given, a `JobSpec`'s own fields."""
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
     """The cluster's DNS domain (`jobcore run --cluster-domain`): see `service_domain`."""
 
     def __post_init__(self) -> None:
-        if self.policy is _FROM_SPEC and isinstance(self.spec, JobSpec):
+        if self.policy is FROM_SPEC and isinstance(self.spec, JobSpec):
             object.__setattr__(self, "policy", JobPolicy.of(self.spec))
 
     @property

@@ -8,12 +8,12 @@ from typing import Generic
 from pydantic import TypeAdapter
 from pydantic import ValidationError
 
+from jobcore._jobs.hooks import policy_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kind import SpecT
-from jobcore._jobs.kind import policy_of
 from jobcore._jobs.models import JobStatus
 from jobcore._jobs.models import RunPolicy
 from jobcore._jobs.plan import run_mode_errors

@@ -66,7 +66,16 @@ def run_mode_errors(spec: JobSpec | JobPolicy, replica_types: Sequence[str]) -> 
 
 class UnservedChildren(TerminalError):
     """A kind rendered children of a kind its `child_resources` does not name: a plugin's bug.
-    The controller neither watches nor owns those, so it creates none of the job's children."""
+    The controller neither watches nor owns those, so it creates none of the job's children;
+    `error` says so, for the job's status."""
+
+    def __init__(self, kind: str, unserved: Sequence[str]) -> None:
+        self.error = FieldError(
+            "spec",
+            f"{kind} rendered {list(unserved)}, not in its child_resources: a bug in the kind; "
+            "none of the job's children is created until it is fixed",
+        )
+        super().__init__(self.error.message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +113,7 @@ def plan_children(
     job, scheduler = gang_scheduling(job, default_scheduler)
     desired = plan(kind, job, observed, scheduler=scheduler, resume_specs=resume_specs)
     if unknown := unserved_kinds(kind, desired):
-        raise UnservedChildren(
-            f"{kind.resource.kind} rendered {unknown}, not in its child_resources"
-        )
+        raise UnservedChildren(kind.resource.kind, unknown)
     group = pod_group(kind, job, scheduler, desired) if scheduler is not None else None
     return PlannedChildren(job, scheduler, group, desired)
 

@@ -49,6 +49,7 @@ from jobcore._jobs.decide import replace_pods
 from jobcore._jobs.decide import retry_hold
 from jobcore._jobs.decide import running_since
 from jobcore._jobs.decide import soonest
+from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
@@ -60,6 +61,7 @@ from jobcore._jobs.models import JobStatus
 from jobcore._jobs.models import RunPolicy
 from jobcore._jobs.parse import ParsedSpecs
 from jobcore._jobs.parse import run_policy_of
+from jobcore._jobs.plan import UnservedChildren
 from jobcore._jobs.plan import plan_children
 from jobcore._jobs.policy import DEADLINE_EXCEEDED
 from jobcore._jobs.policy import deadline_left
@@ -71,7 +73,6 @@ from jobcore._jobs.scheduling import GangScheduler
 from jobcore._jobs.status import Lifecycle
 from jobcore._jobs.status import derive_status
 from jobcore._jobs.status import invalid_status
-from jobcore._jobs.statuspart import status_part
 from jobcore._jobs.writer import CONFLICT_RETRY_SECONDS
 from jobcore._jobs.writer import StatusWriter
 from jobcore._runtime.client import Client
@@ -143,15 +144,14 @@ class JobReconciler(Generic[SpecT]):
         self.expectations = Expectations()
         self.specs = ParsedSpecs(kind, cluster_domain=cluster_domain)
         self.children = JobChildren(kind, client, children, self.expectations)
-        self.announcer = Announcer(
-            recorder, kind.resource.kind, also=getattr(kind, "announce", None)
-        )
+        hooks = hooks_of(kind)
+        self.announcer = Announcer(recorder, kind.resource.kind, also=hooks.announce)
         self.writer = StatusWriter(
             client,
             kind.resource,
             jobs,
             self.announcer.transitions,
-            part=status_part(kind),
+            part=hooks.status_part,
             interval=status_interval,
             clock=clock,
         )
@@ -200,9 +200,13 @@ class JobReconciler(Generic[SpecT]):
             )
             return await self._end(step, Outcome("failed", DEADLINE_EXCEEDED, message), lifecycle)
         resume = lifecycle.resume_specs if lifecycle.pause == "resumed" else None
-        planned = plan_children(
-            self.kind, job, observed, self.gang_scheduler, resume_specs=resume or None
-        )
+        try:
+            planned = plan_children(
+                self.kind, job, observed, self.gang_scheduler, resume_specs=resume or None
+            )
+        except UnservedChildren as unserved:  # the kind's bug: said in the status, not retried
+            await self._invalid(step.request, job.obj, step.previous, [unserved.error])
+            return Result()
         job, desired = planned.job, planned.desired
         step = dataclasses.replace(step, job=job)
         if (

@@ -4,7 +4,7 @@ The job layer thinks in one status, `JobStatus` (T9k's conditions, phase, tasks,
 it derives it from the pods and the kind's outcome, and reads back from the stored one whether
 a job ended, how often it restarted and which resumeSpecs hold. A `StatusPart` says what is
 stored. `T9K_STATUS` stores `JobStatus` as it is, and is what a kind gets unless it names
-another in its `status_part` attribute; a kind whose API has another status shape supplies a
+another in its hooks (`KindHooks.status_part`); a kind whose API has another status shape supplies a
 part that translates both ways, and its CRD's status schema and printer columns come from it.
 """
 
@@ -74,9 +74,3 @@ class T9kStatus:
 
 
 T9K_STATUS: StatusPart = T9kStatus()
-
-
-def status_part(kind: object) -> StatusPart:
-    """The kind's `status_part`, or T9K_STATUS for a kind that names none."""
-    part: StatusPart | None = getattr(kind, "status_part", None)
-    return part if part is not None else T9K_STATUS

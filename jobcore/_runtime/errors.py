@@ -11,6 +11,7 @@ JobcoreError
 ├── TerminalError            a reconcile failure that retrying cannot fix
 │   ├── ChildRefused         the API server refused a child for its spec (job layer)
 │   └── UnservedChildren     a kind rendered a child outside its child_resources (job layer)
+├── InvalidKindError         a job kind that cannot run: every problem (job layer)
 ├── LeaderElectionLost       this process no longer holds the lease
 ├── QueueShutDown            the work queue is shut down: its worker exits
 ├── QuantityError            not a Kubernetes quantity (also a ValueError)

@@ -11,8 +11,10 @@ waits for a condition; `job_controller` runs a kind's controller for a block; `i
 check; `resync` and `wait_until_settled` wait for a running controller's own work;
 `job_of`, `pod_of`, `observed_of`, `by_name`, `container_named`, `env_of`, `env_list`,
 `secret_text` and their kin test a kind on plain objects, without an API server, and
-`ModelKind` is a kind that is only its model; `FaultProxy` stands between a controller and
-the API server and fails a share of its requests (`Faults`). `RealCluster` runs a real
+`ModelKind` is a kind that is only its model; `assert_valid_kind` fails on a kind the
+controller would refuse, or with a public attribute it would ignore (a misspelt hook);
+`FaultProxy` stands between a controller and the API server and fails a share of its
+requests (`Faults`). `RealCluster` runs a real
 single-node Kubernetes (kubelet, containerd, runc, CNI, kube-proxy, cluster DNS) on this host
 for tests in real containers. The pytest plugin (`jobcore.testing.plugin`, loaded
 automatically once jobcore is installed) provides the `control_plane`, `kubeconfig_path`,
@@ -46,6 +48,7 @@ from jobcore.testing._jobs import wait_for_events
 from jobcore.testing._jobs import wait_for_phase
 from jobcore.testing._jobs import wait_for_phases
 from jobcore.testing._jobs import wait_for_pods
+from jobcore.testing._kindcheck import assert_valid_kind
 from jobcore.testing._kinds import ModelKind
 from jobcore.testing._kinds import accepting_connections
 from jobcore.testing._kinds import by_name
@@ -92,6 +95,7 @@ __all__ = [
     "SimulatedNode",
     "accepting_connections",
     "api_requests",
+    "assert_valid_kind",
     "background",
     "by_name",
     "condition",

@@ -27,6 +27,8 @@ from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
 from jobcore.testing._background import background
 from jobcore.testing._eventually import eventually
+from jobcore.testing._jobreport import recording
+from jobcore.testing._jobreport import report
 from jobcore.testing._kinds import ModelKind
 
 
@@ -50,10 +52,12 @@ async def job_controller(
     """The kind's CRD installed and its controller running for `namespace`, for the block.
 
     `options` go to `add_job_controller` (`gang_scheduler`, `max_concurrent_reconciles`).
+    The errors its reconciles raise are noted, for the waits below to report.
     """
     await install_crd(client, crd_for(kind))
     manager = Manager(client, metrics_address=None, health_address=None)
     controller = add_job_controller(manager, kind, namespace=namespace, **options)
+    recording(controller)
     async with background(manager.run()):
         yield controller
 
@@ -89,12 +93,20 @@ async def wait_for_phase(
     *,
     timeout: float = 30,
 ) -> Any:
-    """Wait until the job's status.phase is `phase`; return its status."""
+    """Wait until the job's status.phase is `phase`; return its status.
+
+    A job not in `phase` within `timeout` fails the test with its last phase, its conditions,
+    its latest Warning Events and, under `job_controller`, its latest reconcile errors.
+    """
 
     async def reached() -> bool:
         return bool((await job_status(client, resource, namespace, name)).get("phase") == phase)
 
-    await eventually(reached, timeout=timeout)
+    try:
+        await eventually(reached, timeout=timeout)
+    except TimeoutError:
+        why = await report(client, resource, namespace, name)
+        raise AssertionError(f"{name} not {phase} within {timeout} s:\n{why}") from None
     return await job_status(client, resource, namespace, name)
 
 
@@ -120,8 +132,9 @@ async def wait_for_end(
 ) -> Any:
     """Wait until the job Succeeded or Failed; return its status.
 
-    A job that has not ended in `timeout` fails the test with its last phase and `explain()`,
-    e.g. its launcher's output, which says more of a stuck run than the phase does.
+    A job that has not ended in `timeout` fails the test with what `wait_for_phase` reports
+    and `explain()`, e.g. its launcher's output, which says more of a stuck run than the
+    phase does.
     """
 
     async def ended() -> bool:
@@ -131,10 +144,8 @@ async def wait_for_end(
     try:
         await eventually(ended, timeout=timeout, interval=0.2)
     except TimeoutError:
-        status = await job_status(client, resource, namespace, name)
-        raise AssertionError(
-            f"{name} did not end in {timeout} s (phase {status.get('phase')}):\n{explain()}"
-        ) from None
+        why = await report(client, resource, namespace, name)
+        raise AssertionError(f"{name} did not end in {timeout} s:\n{why}\n{explain()}") from None
     return await job_status(client, resource, namespace, name)
 
 
@@ -147,7 +158,8 @@ async def wait_for_phases(
     *,
     timeout: float = 30,
 ) -> None:
-    """Wait until every job in `names` is in `phase`; on timeout, name those that are not."""
+    """Wait until every job in `names` is in `phase`; on timeout, name those that are not,
+    with what `wait_for_phase` reports of the first of them."""
     seen: dict[str, str | None] = {}
 
     async def reached() -> bool:
@@ -159,7 +171,9 @@ async def wait_for_phases(
         await eventually(reached, timeout=timeout, interval=0.2)
     except TimeoutError:
         behind = {name: seen.get(name) for name in names if seen.get(name) != phase}
-        raise AssertionError(f"not {phase} within {timeout} s: {behind}") from None
+        first = next(iter(behind))
+        why = await report(client, resource, namespace, first)
+        raise AssertionError(f"not {phase} within {timeout} s: {behind}; {first}:\n{why}") from None
 
 
 def condition(status: Any, kind: str) -> Any:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
+from typing import ClassVar
 
 from jobcore import BATCH_JOBS
 from jobcore import CONFIGMAPS
@@ -34,12 +35,12 @@ from jobcore.jobs import GangPolicy
 from jobcore.jobs import Job
 from jobcore.jobs import JobPolicy
 from jobcore.jobs import JobStatus
+from jobcore.jobs import KindHooks
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
 from jobcore.jobs import PauseMode
 from jobcore.jobs import RunMode
 from jobcore.jobs import RunPolicy
-from jobcore.jobs import StatusPart
 from jobcore.jobs import summed_requests
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import MAX_WORKERS
@@ -78,43 +79,57 @@ _CLEAN_UP: dict[str | None, CleanUpPolicy | None] = {
 _MESSAGE_LIMIT = 1024
 
 
+def _manages(obj: Object) -> bool:
+    """Kubeflow's managedBy: another controller's jobs (MultiKueue's) are left alone."""
+    spec = obj.get("spec")
+    run_policy = spec.get("runPolicy") if isinstance(spec, dict) else None
+    managed_by = run_policy.get("managedBy") if isinstance(run_policy, dict) else None
+    return managed_by in (None, "", MPI_OPERATOR)
+
+
+def _policy(spec: MPIJobSpec) -> JobPolicy:
+    """Kubeflow's runPolicy for jobcore: its clean-up, deadline and TTL; suspend as a pause;
+    schedulingPolicy as the PodGroup's settings under the controller's gang scheduler.
+
+    jobcore never restarts the whole job: backoffLimit is the launcher Job's.
+    """
+    given = spec.run_policy
+    run_policy = RunPolicy(
+        clean_up_policy=_CLEAN_UP[given.clean_pod_policy],
+        backoff_limit=0,
+        active_deadline_seconds=given.active_deadline_seconds,
+        ttl_seconds_after_finished=given.ttl_seconds_after_finished,
+    )
+    pause = RunMode(pause=PauseMode(enabled=True)) if given.suspend else None
+    return JobPolicy(run_policy=run_policy, run_mode=pause, gang=_gang(spec))
+
+
+def _announce(recorder: EventRecorder, obj: Object, previous: JobStatus, status: JobStatus) -> None:
+    """Kubeflow's Events and metrics for each status written."""
+    events.announce(recorder, obj, previous, status)
+    metrics.announce(obj, previous, status)
+
+
 class MPIJobKind:
     """Kubeflow's MPIJob: see the module docstring; satisfies `jobcore.JobKind[MPIJobSpec]`."""
 
     resource: Resource = Resource("kubeflow.org", "v2beta1", "MPIJob", "mpijobs")
-    controller_name = "mpijobs.kubeflow.org"
+    hooks: ClassVar[KindHooks] = KindHooks(
+        controller_name="mpijobs.kubeflow.org",
+        status_part=KubeflowStatus(),
+        policy=_policy,
+        manages=_manages,
+        announce=_announce,
+        forget=metrics.forget,  # a deleted job's per-job metric series go with it
+    )
     short_names: Sequence[str] = ()
     spec_model: type[MPIJobSpec] = MPIJobSpec
-    status_part: StatusPart = KubeflowStatus()
     replica_types: Sequence[str] = (LAUNCHER, WORKER)
     child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS, BATCH_JOBS)
     containers: Mapping[str, str] = {}  # each pod's first container
     debug_commands: Mapping[str, Sequence[str] | None] = {}
     kept_after_cleanup: Sequence[str] = (LAUNCHER,)
     printer_columns: Sequence[Mapping[str, Any]] = ()
-
-    def manages(self, obj: Object) -> bool:
-        """Kubeflow's managedBy: another controller's jobs (MultiKueue's) are left alone."""
-        spec = obj.get("spec")
-        run_policy = spec.get("runPolicy") if isinstance(spec, dict) else None
-        managed_by = run_policy.get("managedBy") if isinstance(run_policy, dict) else None
-        return managed_by in (None, "", MPI_OPERATOR)
-
-    def policy(self, spec: MPIJobSpec) -> JobPolicy:
-        """Kubeflow's runPolicy for jobcore: its clean-up, deadline and TTL; suspend as a pause;
-        schedulingPolicy as the PodGroup's settings under the controller's gang scheduler.
-
-        jobcore never restarts the whole job: backoffLimit is the launcher Job's.
-        """
-        given = spec.run_policy
-        run_policy = RunPolicy(
-            clean_up_policy=_CLEAN_UP[given.clean_pod_policy],
-            backoff_limit=0,
-            active_deadline_seconds=given.active_deadline_seconds,
-            ttl_seconds_after_finished=given.ttl_seconds_after_finished,
-        )
-        pause = RunMode(pause=PauseMode(enabled=True)) if given.suspend else None
-        return JobPolicy(run_policy=run_policy, run_mode=pause, gang=_gang(spec))
 
     def validate(self, job: Job[MPIJobSpec]) -> list[FieldError]:
         """Kubeflow's rules beyond the schema, and what the API server would refuse later."""
@@ -208,16 +223,6 @@ class MPIJobKind:
         if problems := pod_problems([*launchers, *workers]):
             message = f"{message} {problems}"
         return Outcome("pending", reason, message)
-
-    def announce(
-        self, recorder: EventRecorder, obj: Object, previous: JobStatus, status: JobStatus
-    ) -> None:
-        events.announce(recorder, obj, previous, status)
-        metrics.announce(obj, previous, status)
-
-    def forget(self, obj: Object) -> None:
-        """The job is deleted: its per-job metric series go with it."""
-        metrics.forget(obj)
 
 
 def _gang(spec: MPIJobSpec) -> GangPolicy:

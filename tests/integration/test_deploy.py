@@ -20,8 +20,8 @@ from jobcore import Client
 from jobcore import Object
 from jobcore import Resource
 from jobcore.jobs import REPLICA_TYPE_LABEL
-from jobcore.jobs import T9K_STATUS
 from jobcore.jobs import T9kScheduler
+from jobcore.jobs import hooks_of
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import eventually
@@ -50,7 +50,7 @@ def resource_of(job: Object) -> Resource:
 
 def phase_of(job: Object, status: dict[str, Any]) -> str | None:
     """The job's phase, read through its kind's status part (Kubeflow's status has none)."""
-    phase: str | None = getattr(kind_of(job), "status_part", T9K_STATUS).read(status).phase
+    phase: str | None = hooks_of(kind_of(job)).status_part.read(status).phase
     return phase
 
 

@@ -20,6 +20,7 @@ from jobcore import Object
 from jobcore import Resource
 from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import JobStatus
+from jobcore.jobs import KindHooks
 from jobcore.jobs import RetryBackoff
 from jobcore.jobs import crd_for
 from jobcore.testing import SimulatedNode
@@ -59,7 +60,7 @@ class BriefStatus:
 class BriefJobKind(MPIJobKind):
     resource = BRIEF_JOBS
     short_names = ()
-    status_part = BriefStatus()
+    hooks = KindHooks(status_part=BriefStatus())
 
 
 def test_the_crd_takes_the_parts_schema_and_columns() -> None:

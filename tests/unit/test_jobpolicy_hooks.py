@@ -1,9 +1,10 @@
 """The job layer's hooks for a kind whose spec says its policy its own way (Kubeflow's
-runPolicy and suspend): `policy(spec)`, the deadline's start after a resume, `also` metrics."""
+runPolicy and suspend): its `policy` hook, the deadline's start after a resume, `also` metrics."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 from typing import Literal
 
 from pydantic import Field
@@ -18,6 +19,7 @@ from jobcore.jobs import Job
 from jobcore.jobs import JobPolicy
 from jobcore.jobs import JobSpec
 from jobcore.jobs import JobStatus
+from jobcore.jobs import KindHooks
 from jobcore.jobs import PauseMode
 from jobcore.jobs import RunMode
 from jobcore.jobs import RunPolicy
@@ -37,11 +39,14 @@ class OwnSpec(ApiModel):
     limit_seconds: int | None = Field(default=None, ge=1)
 
 
+def own_policy(spec: OwnSpec) -> JobPolicy:
+    mode = RunMode(pause=PauseMode(enabled=True)) if spec.suspend else None
+    return JobPolicy(RunPolicy(active_deadline_seconds=spec.limit_seconds), run_mode=mode)
+
+
 @dataclass(frozen=True)
 class OwnKind(ModelKind[OwnSpec]):
-    def policy(self, spec: OwnSpec) -> JobPolicy:
-        mode = RunMode(pause=PauseMode(enabled=True)) if spec.suspend else None
-        return JobPolicy(RunPolicy(active_deadline_seconds=spec.limit_seconds), run_mode=mode)
+    hooks: ClassVar[KindHooks] = KindHooks(policy=own_policy)
 
 
 KIND = OwnKind(Resource("example.dev", "v1", "Own", "owns"), OwnSpec)
@@ -62,7 +67,7 @@ def test_a_kinds_policy_is_what_the_job_layer_obeys() -> None:
     assert not job_of(KIND, manifest()).paused
 
 
-def test_a_spec_without_a_policy_method_is_read_from_its_jobspec_fields() -> None:
+def test_a_spec_without_a_policy_hook_is_read_from_its_jobspec_fields() -> None:
     plain = ModelKind(Resource("example.dev", "v1", "Plain", "plains"), JobSpec)
     obj = job_manifest(plain, {"runMode": {"pause": {"enabled": True}}}, name="p", namespace="ns")
     assert job_of(plain, obj).paused

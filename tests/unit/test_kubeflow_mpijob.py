@@ -124,7 +124,7 @@ def test_the_kind_is_installed_under_its_own_name() -> None:
     [installed] = installed_kinds(["kubeflow-mpijob"])
     assert isinstance(installed.kind, MPIJobKind)
     assert installed.kind.resource.api_version == "kubeflow.org/v2beta1"
-    assert KIND.controller_name == "mpijobs.kubeflow.org"
+    assert KIND.hooks.controller_name == "mpijobs.kubeflow.org"
 
 
 # Children --------------------------------------------------------------------------------------
@@ -479,7 +479,7 @@ def test_run_policy_is_translated_for_jobcore(
 ) -> None:
     given = {"cleanPodPolicy": clean_pod_policy, "backoffLimit": 3}
     given |= {"activeDeadlineSeconds": 900, "ttlSecondsAfterFinished": 60}
-    policy = KIND.policy(make_job(spec_with(openmpi_spec(), runPolicy=given)).spec)
+    policy = make_job(spec_with(openmpi_spec(), runPolicy=given)).policy
     assert policy.run_policy == RunPolicy(
         clean_up_policy=clean_up,  # type: ignore[arg-type]
         backoff_limit=0,
@@ -497,13 +497,16 @@ def test_a_suspended_job_is_paused_and_plans_no_pods_nor_launcher() -> None:
 
 
 def test_jobs_of_another_controller_are_left_alone() -> None:
+    hook = KIND.hooks.manages
+    assert hook is not None
+
     def manages(run_policy: Any) -> bool:
-        return KIND.manages({"spec": {"runPolicy": run_policy}})
+        return hook({"spec": {"runPolicy": run_policy}})
 
     assert manages({}) and manages(None) and manages({"managedBy": "kubeflow.org/mpi-operator"})
     assert not manages({"managedBy": "kueue.x-k8s.io/multikueue"})
     assert not manages({"managedBy": "example.com/other"})
-    assert KIND.manages({"spec": "not a spec"})  # its validation says what is wrong
+    assert hook({"spec": "not a spec"})  # its validation says what is wrong
 
 
 # Outcomes ----------------------------------------------------------------------------------------

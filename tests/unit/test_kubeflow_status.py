@@ -336,6 +336,8 @@ def test_metrics_and_events_count_creations_and_ends_under_kubeflows_names() -> 
     before = {n: value(f"mpi_operator_jobs_{n}_total") for n in names}
     obj = job_manifest(KIND, {}, name=NAME, namespace=NS)
     recorded = Recorded()
+    announce = KIND.hooks.announce
+    assert announce is not None
     pending = status_of("Pending", Initialized="Initialized")
     for previous, status in [
         (JobStatus(), pending),
@@ -345,7 +347,7 @@ def test_metrics_and_events_count_creations_and_ends_under_kubeflows_names() -> 
         (pending, status_of("Failed", Initialized="Initialized", Failed="MPIJobEvicted")),
         (JobStatus(), status_of("Failed", Failed="InvalidSpec")),
     ]:
-        KIND.announce(recorded, obj, previous, status)  # type: ignore[arg-type]
+        announce(recorded, obj, previous, status)  # type: ignore[arg-type]
     after = {n: value(f"mpi_operator_jobs_{n}_total") for n in names}
     assert {n: after[n] - before[n] for n in names} == {"created": 1, "successful": 1, "failed": 1}
     assert recorded.events == [
