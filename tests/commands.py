@@ -7,9 +7,12 @@ import asyncio
 import contextlib
 import logging
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 import structlog
@@ -65,3 +68,20 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
         code = cli.main(["--log-format", "json", *argv])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def run_to_success(
+    argv: Sequence[str | Path],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """Run a command to its end; the test fails showing all it wrote unless it succeeded."""
+    command = [str(arg) for arg in argv]
+    done = subprocess.run(
+        command, cwd=cwd, env=env, timeout=timeout, capture_output=True, text=True, check=False
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{output}"
+    return done

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from jobcore.testing import require
+from tests.commands import run_to_success
 from tests.docs.shown import DOCS
 from tests.docs.shown import EXAMPLES
 
@@ -37,19 +38,8 @@ _SUMMARY = re.compile(r"\d+ passed(, \d+ warnings?)? in [\d.]+s( \([\d:]+\))?")
 def _run(
     argv: Sequence[str | Path], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
 ) -> str:
-    """Run a command to its end; its standard output, or the test fails showing all it wrote."""
-    done = subprocess.run(
-        [str(arg) for arg in argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, f"{' '.join(map(str, argv))} exited {done.returncode}:\n{output}"
-    return done.stdout
+    """Run a command to success; its standard output."""
+    return run_to_success(argv, cwd=cwd, env=env).stdout
 
 
 def _project(pyproject: Path) -> dict[str, Any]:

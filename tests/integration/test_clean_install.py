@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+
+from tests.commands import run_to_success
 
 # The install takes its time the first time, before pip's cache holds the dependencies.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -35,18 +36,8 @@ def dockerfile_sources() -> list[str]:
 
 def run(*argv: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
     """Run `argv` to success; its stdout and stderr together."""
-    ran = subprocess.run(
-        [str(arg) for arg in argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        cwd=cwd,
-        timeout=240,
-    )
-    output = ran.stdout + ran.stderr
-    assert ran.returncode == 0, f"{' '.join(map(str, argv))} exited {ran.returncode}:\n{output}"
-    return output
+    done = run_to_success(argv, env=env, cwd=cwd, timeout=240)
+    return done.stdout + done.stderr
 
 
 @pytest.fixture(scope="module")
