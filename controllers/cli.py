@@ -4,8 +4,6 @@ write its manifests, or try it in a sandbox."""
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import socket
 import sys
 import uuid
@@ -245,9 +243,7 @@ async def _run(args: argparse.Namespace) -> int:
             cluster_domain=args.cluster_domain,
             retry_backoff=args.retry,
         )
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, manager.stop)
+    manager.stop_on_signals()
     try:
         await manager.run()
     except LeaderElectionLost:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import signal
 import sys
 
 from jobcore import CONFIGMAPS
@@ -161,9 +160,7 @@ async def main() -> int:
     )
     build(manager)
     configure_gc()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, manager.stop)
+    manager.stop_on_signals()
     try:
         await manager.run()
     except LeaderElectionLost:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -150,6 +151,13 @@ class Manager:
     def stop(self) -> None:
         """Ask `run` to shut down gracefully; safe to call from a signal handler."""
         self._stop.set()
+
+    def stop_on_signals(self) -> None:
+        """Call `stop` when the process gets SIGTERM (Kubernetes stopping its pod) or SIGINT
+        (Ctrl-C); from within the event loop that runs the manager."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
 
     def _informers_synced(self) -> bool:
         return all(informer.has_synced() for informer in self._informers.values())

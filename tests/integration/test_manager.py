@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 
 import aiohttp
@@ -201,6 +203,25 @@ async def test_each_informer_is_started_once(client: Client, namespace: str) -> 
         # the first; 0.5 s more of none is ample, and a slow machine cannot make one appear.
         await asyncio.sleep(0.5)
         assert api_requests("WATCH") - before == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_stop_on_signals_shuts_down_on_sigterm_and_sigint(
+    client: Client, namespace: str, sig: signal.Signals
+) -> None:
+    reconciler = Reconciler()
+    manager = build(client, namespace, reconciler, name=f"signals-{sig.name.lower()}")
+    await client.create(CONFIGMAPS, configmap(namespace, "signalled"))
+    manager.stop_on_signals()
+    try:
+        running = asyncio.create_task(manager.run())
+        await eventually(lambda: reconciler.finished)
+        os.kill(os.getpid(), sig)
+        await asyncio.wait_for(running, 20)  # returns: stopped, not killed
+    finally:
+        loop = asyncio.get_running_loop()
+        for handled in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(handled)
 
 
 class StopsAtOnce:
