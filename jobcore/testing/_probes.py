@@ -16,6 +16,7 @@ import subprocess
 from collections.abc import Awaitable
 from collections.abc import Callable
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from jobcore.testing._netns import tool
@@ -83,27 +84,32 @@ async def _exec(pid: int, command: list[str], env: Mapping[str, str]) -> bool:
             await proc.wait()
 
 
-async def probe(
-    spec: Mapping[str, Any],
-    *,
-    container: Mapping[str, Any],
-    ip: str,
-    pid: int,
-    env: Mapping[str, str],
-) -> bool:
+@dataclass(frozen=True, slots=True)
+class ProbeTarget:
+    """What a container's probes reach: its spec (named ports), its pod's IP, and the pid and
+    environment an exec probe runs in."""
+
+    container: Mapping[str, Any]
+    ip: str
+    pid: int
+    env: Mapping[str, str]
+
+
+async def probe(spec: Mapping[str, Any], target: ProbeTarget) -> bool:
     """Run the probe once within its `timeoutSeconds`; True when it passed."""
     timeout = float(spec.get("timeoutSeconds") or DEFAULT_TIMEOUT)
     try:
         async with asyncio.timeout(timeout):
             if "exec" in spec:
-                return await _exec(pid, list(spec["exec"].get("command") or ()), env)
+                command = list(spec["exec"].get("command") or ())
+                return await _exec(target.pid, command, target.env)
             if "httpGet" in spec:
                 get = spec["httpGet"]
-                host = get.get("host") or ip
-                return await _http(host, port_number(get["port"], container), get)
+                host = get.get("host") or target.ip
+                return await _http(host, port_number(get["port"], target.container), get)
             for kind in ("tcpSocket", "grpc"):
                 if kind in spec:
-                    return await _tcp(ip, port_number(spec[kind]["port"], container))
+                    return await _tcp(target.ip, port_number(spec[kind]["port"], target.container))
     except (OSError, TimeoutError, ValueError):
         return False
     return False
@@ -111,11 +117,8 @@ async def probe(
 
 async def keep_probing(
     spec: Mapping[str, Any],
+    target: ProbeTarget,
     *,
-    container: Mapping[str, Any],
-    ip: str,
-    pid: int,
-    env: Mapping[str, str],
     longest_period: float,
     ready: bool,
     set_ready: Callable[[bool], Awaitable[None]],
@@ -128,7 +131,7 @@ async def keep_probing(
     needed = {True: spec.get("successThreshold") or 1, False: spec.get("failureThreshold") or 3}
     streak, last = 0, None
     while True:
-        passed = await probe(spec, container=container, ip=ip, pid=pid, env=env)
+        passed = await probe(spec, target)
         streak = streak + 1 if passed == last else 1
         last = passed
         if passed != ready and streak >= needed[passed]:

@@ -361,10 +361,7 @@ class ProcessNode(NodeBase):
 
         await _probes.keep_probing(
             spec,
-            container=c.spec,
-            ip=run.ip or "",
-            pid=process.pid,
-            env=c.env,
+            _probes.ProbeTarget(c.spec, run.ip or "", process.pid, c.env),
             longest_period=self.max_probe_period,
             ready=c.ready,
             set_ready=set_ready,

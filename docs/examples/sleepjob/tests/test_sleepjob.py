@@ -4,15 +4,12 @@
 loads because jobcore is installed.
 """
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from jobcore import Client
 from jobcore import Object
 from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import JobKind
 from jobcore.testing import SimulatedNode
+from jobcore.testing import assert_valid_kind
 from jobcore.testing import condition
 from jobcore.testing import job_controller
 from jobcore.testing import job_of
@@ -36,6 +33,10 @@ def sleepjob(namespace: str, name: str, replicas: int = 2) -> Object:
     }
 
 
+def test_the_kind_is_one_the_controller_accepts() -> None:
+    assert_valid_kind(KIND)  # every JobKind member, valid names, no misspelt hook
+
+
 def test_one_pod_per_replica() -> None:
     job = job_of(KIND, sleepjob("team-a", "nap", replicas=3))
     pods = KIND.render(job, observed_of())
@@ -50,20 +51,13 @@ def test_a_failed_pod_fails_the_job() -> None:
     assert (outcome.state, outcome.replica_failure) == ("failed", "Pod[nap-1] failed")
 
 
-@pytest.fixture
-async def controller(client: Client, namespace: str) -> AsyncIterator[None]:
-    async with job_controller(client, KIND, namespace=namespace):
-        yield
-
-
-@pytest.mark.usefixtures("controller")
 async def test_the_job_succeeds_once_every_pod_has(
     client: Client, namespace: str, simulated_node: SimulatedNode
 ) -> None:
     simulated_node.when(f"{REPLICA_TYPE_LABEL}=worker", exit_code=0, after=0.2)
-    await client.create(SLEEPJOBS, sleepjob(namespace, "nap"))
-
-    status = await wait_for_phase(client, SLEEPJOBS, namespace, "nap", "Succeeded")
+    async with job_controller(client, KIND, namespace=namespace):
+        await client.create(SLEEPJOBS, sleepjob(namespace, "nap"))
+        status = await wait_for_phase(client, SLEEPJOBS, namespace, "nap", "Succeeded")
     completed = condition(status, "Completed")
     assert (completed["reason"], completed["message"]) == (
         "Succeeded",
