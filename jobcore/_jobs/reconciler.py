@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Generic
 
+from jobcore._jobs import decide
 from jobcore._jobs import metrics
 from jobcore._jobs.announce import FAILED_CREATE
 from jobcore._jobs.announce import Announcer
@@ -33,22 +34,6 @@ from jobcore._jobs.backoff import retry_wait
 from jobcore._jobs.children import RECHECK_SECONDS
 from jobcore._jobs.children import ChildRefused
 from jobcore._jobs.children import JobChildren
-from jobcore._jobs.decide import Hold
-from jobcore._jobs.decide import Verdict
-from jobcore._jobs.decide import apply_policy
-from jobcore._jobs.decide import debugging
-from jobcore._jobs.decide import dropped_pods
-from jobcore._jobs.decide import ended_pods
-from jobcore._jobs.decide import frozen_outcome
-from jobcore._jobs.decide import has_ended
-from jobcore._jobs.decide import is_invalid
-from jobcore._jobs.decide import lifecycle_of
-from jobcore._jobs.decide import noting_retry
-from jobcore._jobs.decide import other_mode_pods
-from jobcore._jobs.decide import replace_pods
-from jobcore._jobs.decide import retry_hold
-from jobcore._jobs.decide import running_since
-from jobcore._jobs.decide import soonest
 from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import FieldError
@@ -168,7 +153,7 @@ class JobReconciler(Generic[SpecT]):
             return Result(requeue_after=5.0)  # our own creations' events bring us back sooner
         previous = self.writer.latest(obj)
         job, errors = self.specs.parse(obj, previous)
-        if job is None and has_ended(previous):
+        if job is None and decide.has_ended(previous):
             # An ended job keeps its outcome, whatever its spec becomes; its clean-up and TTL
             # still follow its run policy.
             policy = run_policy_of(self.kind, obj)
@@ -179,9 +164,9 @@ class JobReconciler(Generic[SpecT]):
             return Result()
         metrics.job_info.labels(self.kind.resource.kind, job.namespace, job.name).set(1)
         step = _Step(request, job, previous, self.children.observe(job.uid), self.clock())
-        lifecycle = lifecycle_of(job, previous, step.observed)
-        if has_ended(previous):
-            return await self._end(step, frozen_outcome(previous), lifecycle)
+        lifecycle = decide.lifecycle_of(job, previous, step.observed)
+        if decide.has_ended(previous):
+            return await self._end(step, decide.frozen_outcome(previous), lifecycle)
         return await self._run(step, lifecycle)
 
     async def _run(self, step: _Step[SpecT], lifecycle: Lifecycle) -> Result:
@@ -191,7 +176,7 @@ class JobReconciler(Generic[SpecT]):
         deadline = (
             None
             if job.paused
-            else deadline_left(policy, running_since(job, step.previous), step.time)
+            else deadline_left(policy, decide.running_since(job, step.previous), step.time)
         )
         if deadline is not None and deadline <= 0:
             message = (
@@ -223,10 +208,10 @@ class JobReconciler(Generic[SpecT]):
             )
             waiting = Outcome("pending", "PodGroupUnavailable", missing)
             _, held = await self._write(step, waiting, lifecycle)
-            return Result(requeue_after=soonest(RECHECK_SECONDS, held))
-        replaced = [] if job.paused else dropped_pods(desired, observed)
+            return Result(requeue_after=decide.soonest(RECHECK_SECONDS, held))
+        replaced = [] if job.paused else decide.dropped_pods(desired, observed)
         try:
-            hold = retry_hold(step.previous, lifecycle, step.time)
+            hold = decide.retry_hold(step.previous, lifecycle, step.time)
             sync = await self._sync_children(step, desired, hold=hold, keep=replaced)
         except ChildRefused as refused:
             # Retrying cannot help: the job's spec (or its name) must change.
@@ -246,18 +231,18 @@ class JobReconciler(Generic[SpecT]):
             return await self._end(step, outcome, lifecycle)
         if sync.refusal is not None and outcome.state == "pending" and not job.paused:
             outcome = Outcome("pending", FAILED_CREATE, sync.refusal, outcome.replica_failure)
-        outcome = noting_retry(outcome, lifecycle, step.time)
+        outcome = decide.noting_retry(outcome, lifecycle, step.time)
         _, held = await self._write(step, outcome, lifecycle)
         pending = pending_too_long(policy, observed.pods.values(), step.time)[1]
         retry = retry_wait(lifecycle, step.time)
-        return Result(requeue_after=soonest(deadline, pending, held, sync.retry, retry))
+        return Result(requeue_after=decide.soonest(deadline, pending, held, sync.retry, retry))
 
     async def _sync_children(
         self,
         step: _Step[SpecT],
         desired: Sequence[Object],
         *,
-        hold: Hold | None,
+        hold: decide.Hold | None,
         keep: Sequence[str],
     ) -> _Sync:
         """Step 3: update ConfigMaps, create what the plan lacks, delete pods not wanted.
@@ -286,7 +271,7 @@ class JobReconciler(Generic[SpecT]):
         wanted = {o["metadata"]["name"] for o in desired if o["kind"] == PODS.kind}
         if hold == "all":
             wanted = set()
-        stale = other_mode_pods(desired, observed)
+        stale = decide.other_mode_pods(desired, observed)
         deleted = await self.children.delete_pods(
             step.request, observed, keep=(wanted - stale) | set(keep)
         )
@@ -303,18 +288,18 @@ class JobReconciler(Generic[SpecT]):
         desired: Sequence[Object],
         lifecycle: Lifecycle,
         replaced: Sequence[str],
-    ) -> Verdict | None:
+    ) -> decide.Verdict | None:
         """Step 4: the kind's outcome as the run mode and the run policy make it, and the pods
         a restart or a replacement deletes. A new retry is written to the status first: None
         when the API server refused that write (a conflict), and nothing was deleted."""
         job, observed = step.job, step.observed
         if job.paused:
-            return Verdict(Outcome("pending", "Paused", "The job is paused."), lifecycle)
+            return decide.Verdict(Outcome("pending", "Paused", "The job is paused."), lifecycle)
         outcome = self.kind.interpret(job, observed)
         if job.debugging:
-            verdict = Verdict(debugging(outcome, observed, desired), lifecycle)
+            verdict = decide.Verdict(decide.debugging(outcome, observed, desired), lifecycle)
         else:
-            verdict = apply_policy(
+            verdict = decide.apply_policy(
                 job.policy.run_policy,
                 outcome,
                 lifecycle,
@@ -324,11 +309,11 @@ class JobReconciler(Generic[SpecT]):
                 now=step.time,
                 backoff=self.retry_backoff,
             )
-        verdict = replace_pods(verdict, replaced, backoff=self.retry_backoff, now=step.time)
+        verdict = decide.replace_pods(verdict, replaced, backoff=self.retry_backoff, now=step.time)
         if verdict.retried:
             # Recorded before the pods go: a crash or a failed deletion in between must not
             # let the job run again uncounted, nor sooner than its backoff.
-            outcome = noting_retry(verdict.outcome, verdict.lifecycle, step.time)
+            outcome = decide.noting_retry(verdict.outcome, verdict.lifecycle, step.time)
             _, held = await self._write(step, outcome, verdict.lifecycle, coalesce=False)
             if held is not None:
                 return None
@@ -350,14 +335,14 @@ class JobReconciler(Generic[SpecT]):
         job, observed = step.job, step.observed
         policy = job.policy.run_policy
         status, held = await self._write(step, outcome, lifecycle)
-        if held is not None and not has_ended(step.previous):
+        if held is not None and not decide.has_ended(step.previous):
             return Result(requeue_after=held)  # not recorded yet: delete nothing
         doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
         if outcome.reason == DEADLINE_EXCEEDED:
-            doomed |= set(observed.pods) - ended_pods(observed)
+            doomed |= set(observed.pods) - decide.ended_pods(observed)
         await self.children.delete_pods(step.request, observed, keep=set(observed.pods) - doomed)
         result = await self._expire_ttl(job.obj, policy, status, step.time)
-        return Result(requeue_after=soonest(result.requeue_after, held))
+        return Result(requeue_after=decide.soonest(result.requeue_after, held))
 
     async def _expire_ttl(
         self, obj: Object, policy: RunPolicy, status: JobStatus, now: float
@@ -382,7 +367,7 @@ class JobReconciler(Generic[SpecT]):
         by a conflict: then it was not written)."""
         previous = step.previous
         status = derive_status(
-            previous=previous if not is_invalid(previous) else JobStatus(),
+            previous=previous if not decide.is_invalid(previous) else JobStatus(),
             pods=step.observed.pods.values(),
             replica_types=self.kind.replica_types,
             desired=self.kind.replicas(step.job),
