@@ -141,8 +141,11 @@ async def test_a_job_of_another_kind_with_the_same_name_is_refused_and_the_first
 
 
 async def test_pods_of_batch_jobs_no_job_controls_are_not_cached(
-    client: Client, namespace: str, control_plane: object
+    client: Client, namespace: str, control_plane: object, simulated_node: SimulatedNode
 ) -> None:
+    """The node runs the pods, as a cluster's would: a launcher pod whose event comes before
+    its batch Job's (two watches, in either order) is cached at its next event, when it is
+    scheduled and started; the mimic's get as many events and stay out."""
     await install_crd(client, crd_for(KUBEFLOW))
     await control_plane.start_controller_manager()  # type: ignore[attr-defined]
     labels = {JOB_NAME_LABEL: "mimic", JOB_KIND_LABEL: KUBEFLOW.resource.kind}
