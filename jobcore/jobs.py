@@ -1,10 +1,11 @@
 """The job layer's public API: what a job kind plugin implements and uses.
 
-A kind implements `JobKind` (its spec model built from `JobSpec`, `ReplicaSpec`-style
-`PodTemplateSpec`s, `RunPolicy`...), renders its children for a `Job` from what is
-`Observed`, and decides an `Outcome`; the generic reconciler (`add_job_controller`) does
-the rest. Runtime names a kind needs too (`Object`, `PODS`, `owner_reference`...) come from
-`jobcore`.
+A kind implements `JobKind`: its spec model (an `ApiModel`, usually a `JobSpec` with
+`PodTemplateSpec`s and a `RunPolicy`), the children it renders for a `Job` from what is
+`Observed`, and the `Outcome` it decides; optional parts are one `KindHooks`. The generic
+reconciler (`add_job_controller`) does the rest. Runtime names a kind needs too (`Object`,
+`PODS`, `owner_reference`...) come from `jobcore`; the helpers of a launcher that reaches its
+workers over ssh from `jobcore.launcher`.
 """
 
 from jobcore._jobs.backoff import RETRY_BACKOFF
