@@ -238,6 +238,40 @@ async def test_a_launcher_failing_past_its_backoff_limit_fails_the_job_with_the_
     assert events[failed["reason"]] == ("Warning", failed["message"])
 
 
+async def test_a_pod_left_running_by_a_failed_launcher_job_goes_with_the_job_clean_up(
+    client: Client, namespace: str, kubeflow: Controller, simulated_node: SimulatedNode
+) -> None:
+    """Kubernetes 1.20's Job controller can create a launcher pod just as it fails the Job,
+    and then never stops it; cleanPodPolicy Running stops it with the workers."""
+    launcher = await started(client, mpijob(namespace, "left", run_policy={"backoffLimit": 0}))
+    await simulated_node.fail(namespace, launcher["metadata"]["name"], exit_code=1)
+    await wait_for_condition(client, namespace, "left", "Failed")
+    batch_job = await client.get(BATCH_JOBS, "left-launcher", namespace)
+    leftover: Object = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "left-launcher-leftover",
+            "namespace": namespace,
+            "labels": batch_job["spec"]["template"]["metadata"]["labels"],
+            "ownerReferences": [
+                {
+                    "apiVersion": BATCH_JOBS.api_version,
+                    "kind": BATCH_JOBS.kind,
+                    "name": "left-launcher",
+                    "uid": batch_job["metadata"]["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": batch_job["spec"]["template"]["spec"],
+    }
+    await client.create(PODS, leftover)
+    await eventually(lambda: _no_pods(client, namespace))
+    status = await job_status(client, MPIJOBS, namespace, "left")
+    assert is_true(status, "Failed") and not is_true(status, "Succeeded")
+
+
 async def _no_pods(client: Client, namespace: str) -> bool:
     return await live_pods(client, namespace) == {}
 
