@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Generic
 
+from jobcore._jobs.decide import pod_ended
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
@@ -29,7 +31,9 @@ from jobcore._runtime.errors import JobcoreError
 from jobcore._runtime.errors import NotFoundError
 from jobcore._runtime.errors import TerminalError
 from jobcore._runtime.expectations import Expectations
+from jobcore._runtime.handler import Mapper
 from jobcore._runtime.handler import Request
+from jobcore._runtime.handler import requests_for_owner
 from jobcore._runtime.informer import CONTROLLER_UID_INDEX
 from jobcore._runtime.informer import Informer
 from jobcore._runtime.resources import BATCH_JOBS
@@ -45,9 +49,9 @@ RECHECK_SECONDS = 30.0
 """How often a job waits again for a PodGroup CRD that is not installed, or for a PodGroup of
 its name that is another's to go."""
 _WORKLOADS = (PODS.kind, BATCH_JOBS.kind)
-_POD_ENDED = ("Succeeded", "Failed")
-_JOB_FINISHED = ("Complete", "Failed")
 """Children that run pods: created only once every other child was."""
+_JOB_FINISHED = ("Complete", "Failed")
+"""The conditions of a batch Job its Job controller is done with."""
 _PREDECESSOR = "the job's predecessor"
 CREATIONS_AT_ONCE = 64
 """A job's creations in flight at once: a wide job's thousand Pods are sent as answers come
@@ -88,8 +92,9 @@ class JobChildren(Generic[SpecT]):
         # The last PodGroup applied per job (by uid): applied again only when it changes.
         self._pod_groups: dict[ObjectKey, tuple[str, Object]] = {}
         self._kind_name = kind.resource.kind
+        observer = ExpectationObserver(expectations, child_mapper(kind.resource, informers))
         for informer in informers.values():
-            informer.add_handler(ExpectationObserver(expectations, kind.resource))
+            informer.add_handler(observer)
 
     def observe(self, uid: str) -> Observed:
         """The job's children as the caches show them now; its pods include those of the
@@ -228,20 +233,20 @@ class JobChildren(Generic[SpecT]):
         pods = {name: pod for name, pod in observed.pods.items() if not run_by_batch_job(pod)}
         return await self._delete(request, PODS, pods, keep)
 
-    async def delete_leftover_pods(self, request: Request, observed: Observed) -> list[Object]:
-        """Delete the unfinished pods of the job's finished batch Jobs; those it sent deletions
-        for. A finished Job's controller stops no pod, and Kubernetes 1.20's can leave one
-        running when it fails a Job: for a job that ended, they are the job's to clean up."""
+    async def delete_leftover_pods(
+        self, request: Request, observed: Observed, doomed: set[str]
+    ) -> list[Object]:
+        """Delete the `doomed` pods that finished batch Jobs of the job left unfinished; those
+        it sent deletions for. A finished Job's controller stops no pod, and Kubernetes 1.20's
+        can leave one running when it fails a Job: for a job that ended, `delete_pods` leaves
+        them to that controller, so the job's clean-up takes them."""
         batch_jobs = observed.children.get(BATCH_JOBS, {})
         leftovers = {
             name: pod
             for name, pod in observed.pods.items()
-            if _run_by_finished(pod, batch_jobs)
-            and (pod.get("status") or {}).get("phase") not in _POD_ENDED
+            if name in doomed and _run_by_finished(pod, batch_jobs) and not pod_ended(pod)
         }
-        # Not expected: their deletions reach the cache as their batch Job's pods', which the
-        # expectations (kept per owner) never see; a second pass sends the delete again at most.
-        return await self._delete(request, PODS, leftovers, keep=set(), expect=False)
+        return await self._delete(request, PODS, leftovers, keep=set())
 
     async def delete_batch_jobs(
         self, request: Request, observed: Observed, keep: set[str]
@@ -250,13 +255,7 @@ class JobChildren(Generic[SpecT]):
         return await self._delete(request, BATCH_JOBS, observed.children.get(BATCH_JOBS, {}), keep)
 
     async def _delete(
-        self,
-        request: Request,
-        resource: Resource,
-        owned: Mapping[str, Object],
-        keep: set[str],
-        *,
-        expect: bool = True,
+        self, request: Request, resource: Resource, owned: Mapping[str, Object], keep: set[str]
     ) -> list[Object]:
         doomed = [
             obj
@@ -265,21 +264,17 @@ class JobChildren(Generic[SpecT]):
         ]
         if not doomed:
             return []
-        expected = self.expectations if expect else None
-        if expected is not None:
-            expected.expect_deletions(request, [o["metadata"]["name"] for o in doomed])
+        self.expectations.expect_deletions(request, [o["metadata"]["name"] for o in doomed])
         for i, obj in enumerate(doomed):
             meta = obj["metadata"]
             try:
                 await self.client.delete(resource, meta["name"], meta["namespace"], uid=meta["uid"])
             except NotFoundError:
-                if expected is not None:
-                    expected.deletion_observed(request, meta["name"])
+                self.expectations.deletion_observed(request, meta["name"])
             except Exception:
                 # This deletion and those not sent are never coming: the next pass retries.
-                if expected is not None:
-                    for unsent in doomed[i:]:
-                        expected.deletion_observed(request, unsent["metadata"]["name"])
+                for unsent in doomed[i:]:
+                    self.expectations.deletion_observed(request, unsent["metadata"]["name"])
                 raise
         return doomed
 
@@ -327,26 +322,39 @@ class JobChildren(Generic[SpecT]):
 class ExpectationObserver:
     """Confirms expected creations and deletions of a kind's children from cache events."""
 
-    def __init__(self, expectations: Expectations, owner: Resource) -> None:
+    def __init__(self, expectations: Expectations, job_of: Mapper) -> None:
         self._expectations = expectations
-        self._owner = owner
-
-    def _owner_key(self, obj: Object) -> ObjectKey | None:
-        ref = controller_of(obj)
-        if ref is None or ref.get("kind") != self._owner.kind:
-            return None
-        return ObjectKey(obj["metadata"].get("namespace") or "", ref["name"])
+        self._job_of = job_of
 
     def on_add(self, obj: Object) -> None:
-        if key := self._owner_key(obj):
+        for key in self._job_of(obj):
             self._expectations.creation_observed(key, obj["metadata"]["name"])
 
     def on_update(self, old: Object, new: Object) -> None:
         pass
 
     def on_delete(self, obj: Object) -> None:
-        if key := self._owner_key(obj):
+        for key in self._job_of(obj):
             self._expectations.deletion_observed(key, obj["metadata"]["name"])
+
+
+def child_mapper(owner: Resource, informers: Mapping[Resource, Informer]) -> Mapper:
+    """Map a child to the job of `owner`'s kind it belongs to: its controller, or for a pod of
+    a batch Job (a launcher run by Kubernetes' Job controller), the job that controls that
+    Job, as `informers` hold it when the child's event comes."""
+    owned = requests_for_owner(owner)
+
+    def job_of(obj: Object) -> Iterable[Request]:
+        batch_jobs = informers.get(BATCH_JOBS)
+        if batch_jobs is not None and run_by_batch_job(obj):
+            ref, meta = controller_of(obj) or {}, obj["metadata"]
+            batch_job = batch_jobs.get(ref.get("name", ""), meta.get("namespace"))
+            if batch_job is None or batch_job["metadata"].get("uid") != ref.get("uid"):
+                return ()
+            return owned(batch_job)
+        return owned(obj)
+
+    return job_of
 
 
 def _run_by_finished(pod: Object, batch_jobs: Mapping[str, Object]) -> bool:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from collections.abc import Iterable
 from typing import Any
 
 from jobcore._jobs.backoff import RETRY_BACKOFF
 from jobcore._jobs.backoff import RetryBackoff
+from jobcore._jobs.children import child_mapper
 from jobcore._jobs.decide import pod_ended
 from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
@@ -18,16 +18,11 @@ from jobcore._jobs.reconciler import JobReconciler
 from jobcore._jobs.scheduling import GangScheduler
 from jobcore._runtime.controller import Controller
 from jobcore._runtime.events import EventRecorder
-from jobcore._runtime.handler import Request
-from jobcore._runtime.handler import requests_for_owner
 from jobcore._runtime.informer import Informer
 from jobcore._runtime.manager import Manager
 from jobcore._runtime.predicate import GenerationChanged
-from jobcore._runtime.resources import BATCH_JOBS
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
-from jobcore._runtime.resources import controller_of
-from jobcore._runtime.resources import run_by_batch_job
 
 CHILD_EVENT_DELAY = 0.5
 """Seconds a child's event waits before it reconciles its job, gathering the events of a
@@ -70,19 +65,8 @@ def add_job_controller(
     name = hooks.controller_name or kind.resource.plural
     # A kind may leave some of its jobs to another controller (`manages`): never cached.
     jobs = manager.informer(kind.resource, namespace=namespace, keep=hooks.manages)
-    owned = requests_for_owner(kind.resource)
     children: dict[Resource, Informer] = {}
-    runs_batch_jobs = BATCH_JOBS in kind.child_resources
-
-    def to_job(obj: Object) -> Iterable[Request]:
-        """A child's job: its controller, or for a pod of a batch Job, that Job's."""
-        if runs_batch_jobs and run_by_batch_job(obj):
-            ref, meta = controller_of(obj) or {}, obj["metadata"]
-            batch_job = children[BATCH_JOBS].get(ref.get("name", ""), meta.get("namespace"))
-            if batch_job is None or batch_job["metadata"].get("uid") != ref.get("uid"):
-                return ()
-            return owned(batch_job)
-        return owned(obj)
+    to_job = child_mapper(kind.resource, children)  # reads `children` as they are filled in
 
     def controlled(obj: Object) -> bool:
         """A child of this kind's jobs, or a pod of a batch Job one of them controls (the

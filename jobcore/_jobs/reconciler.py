@@ -331,8 +331,8 @@ class JobReconciler(Generic[SpecT]):
     async def _end(self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle) -> Result:
         """A job that ended: its final status first (a crash or a failed deletion after it
         leaves a job that ended, whose clean-up the next pass finishes), then its clean-up
-        policies (past a deadline, its unfinished pods stopped too; under Unfinished or All,
-        the pods its finished batch Jobs left running), then its TTL."""
+        policies (past a deadline, its unfinished pods stopped too), which take the pods its
+        finished batch Jobs left running too, then its TTL."""
         job, observed = step.job, step.observed
         policy = job.policy.run_policy
         status, held = await self._write(step, outcome, lifecycle)
@@ -342,8 +342,7 @@ class JobReconciler(Generic[SpecT]):
         if outcome.reason == DEADLINE_EXCEEDED:
             doomed |= set(observed.pods) - decide.ended_pods(observed)
         await self.children.delete_pods(step.request, observed, keep=set(observed.pods) - doomed)
-        if policy.clean_up_policy in ("Unfinished", "All"):
-            await self.children.delete_leftover_pods(step.request, observed)
+        await self.children.delete_leftover_pods(step.request, observed, doomed)
         result = await self._expire_ttl(job.obj, policy, status, step.time)
         return Result(requeue_after=decide.soonest(result.requeue_after, held))
 
