@@ -19,6 +19,8 @@ from jobcore._jobs.hooks import HOOKS_ATTRIBUTE
 from jobcore._jobs.hooks import KindHooks
 from jobcore._jobs.kind import JobKind
 from jobcore._runtime.errors import JobcoreError
+from jobcore._runtime.resources import DNS1035_LABEL
+from jobcore._runtime.resources import DNS1123_LABEL
 from jobcore._runtime.resources import Resource
 
 MEMBERS = tuple(name for name in vars(JobKind) if not name.startswith("_"))
@@ -26,9 +28,7 @@ MEMBERS = tuple(name for name in vars(JobKind) if not name.startswith("_"))
 _METHODS = frozenset(name for name in MEMBERS if callable(vars(JobKind)[name]))
 _KNOWN = frozenset({*MEMBERS, HOOKS_ATTRIBUTE})
 _HOOKISH = sorted({*HOOK_NAMES, HOOKS_ATTRIBUTE})
-_DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
-"""An RFC 1035 label, what the API server requires of a CRD's plural, kind and short names."""
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+")
+_DNS_SUBDOMAIN = re.compile(rf"{DNS1123_LABEL}(\.{DNS1123_LABEL})+")
 """A DNS subdomain with at least one dot, what the API server requires of a CRD's group."""
 
 
@@ -112,18 +112,24 @@ def _missing(kind: object) -> list[str]:
     return problems
 
 
+def _is_label(text: str) -> bool:
+    """An RFC 1035 label, what the API server requires of a CRD's plural, kind and short
+    names."""
+    return len(text) <= 63 and DNS1035_LABEL.fullmatch(text) is not None
+
+
 def _resource_problems(resource: Resource) -> list[str]:
     problems = []
-    if not _DNS_LABEL.fullmatch(resource.plural):
+    if not _is_label(resource.plural):
         problems.append(
             f"plural {resource.plural!r} is not a lowercase DNS label "
             "(a-z, 0-9 and '-', starting with a letter, at most 63 characters)"
         )
-    if not _DNS_LABEL.fullmatch(resource.kind.lower()):
+    if not _is_label(resource.kind.lower()):
         problems.append(f"kind {resource.kind!r} is not a DNS label once lowercased")
     if not _DNS_SUBDOMAIN.fullmatch(resource.group) or len(resource.group) > 253:
         problems.append(f"group {resource.group!r} is not a DNS domain with at least one dot")
-    if not _DNS_LABEL.fullmatch(resource.version):
+    if not _is_label(resource.version):
         problems.append(f"version {resource.version!r} is not a lowercase DNS label")
     if not resource.namespaced:
         problems.append("resource is cluster-scoped: job kinds are namespaced")
@@ -137,7 +143,7 @@ def _short_name_problems(kind: object) -> list[str]:
     return [
         f"short name {name!r} is not a lowercase DNS label"
         for name in names
-        if not isinstance(name, str) or not _DNS_LABEL.fullmatch(name)
+        if not isinstance(name, str) or not _is_label(name)
     ]
 
 

@@ -16,10 +16,11 @@ from pydantic import StringConstraints
 from pydantic import field_validator
 from pydantic.alias_generators import to_camel
 
+from jobcore._runtime.resources import DNS1123_LABEL
+
 # What the API server accepts as a name or a label, so a job's pods are not refused.
-_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME = re.compile(rf"({_DNS1123_LABEL}(\.{_DNS1123_LABEL})*/)?{_NAME}")
+_QUALIFIED_NAME = re.compile(rf"({DNS1123_LABEL}(\.{DNS1123_LABEL})*/)?{_NAME}")
 _TYPE_NAMES = {str: "a string", dict: "an object"}
 LabelValue = Annotated[str, StringConstraints(max_length=63, pattern=rf"^({_NAME})?$")]
 """A label value: at most 63 letters, digits, `-`, `_` and `.`, alphanumeric at both ends."""
@@ -51,7 +52,7 @@ class OpenModel(ApiModel):
 class Container(OpenModel):
     name: str = Field(
         max_length=63,
-        pattern=rf"^{_DNS1123_LABEL}$",
+        pattern=rf"^{DNS1123_LABEL}$",
         description="A DNS-1123 label, unique within the pod.",
     )
     image: str | None = None

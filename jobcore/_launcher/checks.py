@@ -17,8 +17,8 @@ from typing import Any
 
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
+from jobcore._runtime.resources import DNS1035_LABEL
 
-DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 CONTAINERS = "spec.worker.template.spec.containers"
 SAFE_PATH_CLASS = "A-Za-z0-9._+@=:,/-"
 """SAFE_PATH's characters as a class, the same in a Python regex and a bash pattern (`[!...]`,

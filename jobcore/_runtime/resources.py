@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 Object = dict[str, Any]
 """A Kubernetes object as the API server sends it: plain JSON data."""
+
+DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+"""An RFC 1123 label, as a pattern to build others from; the 63-character bound is apart."""
+DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+"""An RFC 1035 label, which starts with a letter (a Service's name, a CRD's plural); the
+63-character bound is apart."""
 
 
 @dataclass(frozen=True, slots=True)
