@@ -1,5 +1,5 @@
 """The `jobcore` command as users run it, for the tests that start it as a process or call its
-`main` in theirs."""
+`main` in theirs, or build the project as a user's install does."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -85,3 +86,30 @@ def run_to_success(
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{output}"
     return done
+
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+
+def dockerfile_sources() -> list[str]:
+    """What the Dockerfile copies to build the wheel (its COPY lines but `--from`'s), as
+    scripts/images.sh reads them: the package is built from these and nothing else."""
+    sources: list[str] = []
+    for line in (PROJECT / "Dockerfile").read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        if words[:1] == ["COPY"] and not words[1].startswith("--"):
+            sources += words[1:-1]
+    return sources
+
+
+def copy_project(dest: Path) -> Path:
+    """`dest`, holding what the project's wheel is built from (`dockerfile_sources`), without
+    caches; built there, the wheel picks up no leftover of a build in the checkout."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in dockerfile_sources():
+        if (PROJECT / name).is_dir():
+            ignore = shutil.ignore_patterns("__pycache__")
+            shutil.copytree(PROJECT / name, dest / name, ignore=ignore)
+        else:
+            shutil.copy2(PROJECT / name, dest / name)
+    return dest

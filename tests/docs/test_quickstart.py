@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from jobcore.testing import require
+from tests.commands import copy_project
 from tests.commands import run_to_success
 from tests.docs.shown import DOCS
 from tests.docs.shown import EXAMPLES
@@ -45,29 +46,6 @@ def _run(
 def _project(pyproject: Path) -> dict[str, Any]:
     project: dict[str, Any] = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     return project
-
-
-def _copy_repository(dest: Path) -> Path:
-    """The repository's files as git sees them (tracked or not ignored), without build leftovers
-    a wheel built in place could pick up."""
-    listed = _run(["git", "-C", REPO, "ls-files", "-z", "-co", "--exclude-standard"])
-    for name in filter(None, listed.split("\0")):
-        source = REPO / name
-        if source.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
-    return dest
-
-
-def _copy_kind(dest: Path, jobcore_distribution: str) -> Path:
-    """The docs' kind package. It depends on jobcore by its distribution name on PyPI; here that
-    one dependency names this repository's distribution, whose wheel the test builds."""
-    shutil.copytree(KIND, dest, ignore=shutil.ignore_patterns("__pycache__", ".*_cache"))
-    pyproject = dest / "pyproject.toml"
-    (dependency,) = _project(pyproject)["dependencies"]
-    text = pyproject.read_text(encoding="utf-8")
-    pyproject.write_text(text.replace(f'"{dependency}"', f'"{jobcore_distribution}"', 1))
-    return dest
 
 
 def _dependency_wheels(cache: Path, local_wheels: Sequence[Path], kind: Path) -> Path:
@@ -116,8 +94,11 @@ def test_the_quickstart_kind_passes_its_tests_in_a_fresh_virtualenv(
 ) -> None:
     assert pytestconfig.cache is not None, "needs pytest's cache: drop -p no:cacheprovider"
     distribution = str(_project(REPO / "pyproject.toml")["name"])
-    jobcore = _copy_repository(tmp_path / "jobcore")
-    kind = _copy_kind(tmp_path / "sleepjob", distribution)
+    # The quickstart's package depends on this repository's distribution, by its name on PyPI.
+    assert _project(KIND / "pyproject.toml")["dependencies"] == [distribution]
+    jobcore = copy_project(tmp_path / "jobcore")
+    kind = tmp_path / "sleepjob"
+    shutil.copytree(KIND, kind, ignore=shutil.ignore_patterns("__pycache__", ".*_cache"))
     wheels = tmp_path / "wheels"
     _run([*_PIP, "wheel", "--no-deps", "--wheel-dir", wheels, jobcore, kind])
     (jobcore_wheel,) = wheels.glob(f"{distribution.replace('-', '_')}-*.whl")

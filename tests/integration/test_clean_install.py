@@ -8,30 +8,17 @@ dependencies after the first run.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
+from tests.commands import copy_project
 from tests.commands import run_to_success
 
 # The install takes its time the first time, before pip's cache holds the dependencies.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def dockerfile_sources() -> list[str]:
-    """What the Dockerfile copies to build the wheel (its COPY lines but `--from`'s), as
-    scripts/images.sh reads them: the package is built from these and nothing else."""
-    sources: list[str] = []
-    for line in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines():
-        words = line.split()
-        if words[:1] == ["COPY"] and not words[1].startswith("--"):
-            sources += words[1:-1]
-    return sources
 
 
 def run(*argv: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
@@ -44,14 +31,7 @@ def run(*argv: str | Path, env: dict[str, str] | None = None, cwd: Path | None =
 def plain_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtualenv holding the project as `pip install .` installs it; its bin folder."""
     folder = tmp_path_factory.mktemp("clean-install")
-    source = folder / "source"
-    source.mkdir()
-    for name in dockerfile_sources():
-        if (ROOT / name).is_dir():
-            ignore = shutil.ignore_patterns("__pycache__")
-            shutil.copytree(ROOT / name, source / name, ignore=ignore)
-        else:
-            shutil.copy2(ROOT / name, source / name)
+    source = copy_project(folder / "source")
     venv = folder / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", venv)
     # This interpreter's pip installs into the new one: no pip of its own to bootstrap.
