@@ -34,7 +34,6 @@ from jobcore._runtime.expectations import Expectations
 from jobcore._runtime.handler import Mapper
 from jobcore._runtime.handler import Request
 from jobcore._runtime.handler import requests_for_owner
-from jobcore._runtime.informer import CONTROLLER_UID_INDEX
 from jobcore._runtime.informer import Informer
 from jobcore._runtime.resources import BATCH_JOBS
 from jobcore._runtime.resources import CONFIGMAPS
@@ -96,20 +95,17 @@ class JobChildren(Generic[SpecT]):
         for informer in informers.values():
             informer.add_handler(observer)
 
-    def observe(self, uid: str) -> Observed:
-        """The job's children as the caches show them now; its pods include those of the
-        batch Jobs it controls (a launcher run by Kubernetes' Job controller, say)."""
+    def observe(self, namespace: str, uid: str) -> Observed:
+        """The job's children as the caches show them now: objects in the job's `namespace`
+        that it controls (one elsewhere naming its uid is nobody's child); its pods include
+        those of the batch Jobs it controls (a launcher run by Kubernetes' Job controller)."""
         children = {
-            resource: {
-                o["metadata"]["name"]: o for o in informer.by_index(CONTROLLER_UID_INDEX, uid)
-            }
+            resource: {o["metadata"]["name"]: o for o in informer.controlled_by(namespace, uid)}
             for resource, informer in self.informers.items()
         }
         if (pods := children.get(PODS)) is not None:
             for batch_job in children.get(BATCH_JOBS, {}).values():
-                run = self.informers[PODS].by_index(
-                    CONTROLLER_UID_INDEX, batch_job["metadata"]["uid"]
-                )
+                run = self.informers[PODS].controlled_by(namespace, batch_job["metadata"]["uid"])
                 pods.update((o["metadata"]["name"], o) for o in run)
         return Observed(children)
 

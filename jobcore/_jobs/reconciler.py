@@ -163,7 +163,9 @@ class JobReconciler(Generic[SpecT]):
             await self._invalid(request, obj, previous, errors)
             return Result()
         metrics.job_info.labels(self.kind.resource.kind, job.namespace, job.name).set(1)
-        step = _Step(request, job, previous, self.children.observe(job.uid), self.clock())
+        step = _Step(
+            request, job, previous, self.children.observe(job.namespace, job.uid), self.clock()
+        )
         lifecycle = decide.lifecycle_of(job, previous, step.observed)
         if decide.has_ended(previous):
             return await self._end(step, decide.frozen_outcome(previous), lifecycle)
@@ -393,7 +395,7 @@ class JobReconciler(Generic[SpecT]):
     async def _clean_up(self, request: Request, obj: Object, policy: RunPolicy) -> Observed:
         """Delete the pods of a job without a valid spec that `policy` dooms once it ended;
         what was observed."""
-        observed = self.children.observe(obj["metadata"]["uid"])
+        observed = self.children.observe(request.namespace, obj["metadata"]["uid"])
         doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
         await self.children.delete_pods(request, observed, keep=set(observed.pods) - doomed)
         return observed

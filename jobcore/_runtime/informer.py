@@ -51,8 +51,15 @@ def index_by_namespace(obj: Object) -> Iterable[str]:
 
 
 def index_by_controller_uid(obj: Object) -> Iterable[str]:
+    """`<namespace>/<uid>` of the controller owner: an owner reference names an owner in its
+    object's own namespace, so an object elsewhere that names a job's uid is not its child."""
     ref = controller_of(obj)
-    return (ref["uid"],) if ref else ()
+    return (controller_key(obj["metadata"].get("namespace") or "", ref["uid"]),) if ref else ()
+
+
+def controller_key(namespace: str, uid: str) -> str:
+    """The `CONTROLLER_UID_INDEX` value of the objects in `namespace` that `uid` controls."""
+    return f"{namespace}/{uid}"
 
 
 def strip_bulk(obj: Object) -> Object:
@@ -147,6 +154,11 @@ class Informer:
         """The cached objects filed under `value` in the index named `index`."""
         keys = self._indices[index].get(value, ())
         return [self._store[key] for key in keys]
+
+    def controlled_by(self, namespace: str, uid: str) -> builtins.list[Object]:
+        """The cached objects in `namespace` whose controller owner has `uid`; objects of
+        other namespaces that name that uid are not its own."""
+        return self.by_index(CONTROLLER_UID_INDEX, controller_key(namespace, uid))
 
     def __len__(self) -> int:
         return len(self._store)
@@ -320,7 +332,8 @@ class Informer:
 
     def _sibling(self, obj: Object) -> Object | None:
         ref = controller_of(obj)
-        keys = self._indices[CONTROLLER_UID_INDEX].get(ref["uid"]) if ref else None
+        key = controller_key(obj["metadata"].get("namespace") or "", ref["uid"]) if ref else ""
+        keys = self._indices[CONTROLLER_UID_INDEX].get(key)
         return self._store[next(iter(keys))] if keys else None
 
     # Store -------------------------------------------------------------------------------

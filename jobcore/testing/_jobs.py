@@ -47,9 +47,10 @@ async def install_crd(client: Client, crd: Object) -> None:
 
 @contextlib.asynccontextmanager
 async def job_controller(
-    client: Client, kind: JobKind[Any], *, namespace: str, **options: Any
+    client: Client, kind: JobKind[Any], *, namespace: str | None, **options: Any
 ) -> AsyncIterator[Controller]:
-    """The kind's CRD installed and its controller running for `namespace`, for the block.
+    """The kind's CRD installed and its controller running for `namespace` (None: every
+    namespace, as a deployed controller runs), for the block.
 
     `options` go to `add_job_controller` (`gang_scheduler`, `max_concurrent_reconciles`).
     The errors its reconciles raise are noted, for the waits below to report.

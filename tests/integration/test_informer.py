@@ -127,7 +127,7 @@ async def test_indexes_by_namespace_owner_and_custom_function(
         indexers={"size": lambda o: [o["metadata"].get("labels", {}).get("size", "none")]},
     )
     async with running(informer):
-        owned = informer.by_index("controller-uid", owner["metadata"]["uid"])
+        owned = informer.controlled_by(namespace, owner["metadata"]["uid"])
         assert [o["metadata"]["name"] for o in owned] == ["child"]
         assert [o["metadata"]["name"] for o in informer.by_index("size", "big")] == ["child"]
         assert len(informer.by_index("namespace", namespace)) == 2

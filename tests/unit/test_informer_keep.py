@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from jobcore import CONFIGMAPS
-from jobcore import CONTROLLER_UID_INDEX
 from jobcore import PODS
 from jobcore import Informer
 from jobcore import Manager
@@ -58,11 +57,11 @@ def test_an_object_that_stops_being_kept_is_deleted_and_one_that_starts_is_added
     informer._on_event("MODIFIED", pod("a", 2))  # released by its owner
     assert recorder.take() == [("add", "default/a", "1"), ("delete", "default/a", "1")]
     assert informer.get("a", "default") is None
-    assert informer.by_index(CONTROLLER_UID_INDEX, "job") == []
+    assert informer.controlled_by("default", "job") == []
 
     informer._on_event("MODIFIED", pod("a", 3, owner_uid="job"))  # adopted
     assert recorder.take() == [("add", "default/a", "3")]
-    assert [o["metadata"]["name"] for o in informer.by_index(CONTROLLER_UID_INDEX, "job")] == ["a"]
+    assert [o["metadata"]["name"] for o in informer.controlled_by("default", "job")] == ["a"]
     assert_indices_consistent(informer)
 
 

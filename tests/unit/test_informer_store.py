@@ -174,8 +174,8 @@ def test_uid_change_under_the_same_name_is_a_delete_then_an_add() -> None:
     informer._upsert(pod("a", 5, uid="second", owner_uid="owner-2"))
     assert recorder.take() == [("delete", "default/a", "1"), ("add", "default/a", "5")]
     assert informer.get("a", "default")["metadata"]["uid"] == "second"  # type: ignore[index]
-    assert informer.by_index(CONTROLLER_UID_INDEX, "owner-1") == []
-    assert names(informer.by_index(CONTROLLER_UID_INDEX, "owner-2")) == ["default/a"]
+    assert informer.controlled_by("default", "owner-1") == []
+    assert names(informer.controlled_by("default", "owner-2")) == ["default/a"]
     assert_indices_consistent(informer)
 
 
@@ -226,7 +226,7 @@ def test_replace_with_an_empty_list_deletes_everything() -> None:
     assert sorted(recorder.take()) == [("delete", "default/a", "1"), ("delete", "ns2/b", "1")]
     assert informer.list() == []
     assert informer.by_index(NAMESPACE_INDEX, "ns2") == []
-    assert informer.by_index(CONTROLLER_UID_INDEX, "o") == []
+    assert informer.controlled_by("default", "o") == []
     assert_indices_consistent(informer)
 
 
@@ -268,18 +268,19 @@ def test_controller_uid_index_follows_owner_changes_and_deletions() -> None:
     informer._upsert(pod("a", 1, owner_uid="o1"))
     informer._upsert(pod("b", 1, owner_uid="o1"))
     informer._upsert(pod("c", 1))
-    assert names(informer.by_index(CONTROLLER_UID_INDEX, "o1")) == ["default/a", "default/b"]
+    assert names(informer.controlled_by("default", "o1")) == ["default/a", "default/b"]
 
     informer._upsert(pod("a", 2, owner_uid="o2"))
-    assert names(informer.by_index(CONTROLLER_UID_INDEX, "o1")) == ["default/b"]
-    assert names(informer.by_index(CONTROLLER_UID_INDEX, "o2")) == ["default/a"]
+    assert names(informer.controlled_by("default", "o1")) == ["default/b"]
+    assert names(informer.controlled_by("default", "o2")) == ["default/a"]
 
     informer._upsert(pod("b", 2))  # released by its owner
-    assert informer.by_index(CONTROLLER_UID_INDEX, "o1") == []
-    assert "o1" not in informer._indices[CONTROLLER_UID_INDEX], "empty index values are dropped"
+    assert informer.controlled_by("default", "o1") == []
+    empty = "default/o1"
+    assert empty not in informer._indices[CONTROLLER_UID_INDEX], "empty index values are dropped"
 
     informer._remove(ObjectKey("default", "a"))
-    assert informer.by_index(CONTROLLER_UID_INDEX, "o2") == []
+    assert informer.controlled_by("default", "o2") == []
     assert_indices_consistent(informer)
 
 
@@ -305,7 +306,7 @@ def test_constructor_indexers_keep_the_default_ones() -> None:
     informer, _ = make_informer(indexers={"app": by_app})
     informer._upsert(pod("a", 1, "ns1", owner_uid="o", labels={"app": "web"}))
     assert names(informer.by_index(NAMESPACE_INDEX, "ns1")) == ["ns1/a"]
-    assert names(informer.by_index(CONTROLLER_UID_INDEX, "o")) == ["ns1/a"]
+    assert names(informer.controlled_by("ns1", "o")) == ["ns1/a"]
 
 
 def test_add_indexer_indexes_existing_objects_and_later_changes() -> None:

@@ -1,0 +1,107 @@
+"""One namespace's objects cannot act on another's jobs: a pod in namespace B that names a job
+of namespace A as its controller is not that job's child, so it neither ends the job nor is
+touched on its behalf. The real controller against a real API server, simulated nodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from jobcore import NAMESPACES
+from jobcore import PODS
+from jobcore import ApiError
+from jobcore import Client
+from jobcore import Object
+from jobcore import Request
+from jobcore import owner_reference
+from jobcore.jobs import REPLICA_INDEX_LABEL
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.testing import SimulatedNode
+from jobcore.testing import background
+from jobcore.testing import job_controller
+from jobcore.testing import job_status
+from jobcore.testing import live_pods
+from jobcore.testing import resync
+from jobcore.testing import wait_for_phase
+from jobcore.testing import wait_for_pods
+from tests.kindjobs import MPIJOB
+from tests.mpijobs import MPIJOBS
+from tests.mpijobs import mpijob
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def other_namespace(client: Client, namespace: str) -> AsyncIterator[str]:
+    """A second tenant's namespace, beside the test's."""
+    name = f"{namespace[:50]}-b{uuid.uuid4().hex[:4]}"
+    await client.create(
+        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(ApiError):
+            await client.delete(NAMESPACES, name)
+
+
+def impostor(namespace: str, job: Object, worker: Object) -> Object:
+    """A pod in `namespace` dressed as `job`'s launcher: its name, labels and controller."""
+    container = worker["spec"]["containers"][0]
+    labels = dict(worker["metadata"]["labels"])
+    labels.pop(REPLICA_INDEX_LABEL, None)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{job['metadata']['name']}-launcher",
+            "namespace": namespace,
+            "labels": {**labels, REPLICA_TYPE_LABEL: "launcher"},
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": {"containers": [{"name": "launcher", "image": container["image"]}]},
+    }
+
+
+async def test_a_pod_in_another_namespace_naming_a_job_as_its_controller_is_not_its_child(
+    client: Client, namespace: str, other_namespace: str, unready_node: SimulatedNode
+) -> None:
+    theirs = SimulatedNode(client, name=f"node-{other_namespace}"[:63], namespace=other_namespace)
+    async with (
+        background(theirs.run()),
+        job_controller(client, MPIJOB.kind, namespace=None) as controller,
+    ):
+        job = await client.create(MPIJOBS, mpijob(namespace, "train"))
+        workers = {"train-worker-0", "train-worker-1"}
+        ours = await wait_for_pods(client, namespace, workers, phase="Running")
+        planted = await client.create(PODS, impostor(other_namespace, job, ours["train-worker-0"]))
+        await theirs.succeed(other_namespace, "train-launcher")  # "the launcher exited 0"
+        await asyncio.sleep(1)
+        await resync(controller, Request(namespace, "train"))  # as any event of its pods does
+        await asyncio.sleep(2)
+
+        status = await job_status(client, MPIJOBS, namespace, "train")
+        print(f"job after another namespace's pod exited 0: {status.get('phase')}")
+        assert status.get("phase") == "Pending", status
+        kept = await live_pods(client, namespace)
+        assert {n: p["metadata"]["uid"] for n, p in kept.items()} == {
+            n: p["metadata"]["uid"] for n, p in ours.items()
+        }, "the job's own pods are untouched"
+        left = await client.get(PODS, "train-launcher", other_namespace)
+        assert left["metadata"]["uid"] == planted["metadata"]["uid"]
+        assert not left["metadata"].get("deletionTimestamp"), "nothing touched in namespace B"
+
+        for worker in workers:
+            await unready_node.set_ready(namespace, worker, ready=True)
+        await wait_for_pods(client, namespace, {*workers, "train-launcher"}, phase="Running")
+        await unready_node.succeed(namespace, "train-launcher")
+        await wait_for_phase(client, MPIJOBS, namespace, "train", "Succeeded")
+    left = await client.get(PODS, "train-launcher", other_namespace)
+    assert not left["metadata"].get("deletionTimestamp"), (
+        "the job's clean-up stays in its namespace"
+    )
