@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Generic
 
+from jobcore._jobs.cached import digests
 from jobcore._jobs.decide import pod_ended
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
@@ -201,7 +202,8 @@ class JobChildren(Generic[SpecT]):
         return f"{owner.get('kind')} {owner.get('name')} ({owner.get('apiVersion')})"
 
     async def update_config(self, desired: Sequence[Object], observed: Observed) -> None:
-        """Bring existing ConfigMaps' data up to date (e.g. a hostfile after a scale change).
+        """Bring existing ConfigMaps' data up to date (e.g. a hostfile after a scale change),
+        compared by digest, as the cache holds them.
 
         Other children are only ever created: a Pod cannot change, and a Secret such as an
         ssh key must stay what the running job was given.
@@ -210,7 +212,10 @@ class JobChildren(Generic[SpecT]):
             if obj["kind"] != CONFIGMAPS.kind:
                 continue
             current = observed.get(CONFIGMAPS, obj["metadata"]["name"])
-            if current is not None and current.get("data") != obj.get("data"):
+            # The cache holds digests of a ConfigMap's values (jobcore._jobs.cached).
+            if current is not None and (current.get("data") or {}) != digests(
+                obj.get("data") or {}
+            ):
                 meta = current["metadata"]
                 # A merge patch would keep keys the new data drops; replace the whole map.
                 # "add" sets /data whether or not someone removed it.

@@ -7,6 +7,8 @@ from typing import Any
 
 from jobcore._jobs.backoff import RETRY_BACKOFF
 from jobcore._jobs.backoff import RetryBackoff
+from jobcore._jobs.cached import child_transform
+from jobcore._jobs.cached import job_as_cached
 from jobcore._jobs.children import child_mapper
 from jobcore._jobs.decide import pod_ended
 from jobcore._jobs.hooks import hooks_of
@@ -64,7 +66,9 @@ def add_job_controller(
     # Named by its plural, unless two kinds share one (kubeflow.org's MPIJob and T9k's).
     name = hooks.controller_name or kind.resource.plural
     # A kind may leave some of its jobs to another controller (`manages`): never cached.
-    jobs = manager.informer(kind.resource, namespace=namespace, keep=hooks.manages)
+    jobs = manager.informer(
+        kind.resource, namespace=namespace, keep=hooks.manages, transform=job_as_cached
+    )
     children: dict[Resource, Informer] = {}
     to_job = child_mapper(kind.resource, children)  # reads `children` as they are filled in
 
@@ -76,7 +80,11 @@ def add_job_controller(
 
     for resource in kind.child_resources:
         children[resource] = manager.informer(
-            resource, namespace=namespace, label_selector=JOB_NAME_LABEL, keep=controlled
+            resource,
+            namespace=namespace,
+            label_selector=JOB_NAME_LABEL,
+            keep=controlled,
+            transform=child_transform(resource),
         )
     recorder = EventRecorder(
         manager.client,

@@ -8,6 +8,8 @@ from typing import Generic
 from pydantic import TypeAdapter
 from pydantic import ValidationError
 
+from jobcore._jobs.cached import MAX_SPEC_BYTES
+from jobcore._jobs.cached import spec_bytes
 from jobcore._jobs.hooks import policy_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import FieldError
@@ -17,7 +19,6 @@ from jobcore._jobs.kind import SpecT
 from jobcore._jobs.models import JobStatus
 from jobcore._jobs.models import RunPolicy
 from jobcore._jobs.plan import run_mode_errors
-from jobcore._runtime.jsoncodec import dumps
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import ObjectKey
 
@@ -33,10 +34,6 @@ def field_errors(error: ValidationError) -> list[FieldError]:
 MAX_DEPTH = 100
 """How deeply a spec may nest: far beyond any Pod template, and within what pydantic serializes
 and `copy.deepcopy` recurses through."""
-MAX_SPEC_BYTES = 256 * 1024
-"""The largest spec, as JSON, that the controller renders: four times a worker template with
-2,000 environment variables. A job's pods share its template in the controller's memory, but
-each pod the API server stores carries a copy."""
 
 
 def parse_job(
@@ -62,7 +59,7 @@ def parse_job(
     raw = obj.get("spec") or {}
     if too_deep := _too_deep(raw):
         return None, [FieldError(too_deep, f"nests deeper than {MAX_DEPTH} levels")]
-    if (size := len(dumps(raw))) > MAX_SPEC_BYTES:
+    if (size := spec_bytes(obj)) > MAX_SPEC_BYTES:
         message = (
             f"is {size:,} bytes as JSON, more than the {MAX_SPEC_BYTES:,} bytes the controller "
             "renders: move bulk data into a ConfigMap or a volume"

@@ -17,6 +17,7 @@ import structlog
 from jobcore._runtime.client import Client
 from jobcore._runtime.compact import compact
 from jobcore._runtime.errors import GoneError
+from jobcore._runtime.jsoncodec import dumps
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import ObjectKey
 from jobcore._runtime.resources import Resource
@@ -29,6 +30,12 @@ Transform = Callable[[Object], Object]
 """Rewrites an object before it is cached, e.g. to drop fields nobody reads."""
 Keep = Callable[[Object], bool]
 """Says whether an object is cached; the informer forgets, as it arrives, any it refuses."""
+
+PAGE_BYTES = 4 * 1024 * 1024
+"""About how much JSON one list page holds (decoded, about three times as much memory)."""
+FIRST_PAGE = 8
+"""Objects in a list's first page, before their size is known: 8 of the largest objects the
+API server stores (about 1.5 MB) stay within a few PAGE_BYTES."""
 
 NAMESPACE_INDEX = "namespace"
 CONTROLLER_UID_INDEX = "controller-uid"
@@ -253,17 +260,23 @@ class Informer:
         return delay * random.uniform(0.8, 1.2)
 
     async def _list_and_replace(self) -> None:
+        """List page by page, each page sized to about PAGE_BYTES by the last one's objects:
+        a page of 500 objects of 1 MB (a tenant's ConfigMaps) would hold gigabytes decoded.
+        """
         items: dict[ObjectKey, Object] = {}
         continue_token: str | None = None
+        limit = min(FIRST_PAGE, self._page_size)
         while True:
             page = await self.client.list(
                 self.resource,
                 self.namespace,
                 **self.selectors,
-                limit=self._page_size,
+                limit=limit,
                 continue_token=continue_token,
             )
+            listed = 0
             for raw in page["items"]:
+                listed += len(dumps(raw))
                 # List items carry no kind; give cached objects the same shape as watched ones.
                 raw.setdefault("kind", self.resource.kind)
                 raw.setdefault("apiVersion", self.resource.api_version)
@@ -274,6 +287,9 @@ class Informer:
             continue_token = page["metadata"].get("continue")
             if not continue_token:
                 break
+            per_object = listed / max(1, len(page["items"]))
+            limit = max(1, min(self._page_size, int(PAGE_BYTES / max(per_object, 1.0))))
+            del page  # not held while the next one arrives
         self._replace(items)
         self._resource_version = page["metadata"]["resourceVersion"]
         if not self._synced.is_set():

@@ -75,6 +75,7 @@ class Manager:
             # Lease renewals never wait behind the controllers' requests for tokens.
             self._elector = LeaderElector(client.with_own_rate_limit(), leader_election)
         self._informers: dict[tuple[Any, ...], Informer] = {}
+        self._informer_options: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._controllers: list[Controller] = []
         self._runnables: list[tuple[Runnable, bool]] = [(LoopMonitor(), False)]
         self._servers: list[ProbeServer] = []
@@ -109,8 +110,9 @@ class Manager:
 
         It caches the objects that any of its callers' `keep` accepts: every object once one
         caller passes none. `options` configure the informer when it is created; asking again
-        for the same scope may only add `indexers` (under new names), since the informer is
-        already shared. Ask for every informer before `run`.
+        for the same scope may only add `indexers` (under new names), or repeat the options it
+        was created with (the same `transform`, say), since the informer is already shared.
+        Ask for every informer before `run`.
         """
         key = (resource, namespace, label_selector, field_selector)
         informer = self._informers.get(key)
@@ -125,8 +127,11 @@ class Manager:
                 **options,
             )
             self._informers[key] = informer
+            self._informer_options[key] = options
             return informer
         indexers: dict[str, IndexFunc] = options.pop("indexers", None) or {}
+        first = self._informer_options[key]
+        options = {k: v for k, v in options.items() if k not in first or first[k] is not v}
         if options:
             raise ValueError(
                 f"the {resource.plural} informer for this scope already exists; "

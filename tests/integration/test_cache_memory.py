@@ -1,5 +1,6 @@
 """Bounded cache memory against a real API server: an informer's `keep` filters its list, its
-watch and a relist, and labelled objects no job controls do not grow the controller's RSS."""
+watch and a relist, labelled objects no job controls do not grow the controller's RSS, and a
+tenant's own bulky children and oversized jobs keep it far under its limit, restarts included."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
+from benchmarks.bench_tenant_memory import refused
+from benchmarks.bench_tenant_memory import write_hostile_objects
 from controllers.kinds import BUNDLED_KINDS
 from controllers.kinds import installed_kinds
 from jobcore import CONFIGMAPS
@@ -23,9 +26,11 @@ from jobcore.jobs import JOB_NAME_LABEL
 from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import crd_for
 from jobcore.testing import SimulatedNode
+from jobcore.testing import condition
 from jobcore.testing import create_until_phase
 from jobcore.testing import eventually
 from jobcore.testing import install_crd
+from jobcore.testing import job_status
 from tests.commands import start_jobcore
 from tests.integration.test_informer import Recorder
 from tests.integration.test_informer import configmap
@@ -46,6 +51,7 @@ FOREIGN_OWNER = {
     "controller": True,
 }
 """A controller of a kind no jobcore controller runs."""
+TENANT_PEAK_LIMIT_MB = 256.0
 
 
 async def test_keep_filters_the_list_the_watch_and_a_relist(client: Client, namespace: str) -> None:
@@ -180,3 +186,26 @@ async def test_labelled_configmaps_no_job_controls_do_not_grow_the_controllers_m
 
     print(f"{FOREIGN_CONFIGMAPS} foreign ConfigMaps raised the controller's RSS by {growth:.1f} MB")
     assert growth < RSS_GROWTH_LIMIT_MB, f"the controller's RSS grew by {growth:.1f} MB"
+
+
+async def test_a_tenants_bulky_children_and_oversized_jobs_keep_the_controller_small(
+    client: Client, namespace: str, kubeconfig_path: str
+) -> None:
+    """ConfigMaps of 900 KB owned by the tenant's own paused job and MPIJobs of 1.2 MB (refused
+    as over the spec limit), written while the controller runs and listed by a restarted one:
+    neither process's peak RSS reaches TENANT_PEAK_LIMIT_MB (the benchmark bench_tenant_memory
+    writes the issue's 300 and 240)."""
+    shape = {"configmaps": 60, "configmap_kb": 900, "jobs": 40, "job_kb": 1200}
+    async with ready_controller(client, kubeconfig_path, namespace) as pid:
+        await write_hostile_objects(client, namespace, **shape)
+        await eventually(lambda: refused(client, namespace, shape["jobs"]), timeout=120)
+        running = rss_mb(pid, "VmHWM")
+    big = condition(await job_status(client, MPIJOBS, namespace, "big-0"), "Failed")
+    assert big["reason"] == "InvalidSpec", big
+    assert "bytes as JSON, more than the 262,144 bytes" in big["message"], big
+    async with ready_controller(client, kubeconfig_path, namespace) as pid:
+        await asyncio.sleep(2)  # ready: every cache listed everything
+        restarted = rss_mb(pid, "VmHWM")
+    print(f"peak RSS: {running:.0f} MB running, {restarted:.0f} MB after a restart")
+    assert running < TENANT_PEAK_LIMIT_MB
+    assert restarted < TENANT_PEAK_LIMIT_MB

@@ -12,8 +12,8 @@ from pydantic import BaseModel
 
 from jobcore import PODS
 from jobcore import Object
+from jobcore._jobs.cached import MAX_SPEC_BYTES
 from jobcore._jobs.models import PodTemplateSpec
-from jobcore._jobs.parse import MAX_SPEC_BYTES
 from jobcore._jobs.parse import ParsedSpecs
 from jobcore._jobs.plan import gang_scheduling
 from jobcore._jobs.plan import plan

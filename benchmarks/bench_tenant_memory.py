@@ -1,0 +1,152 @@
+"""The controller's peak memory against one tenant's large objects, running and after a restart.
+
+A tenant needs no permission beyond its own namespace to write, at once: ConfigMaps of 900 KB
+labelled with the name of its own paused MPIJob and owned by it (children the job layer's
+caches select), and MPIJobs of 1.2 MB each, which the controller refuses as InvalidSpec (over
+256 KiB). `jobcore run` runs while they are written; then a second `jobcore run` starts
+against them, as after an OOM kill or a leader's failover, and lists them all. The figures are
+each process's peak RSS (VmHWM). The Deployment's limit is 512 Mi; the target is under 256 MB.
+
+    python -m benchmarks.bench_tenant_memory --configmaps 300 --jobs 240
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from benchmarks._common import machine
+from benchmarks._common import print_table
+from benchmarks._common import run_benchmark
+from benchmarks._controller import controller
+from jobcore import CONFIGMAPS
+from jobcore import NAMESPACES
+from jobcore import Client
+from jobcore import Object
+from jobcore import owner_reference
+from jobcore.jobs import JOB_NAME_LABEL
+from jobcore.jobs import crd_for
+from jobcore.testing import ControlPlane
+from jobcore.testing import eventually
+from jobcore.testing import install_crd
+from jobcore.testing import job_manifest
+from jobcore.testing import job_status
+from jobkinds.mpijob import MPIJobKind
+
+NAMESPACE = "bench"
+KIND = MPIJobKind()
+TARGET_MB = 256.0
+WRITES_AT_ONCE = 8
+
+
+def mpijob(namespace: str, name: str, *, env_bytes: int = 0, paused: bool = False) -> Object:
+    """An MPIJob of two workers; `env_bytes` of environment in its worker template."""
+    container: Object = {"name": "mpi-worker", "image": "mpi:latest"}
+    if env_bytes:
+        chunk = 4000
+        container["env"] = [
+            {"name": f"V{i}", "value": "x" * chunk} for i in range(env_bytes // chunk)
+        ]
+    spec: Object = {
+        "worker": {
+            "replicas": 2,
+            "cmd": ["./train"],
+            "template": {"spec": {"containers": [container]}},
+        }
+    }
+    if paused:
+        spec["runMode"] = {"pause": {"enabled": True}}
+    return job_manifest(KIND, spec, name=name, namespace=namespace, uid=None)
+
+
+def configmap_of(owner: Object, index: int, size: int) -> Object:
+    """A ConfigMap of `size` bytes labelled with `owner`'s name and owned by it."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{meta['name']}-bulk-{index}",
+            "namespace": meta["namespace"],
+            "labels": {JOB_NAME_LABEL: meta["name"]},
+            "ownerReferences": [owner_reference(owner)],
+        },
+        "data": {"blob": "x" * size},
+    }
+
+
+async def write_hostile_objects(
+    client: Client, namespace: str, *, configmaps: int, configmap_kb: int, jobs: int, job_kb: int
+) -> None:
+    """The paused job `owner` and its `configmaps` bulky ConfigMaps, and `jobs` MPIJobs of
+    `job_kb` KB each, written a few at a time."""
+    owner = await client.create(KIND.resource, mpijob(namespace, "owner", paused=True))
+    limit = asyncio.Semaphore(WRITES_AT_ONCE)
+
+    async def write(index: int) -> None:
+        async with limit:  # each object built only when it is sent: they are large
+            if index < configmaps:
+                await client.create(CONFIGMAPS, configmap_of(owner, index, configmap_kb * 1000))
+            else:
+                big = mpijob(namespace, f"big-{index - configmaps}", env_bytes=job_kb * 1000)
+                await client.create(KIND.resource, big)
+
+    await asyncio.gather(*(write(i) for i in range(configmaps + jobs)))
+
+
+async def refused(client: Client, namespace: str, jobs: int) -> bool:
+    """Whether every big job's status says Failed (InvalidSpec)."""
+    for i in range(jobs):
+        status = await job_status(client, KIND.resource, namespace, f"big-{i}")
+        if status.get("phase") != "Failed":
+            return False
+    return True
+
+
+async def main(configmaps: int, configmap_kb: int, jobs: int, job_kb: int) -> None:
+    print(machine())
+    async with ControlPlane() as plane:
+        client = await Client.from_kubeconfig(plane.kubeconfig_path)
+        kubeconfig = plane.kubeconfig_path
+        await client.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        )
+        await install_crd(client, crd_for(KIND))
+        async with controller(kubeconfig, NAMESPACE, "mpijob") as first:
+            started = time.monotonic()
+            await write_hostile_objects(
+                client,
+                NAMESPACE,
+                configmaps=configmaps,
+                configmap_kb=configmap_kb,
+                jobs=jobs,
+                job_kb=job_kb,
+            )
+            written = time.monotonic() - started
+            await eventually(lambda: refused(client, NAMESPACE, jobs), timeout=300, interval=1)
+            steady = first.peak_rss_mb()
+        async with controller(kubeconfig, NAMESPACE, "mpijob") as second:
+            await eventually(second.ready, timeout=300, interval=0.2)
+            await asyncio.sleep(2)
+            restart = second.peak_rss_mb()
+        await client.close()
+    total_mb = (configmaps * configmap_kb + jobs * job_kb) / 1000
+    print_table(
+        [
+            ("objects written (MB)", f"{total_mb:.0f}"),
+            ("written in (s)", f"{written:.1f}"),
+            ("peak RSS while written (MB)", f"{steady:.0f}", f"< {TARGET_MB:.0f}"),
+            ("peak RSS of a restart (MB)", f"{restart:.0f}", f"< {TARGET_MB:.0f}"),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    run_benchmark(
+        main,
+        __doc__,
+        configmaps=(int, 300, "bulky ConfigMaps owned by the tenant's paused job"),
+        configmap_kb=(int, 900),
+        jobs=(int, 240, "MPIJobs over the spec limit"),
+        job_kb=(int, 1200),
+    )

@@ -1,0 +1,86 @@
+"""What the job layer's caches keep of jobs and children: what it reads, at any size.
+
+A tenant can write objects of up to the API server's limit (about 1.5 MB each) that the job
+layer's caches select: jobs of its kinds, and children labelled with a job's name and owned by
+it. Cached whole, a few hundred of them outgrow the controller's memory limit, and every team's
+jobs stop with it. So a job whose spec is larger than the controller renders is cached as a
+stub: its spec dropped but for `runPolicy`, which its clean-up obeys, and its size kept for its
+InvalidSpec status. A ConfigMap's or Secret's values are cached as digests: the job layer
+compares a ConfigMap's data with what it renders and looks for keys in a Secret, and reads no
+value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from jobcore._runtime.informer import Transform
+from jobcore._runtime.informer import strip_bulk
+from jobcore._runtime.jsoncodec import dumps
+from jobcore._runtime.resources import CONFIGMAPS
+from jobcore._runtime.resources import SECRETS
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import Resource
+
+MAX_SPEC_BYTES = 256 * 1024
+"""The largest spec, as JSON, that the controller renders: four times a worker template with
+2,000 environment variables. A job's pods share its template in the controller's memory, but
+each pod the API server stores carries a copy."""
+SPEC_BYTES = "jobcore.dev/specBytes"
+"""Where a cached stub keeps the size of the spec it dropped: a top-level key no object the
+API server sends has, so that no stored job can pass for a stub."""
+MAX_RUN_POLICY_BYTES = 4096
+"""The largest `runPolicy` a stub keeps: a valid one is a few fields."""
+MAX_DIGESTED_KEYS = 64
+"""Keys a cached ConfigMap or Secret keeps with a digest each; beyond, one digest of all."""
+_VALUES = ("data", "binaryData", "stringData")
+
+
+def job_as_cached(obj: Object) -> Object:
+    """`obj` as the jobs cache keeps it: without the bulk no controller reads, and a spec
+    larger than MAX_SPEC_BYTES replaced by a stub."""
+    obj = strip_bulk(obj)
+    obj.pop(SPEC_BYTES, None)  # only a stub says its size
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and (size := len(dumps(spec))) > MAX_SPEC_BYTES:
+        run_policy = spec.get("runPolicy")
+        small = run_policy is not None and len(dumps(run_policy)) <= MAX_RUN_POLICY_BYTES
+        obj["spec"] = {"runPolicy": run_policy} if small else {}
+        obj[SPEC_BYTES] = size
+    return obj
+
+
+def spec_bytes(obj: Object) -> int:
+    """The size of the job's spec as JSON, as stored: a stub's is the one it noted."""
+    noted = obj.get(SPEC_BYTES)
+    return noted if isinstance(noted, int) else len(dumps(obj.get("spec") or {}))
+
+
+def child_transform(resource: Resource) -> Transform:
+    """How the children cache of `resource` keeps its objects: ConfigMaps and Secrets with
+    their values digested, the rest without their bulk."""
+    return values_as_digests if resource in (CONFIGMAPS, SECRETS) else strip_bulk
+
+
+def values_as_digests(obj: Object) -> Object:
+    """`obj` without its bulk, its `data`, `binaryData` and `stringData` as `digests`."""
+    obj = strip_bulk(obj)
+    for field in _VALUES:
+        values = obj.get(field)
+        if isinstance(values, Mapping) and values:
+            obj[field] = digests(values)
+    return obj
+
+
+def digests(values: Mapping[str, Any]) -> dict[str, str]:
+    """`values` with each value replaced by a digest, which is all the job layer compares;
+    beyond MAX_DIGESTED_KEYS keys, one digest of them all under the key ""."""
+    if len(values) > MAX_DIGESTED_KEYS:
+        return {"": _digest(dumps(sorted(values.items())))}
+    return {key: _digest(dumps(value)) for key, value in values.items()}
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
