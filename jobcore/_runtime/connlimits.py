@@ -68,7 +68,7 @@ class ConnectionGuard:
     def admit(self, connection: _Connection) -> None:
         """Count `connection` in, closing the one that has waited longest if it is one too many."""
         if len(self._open) >= self.limits.max_connections:
-            next(iter(self._open)).close()
+            next(iter(self._open)).drop()
         self._open[connection] = None
 
     def touch(self, connection: _Connection) -> None:
@@ -102,9 +102,7 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self._unstarted += len(data)
         if self._unstarted > self._guard.limits.max_header_bytes:
-            if self._transport is not None:
-                self._transport.write(_TOO_LARGE)
-            self.close()
+            self._end(answer=_TOO_LARGE)
             return
         if self._deadline is None:
             self._start_clock()
@@ -116,11 +114,21 @@ class _Connection(asyncio.Protocol):
         self._stop_clock()
         self._guard.touch(self)
 
-    def close(self) -> None:
+    def drop(self) -> None:
+        """Close the connection at once, discarding what it has left to send (a response its
+        client does not read would keep it open)."""
+        self._end()
+
+    def _end(self, answer: bytes = b"") -> None:
         self._guard.forget(self)
         self._stop_clock()
-        if self._transport is not None:
+        if self._transport is None:
+            return
+        if answer:  # closed once sent: a reset could discard it before the client reads it
+            self._transport.write(answer)
             self._transport.close()
+        else:
+            self._transport.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._guard.forget(self)
@@ -138,7 +146,7 @@ class _Connection(asyncio.Protocol):
 
     def _start_clock(self) -> None:
         loop = asyncio.get_running_loop()
-        self._deadline = loop.call_later(self._guard.limits.header_timeout, self.close)
+        self._deadline = loop.call_later(self._guard.limits.header_timeout, self.drop)
 
     def _stop_clock(self) -> None:
         if self._deadline is not None:
