@@ -19,7 +19,7 @@ benchmark's figures do not depend on it; 500 a second caps a runaway. client-go'
 would stretch those 200 jobs over minutes."""
 
 
-def _at_least(low: Number, kind: Callable[[str], Number]) -> Callable[[str], Number]:
+def at_least(low: Number, kind: Callable[[str], Number]) -> Callable[[str], Number]:
     """An argparse type: `kind(text)`, refused below `low`."""
 
     def parse(text: str) -> Number:
@@ -42,14 +42,14 @@ def add_client_arguments(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--kube-api-qps",
-        type=_at_least(0.0, float),
+        type=at_least(0.0, float),
         default=DEFAULT_QPS,
         help=f"requests per second to the API server at most, past the burst (default: "
         f"{DEFAULT_QPS:g}; 0: no limit)",
     )
     run.add_argument(
         "--kube-api-burst",
-        type=_at_least(1, int),
+        type=at_least(1, int),
         default=DEFAULT_BURST,
         help=f"requests sent at once before --kube-api-qps spaces them (default: {DEFAULT_BURST})",
     )

@@ -18,6 +18,8 @@ from controllers.kinds import KindLoadError
 from controllers.kinds import installed_kinds
 from controllers.kinds import kind_names
 from controllers.kinds import load_all_kinds
+from controllers.serving import add_server_arguments
+from controllers.serving import server_limits
 from jobcore import LeaderElectionConfig
 from jobcore import LeaderElectionLost
 from jobcore import Manager
@@ -135,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
         'only; ":8080" is every interface; "off" disables it)',
     )
     run.add_argument("--health-probe-bind-address", default=":8081", help='"off" to disable')
+    add_server_arguments(run)
     run.add_argument("--leader-elect", action="store_true", help="run as one of several replicas")
     run.add_argument("--leader-election-namespace", default="default")
     run.add_argument("--leader-election-id", default="jobcore-controller")
@@ -230,6 +233,7 @@ async def _run(args: argparse.Namespace) -> int:
         leader_election=election,
         metrics_address=_address(args.metrics_bind_address),
         health_address=_address(args.health_probe_bind_address),
+        server_limits=server_limits(args),
     )
     gang_scheduler = _gang_scheduler(args)
     configure_gc()

@@ -163,6 +163,7 @@ def rbac(kinds: Sequence[JobKind[Any]], namespace: str | None = None) -> list[Ob
 
 def deployment(namespace: str | None = None, image: str = IMAGE) -> list[Object]:
     """The controller: two replicas with leader election and probes; `/metrics` on localhost.
+    `network_policy()` goes with it.
 
     With `namespace`, it runs there and watches that namespace only. Its namespace comes with
     the RBAC objects, which are applied first. Metrics stay on the pod's loopback (the
@@ -184,7 +185,8 @@ def deployment(namespace: str | None = None, image: str = IMAGE) -> list[Object]
             "--leader-election-id",
             NAME,
         ],
-        # The kubelet probes the pod's IP: the probe server listens on every interface.
+        # The kubelet probes the pod's IP: the probe server listens on every interface, and
+        # `network_policy()` admits no pod to it.
         "ports": [{"name": "health", "containerPort": HEALTH_PORT}],
         "livenessProbe": {**probe, "initialDelaySeconds": 10},
         "readinessProbe": {**probe, "httpGet": {"path": "/readyz", "port": "health"}},
@@ -248,7 +250,8 @@ def deployment(namespace: str | None = None, image: str = IMAGE) -> list[Object]
 
 def metrics_patch() -> list[dict[str, Any]]:
     """A JSON patch (kustomize's `patchesJson6902`) that serves `/metrics` on the pod's IP,
-    to be scraped, with `metrics_exposure()` in front."""
+    to be scraped, with `metrics_exposure()` in front and `network_policy()` admitting only
+    Prometheus."""
     container = "/spec/template/spec/containers/0"
     return [
         {
@@ -265,33 +268,39 @@ def metrics_patch() -> list[dict[str, Any]]:
 
 
 def metrics_exposure(namespace: str | None = None) -> list[Object]:
-    """For exposed metrics: a Service for a ServiceMonitor, and a NetworkPolicy that admits only
-    the Prometheus pods of the namespace `monitoring` (labelled as the kube-prometheus-stack
-    labels them; edit the selectors to match yours).
+    """For exposed metrics: a Service, for a ServiceMonitor. `network_policy()` admits
+    Prometheus to the port."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _meta(f"{NAME}-metrics", namespace or NAMESPACE),
+            "spec": {
+                "selector": dict(_LABELS),
+                "ports": [{"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics"}],
+            },
+        }
+    ]
 
-    The policy selects the controller's pods, so it refuses every other ingress too; the
-    controller serves nothing else but its probes, and a kubelet's probes of its own node's
-    pods are always admitted.
+
+def network_policy(namespace: str | None = None) -> list[Object]:
+    """Ingress to the controller's pods only from where it must come: its metrics port from
+    the Prometheus pods of the namespace `monitoring` (labelled as the kube-prometheus-stack
+    labels them; edit the selectors to match yours), and nothing else from any pod.
+
+    The probe port needs no rule: a NetworkPolicy cannot block a pod's own node, whose kubelet
+    sends the probes. The metrics port is reachable only once `metrics_patch()` serves it on
+    the pod's IP.
     """
-    home = namespace or NAMESPACE
     prometheus = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
     }
     return [
         {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": _meta(f"{NAME}-metrics", home),
-            "spec": {
-                "selector": dict(_LABELS),
-                "ports": [{"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics"}],
-            },
-        },
-        {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "NetworkPolicy",
-            "metadata": _meta(f"{NAME}-metrics", home),
+            "metadata": _meta(NAME, namespace or NAMESPACE),
             "spec": {
                 "podSelector": {"matchLabels": dict(_LABELS)},
                 "policyTypes": ["Ingress"],
@@ -299,7 +308,7 @@ def metrics_exposure(namespace: str | None = None) -> list[Object]:
                     {"from": [prometheus], "ports": [{"protocol": "TCP", "port": METRICS_PORT}]}
                 ],
             },
-        },
+        }
     ]
 
 
@@ -337,9 +346,9 @@ def _dump(path: Path, documents: Sequence[Any]) -> Path:
 def write_manifests(
     kinds: Sequence[JobKind[Any]], output: str | Path, namespace: str | None = None
 ) -> list[Path]:
-    """Write a kustomize layout under `output`: `crds/`, `rbac/`, `deploy/` and a
-    `kustomization.yaml` installing them (`kubectl apply -k`), and one for the job samples
-    found in `samples/` (kept by hand).
+    """Write a kustomize layout under `output`: `crds/`, `rbac/`, `deploy/` (the Deployment
+    and its NetworkPolicy) and a `kustomization.yaml` installing them (`kubectl apply -k`),
+    and one for the job samples found in `samples/` (kept by hand).
 
     The install holds only APIs that every Kubernetes from 1.20 on serves, so `apply -k`
     works on all of them. Not installed: `deploy/pdb.yaml`, the PodDisruptionBudget, applied
@@ -353,6 +362,7 @@ def write_manifests(
     installed = [
         _dump(root / "rbac" / "rbac.yaml", rbac(kinds, namespace)),
         _dump(root / "deploy" / "controller.yaml", deployment(namespace)),
+        _dump(root / "deploy" / "network-policy.yaml", network_policy(namespace)),
     ]
     apart = [
         _dump(root / "deploy" / "pdb.yaml", disruption_budget(namespace)),

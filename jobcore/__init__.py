@@ -18,6 +18,7 @@ are public; the lists are frozen by tests/unit/api/, so that growth shows in rev
 from jobcore._runtime.client import DEFAULT_MAX_CONNECTIONS
 from jobcore._runtime.client import Client
 from jobcore._runtime.client import PatchType
+from jobcore._runtime.connlimits import ServerLimits
 from jobcore._runtime.controller import Controller
 from jobcore._runtime.controller import Reconciler
 from jobcore._runtime.controller import Result
@@ -143,6 +144,7 @@ __all__ = [
     "Resource",
     "Result",
     "Runnable",
+    "ServerLimits",
     "TerminalError",
     "Transform",
     "WatchEvent",

@@ -5,8 +5,8 @@ Layers, bottom up (import-linter checks that each imports only those below it):
 - `errors`, `resources`, `jsoncodec`, `labels`, `metrics`, `logs`, `gc`: the exception tree,
   resource names and object keys, the JSON codec, label selectors, Prometheus metrics,
   structured logs, the garbage collector's tuning.
-- `watchstream`, `retry`, `ratelimit`: a watch read as events, when a failure is retried,
-  rate limiters.
+- `watchstream`, `retry`, `ratelimit`, `connlimits`: a watch read as events, when a failure
+  is retried, rate limiters, what a client may hold of the probe and metrics servers.
 - `client`, `workqueue`, `predicate`, `compact`, `expectations`: the API client over plain
   JSON objects, the deduplicating work queue, event filters, cached objects sharing equal
   parts, expected creations and deletions.

@@ -12,6 +12,7 @@ from typing import Protocol
 import structlog
 
 from jobcore._runtime.client import Client
+from jobcore._runtime.connlimits import ServerLimits
 from jobcore._runtime.controller import Controller
 from jobcore._runtime.errors import LeaderElectionLost
 from jobcore._runtime.informer import IndexFunc
@@ -61,6 +62,7 @@ class Manager:
         leader_election: LeaderElectionConfig | None = None,
         metrics_address: Address | None = ("127.0.0.1", 8080),
         health_address: Address | None = ("0.0.0.0", 8081),
+        server_limits: ServerLimits | None = None,
         graceful_shutdown_timeout: float = 30.0,
     ) -> None:
         self.client = client
@@ -81,12 +83,19 @@ class Manager:
         self._servers: list[ProbeServer] = []
         if metrics_address is not None:
             host, port = metrics_address
-            self._servers.append(ProbeServer(host=host, port=port, metrics=True))
+            self._servers.append(
+                ProbeServer(host=host, port=port, metrics=True, limits=server_limits)
+            )
         if health_address is not None:
             host, port = health_address
             self._servers.append(
                 ProbeServer(
-                    host=host, port=port, healthz=self.healthz, readyz=self.readyz, metrics=False
+                    host=host,
+                    port=port,
+                    healthz=self.healthz,
+                    readyz=self.readyz,
+                    metrics=False,
+                    limits=server_limits,
                 )
             )
         self._stop = asyncio.Event()

@@ -4,21 +4,26 @@ The endpoints answer as controller-runtime's do, so probes and scrape configs ca
 `/healthz` and `/readyz` say "ok" (200) when every check passes and list the checks with a
 500 otherwise; `/healthz/<name>` and `/readyz/<name>` run one check; `/metrics` serves
 `metrics.REGISTRY`. Like controller-runtime, a process usually runs two servers, one for
-metrics and one for probes; each endpoint group is switched on by its argument.
+metrics and one for probes; each endpoint group is switched on by its argument. What a client
+may hold of a server is bounded by `connlimits.ServerLimits`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import Awaitable
 from collections.abc import Callable
 
 import structlog
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client.exposition import choose_encoder
 
+from jobcore._runtime import connlimits
 from jobcore._runtime import metrics
+from jobcore._runtime.connlimits import ServerLimits
 
 __all__ = ["Check", "HealthChecks", "ProbeServer"]
 
@@ -27,6 +32,16 @@ Check = Callable[[], bool | Awaitable[bool]]
 
 _log = structlog.get_logger("jobcore.server")
 _TEXT_HEADERS = {"X-Content-Type-Options": "nosniff"}
+
+
+def _not_a_bad_request(record: logging.LogRecord) -> bool:
+    """aiohttp logs a traceback for each malformed request it answers 400: the client's fault,
+    and, as many as an attacker likes, a flood in the logs."""
+    return not (record.exc_info and isinstance(record.exc_info[1], HttpProcessingError))
+
+
+_aiohttp_log = logging.getLogger("jobcore.server.aiohttp")
+_aiohttp_log.addFilter(_not_a_bad_request)
 
 
 class HealthChecks:
@@ -66,7 +81,9 @@ class ProbeServer:
 
     `ProbeServer(host=..., port=8080)` serves metrics only;
     `ProbeServer(host=..., port=8081, healthz=..., readyz=..., metrics=False)` serves probes
-    only. Port 0 binds a free port, readable from `port` once started.
+    only. Port 0 binds a free port, readable from `port` once started. `limits` bound what
+    clients may hold: connections, request heads' bytes and time, idle time (by default,
+    `ServerLimits()`).
     """
 
     def __init__(
@@ -77,10 +94,12 @@ class ProbeServer:
         healthz: HealthChecks | None = None,
         readyz: HealthChecks | None = None,
         metrics: bool = True,
+        limits: ServerLimits | None = None,
     ) -> None:
         self._host = host
         self._requested_port = port
-        self._app = web.Application()
+        self._limits = limits or ServerLimits()
+        self._app = web.Application(middlewares=[connlimits.request_started])
         for probe, checks in (("healthz", healthz), ("readyz", readyz)):
             if checks is not None:
                 self._app.router.add_get(f"/{probe}", _aggregate_handler(probe, checks))
@@ -88,23 +107,33 @@ class ProbeServer:
         if metrics:
             self._app.router.add_get("/metrics", _serve_metrics)
         self._runner: web.AppRunner | None = None
+        self._server: asyncio.Server | None = None
 
     @property
     def port(self) -> int:
         """The bound port; only known after `start()`."""
-        if self._runner is None:
+        if self._server is None:
             raise RuntimeError("ProbeServer is not started")
-        port: int = self._runner.addresses[0][1]
+        port: int = self._server.sockets[0].getsockname()[1]
         return port
 
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("ProbeServer is already started")
         # No access log: kubelet probes and scrapes every few seconds would drown the logs.
-        runner = web.AppRunner(self._app, access_log=None)
+        runner = web.AppRunner(
+            self._app,
+            access_log=None,
+            logger=_aiohttp_log,
+            keepalive_timeout=self._limits.idle_timeout,
+        )
         await runner.setup()
+        assert runner.server is not None
+        guard = connlimits.ConnectionGuard(runner.server, self._limits)
         try:
-            await web.TCPSite(runner, self._host, self._requested_port).start()
+            self._server = await asyncio.get_running_loop().create_server(
+                guard, self._host, self._requested_port, backlog=128
+            )
         except BaseException:
             await runner.cleanup()
             raise
@@ -112,9 +141,11 @@ class ProbeServer:
         _log.info("serving", host=self._host, port=self.port)
 
     async def stop(self) -> None:
-        if self._runner is not None:
+        if self._runner is not None and self._server is not None:
             runner, self._runner = self._runner, None
-            await runner.cleanup()
+            self._server.close()
+            await runner.cleanup()  # closes the open connections
+            self._server = None
 
 
 def _aggregate_handler(

@@ -69,6 +69,7 @@ async def test_kubectl_apply_k_installs_a_controller_whose_rbac_is_enough_and_le
         f"clusterrole.rbac.authorization.k8s.io/{NAME}",
         f"clusterrolebinding.rbac.authorization.k8s.io/{NAME}",
         f"deployment.apps/{NAME}",
+        f"networkpolicy.networking.k8s.io/{NAME}",
     ):
         assert applied in out, out
     assert f"service/{NAME}-metrics" not in out, "metrics are exposed only on demand"
@@ -148,7 +149,8 @@ async def test_metrics_are_exposed_by_a_patch_and_admitted_from_prometheus_only(
     kubeconfig_path: str, tmp_path: Path
 ) -> None:
     """The documented way to expose `/metrics`: the two files the default install leaves
-    out, added to its kustomization, pass the API server's validation."""
+    out, added to its kustomization, pass the API server's validation; the installed
+    NetworkPolicy admits Prometheus to the port."""
     shutil.copytree(MANIFESTS, tmp_path / "manifests")
     kustomization = tmp_path / "manifests" / "kustomization.yaml"
     layout = yaml.safe_load(kustomization.read_text())
@@ -165,7 +167,7 @@ async def test_metrics_are_exposed_by_a_patch_and_admitted_from_prometheus_only(
     (container,) = built["Deployment", NAME]["spec"]["template"]["spec"]["containers"]
     assert container["args"][-1] == "--metrics-bind-address=:8080"
     assert {"name": "metrics", "containerPort": 8080} in container["ports"]
-    policy = built["NetworkPolicy", f"{NAME}-metrics"]["spec"]
+    policy = built["NetworkPolicy", NAME]["spec"]
     (rule,) = policy["ingress"]
     assert rule["ports"] == [{"protocol": "TCP", "port": 8080}]
     assert rule["from"][0]["namespaceSelector"]["matchLabels"] == {
@@ -179,4 +181,4 @@ async def test_metrics_are_exposed_by_a_patch_and_admitted_from_prometheus_only(
         )
     )
     assert (code, installs.complaints(err)) == (0, []), err
-    assert f"networkpolicy.networking.k8s.io/{NAME}-metrics" in out, out
+    assert f"networkpolicy.networking.k8s.io/{NAME}" in out, out

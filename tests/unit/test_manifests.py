@@ -21,6 +21,7 @@ from controllers.manifests import deployment
 from controllers.manifests import disruption_budget
 from controllers.manifests import metrics_exposure
 from controllers.manifests import metrics_patch
+from controllers.manifests import network_policy
 from controllers.manifests import rbac
 from controllers.manifests import write_manifests
 from jobcore.jobs import crd_for
@@ -141,13 +142,23 @@ def test_a_namespaced_install_leaves_the_crds_to_a_cluster_admin(tmp_path: Path)
         == 0
     )
     layout = yaml.safe_load((tmp_path / "kustomization.yaml").read_text())
-    assert layout["resources"] == ["deploy/controller.yaml", "rbac/rbac.yaml"]
+    assert layout["resources"] == [
+        "deploy/controller.yaml",
+        "deploy/network-policy.yaml",
+        "rbac/rbac.yaml",
+    ]
     assert (tmp_path / "crds" / "batch.tensorstack.dev_mpijobs.yaml").exists()
     kinds = [o["kind"] for o in yaml.safe_load_all((tmp_path / "rbac" / "rbac.yaml").read_text())]
     assert "ClusterRole" not in kinds and "Namespace" not in kinds
 
 
-SERVED_FROM_1_20_ON = {"v1", "apps/v1", "rbac.authorization.k8s.io/v1", "apiextensions.k8s.io/v1"}
+SERVED_FROM_1_20_ON = {
+    "v1",
+    "apps/v1",
+    "rbac.authorization.k8s.io/v1",
+    "apiextensions.k8s.io/v1",
+    "networking.k8s.io/v1",
+}
 """API versions that Kubernetes 1.20 serves and no later release removes."""
 
 
@@ -196,9 +207,19 @@ def test_metrics_listen_on_loopback_unless_exposed(capsys: pytest.CaptureFixture
         "--metrics-bind-address=:8080",
         {"name": "metrics", "containerPort": 8080},
     ]
-    service, policy = metrics_exposure()
+    (service,) = metrics_exposure()
     assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+
+
+def test_the_network_policy_admits_prometheus_to_the_metrics_port_and_no_pod_else() -> None:
+    """The probe port needs no rule: a NetworkPolicy cannot block the pod's own node, whose
+    kubelet probes it."""
+    (deploy,) = deployment()
+    (policy,) = network_policy()
+    assert policy["metadata"]["namespace"] == NAMESPACE
+    assert network_policy("team-a")[0]["metadata"]["namespace"] == "team-a"
     assert policy["spec"]["podSelector"] == deploy["spec"]["selector"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
     (rule,) = policy["spec"]["ingress"]
     assert rule["ports"] == [{"protocol": "TCP", "port": 8080}]
     (source,) = rule["from"]
