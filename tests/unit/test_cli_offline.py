@@ -146,12 +146,12 @@ def test_hostile_yaml_is_refused_at_once(
     )
     deep = tmp_path / "deep.yaml"
     deep.write_text("[" * 100_000)
-    start = time.monotonic()
+    start = time.process_time()  # CPU time: a loaded machine's waits are not the parser's
     code, out, err = run_cli(capsys, command, str(bomb), str(deep))
-    seconds = time.monotonic() - start
+    seconds = time.process_time() - start
     with capsys.disabled():
         print(
-            f"\njobcore {command}: alias bomb and 100,000 nested lists refused in {seconds:.2f} s"
+            f"\njobcore {command}: alias bomb and 100,000 nested lists refused in {seconds:.2f} CPU s"
         )
     assert seconds < 2
     assert code == 1

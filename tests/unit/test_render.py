@@ -137,11 +137,12 @@ def billion_laughs(levels: int = 10) -> str:
 
 
 def refusal(text: str) -> tuple[Problem, float]:
-    """The problem that reading `text` raises, and how long reading it took."""
-    start = time.monotonic()
+    """The problem that reading `text` raises, and the CPU time reading it took (a loaded
+    machine's waits are not the parser's)."""
+    start = time.process_time()
     with pytest.raises(UnreadableInput) as caught:
         parse_documents(text, "hostile.yaml")
-    return caught.value.problem, time.monotonic() - start
+    return caught.value.problem, time.process_time() - start
 
 
 def test_an_alias_bomb_is_refused_at_once_where_it_goes_off() -> None:
