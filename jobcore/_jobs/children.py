@@ -256,10 +256,10 @@ class JobChildren(Generic[SpecT]):
         containers have all stopped.
 
         The kubelet stops a deleted pod's containers within its grace period, but removes the
-        pod only once it has cleaned up after it, on a sync of its own (every 10 s, and much
-        later on a loaded node), and a pause or a restart waits for the pods to be gone. The
-        program had its grace period; what is left is the kubelet's, which it finishes with the
-        pod gone. Pods of batch Jobs stay their Job controller's.
+        pod only once it has cleaned up after it, on a sync of its own (10 s after the
+        containers stopped in docs/operations.md's run), and a pause or a restart waits for
+        the pods to be gone. The program had its grace period; what is left is the kubelet's,
+        which it finishes with the pod gone. Pods of batch Jobs stay their Job controller's.
         """
         awaited = self.expectations.pending_deletions(request)
         stopped = [

@@ -111,7 +111,7 @@ async def test_pausing_deletes_the_pods_and_resuming_runs_the_job_again(
     finally:
         stopping.cancel()
     # The pods' containers stop within their grace period; what follows is the controller's.
-    # The kubelet alone takes 10 s to a minute to remove a stopped pod (docs/operations.md).
+    # Left to the kubelet, the stopped pods went 10 s later (docs/operations.md).
     print(f"pause: Paused {paused - requested:.1f} s after the request, "
           f"{paused - stopped:.1f} s after the pods stopped")  # fmt: skip
     assert paused - stopped < 5, f"Paused {paused - stopped:.1f} s after the pods stopped"
