@@ -9,6 +9,7 @@ them as the cache shows them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from typing import Generic
 
 from jobcore._jobs.cached import digests
 from jobcore._jobs.decide import pod_ended
+from jobcore._jobs.decide import pod_stopped
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
@@ -27,6 +29,7 @@ from jobcore._jobs.scheduling import GangScheduler
 from jobcore._runtime.client import Client
 from jobcore._runtime.errors import AlreadyExistsError
 from jobcore._runtime.errors import ApiError
+from jobcore._runtime.errors import ConflictError
 from jobcore._runtime.errors import ForbiddenError
 from jobcore._runtime.errors import JobcoreError
 from jobcore._runtime.errors import NotFoundError
@@ -248,6 +251,32 @@ class JobChildren(Generic[SpecT]):
             if name in doomed and _run_by_finished(pod, batch_jobs) and not pod_ended(pod)
         }
         return await self._delete(request, PODS, leftovers, keep=set())
+
+    async def remove_stopped(self, request: Request, uid: str) -> None:
+        """Remove from the API server, at once, the pods this job's deletions wait for whose
+        containers have all stopped.
+
+        The kubelet stops a deleted pod's containers within its grace period, but removes the
+        pod only once it has cleaned up after it, on a sync of its own (10 s after the
+        containers stopped in docs/operations.md's run), and a pause or a restart waits for
+        the pods to be gone. The program had its grace period; what is left is the kubelet's,
+        which it finishes with the pod gone. Pods of batch Jobs stay their Job controller's.
+        """
+        awaited = self.expectations.pending_deletions(request)
+        stopped = [
+            pod
+            for name, pod in self.observe(uid).pods.items()
+            if name in awaited
+            and pod["metadata"].get("deletionTimestamp")
+            and pod_stopped(pod)
+            and not run_by_batch_job(pod)
+        ]
+        for pod in stopped:
+            meta = pod["metadata"]
+            with contextlib.suppress(NotFoundError, ConflictError):
+                await self.client.delete(
+                    PODS, meta["name"], meta["namespace"], grace_period_seconds=0, uid=meta["uid"]
+                )
 
     async def delete_batch_jobs(
         self, request: Request, observed: Observed, keep: set[str]

@@ -141,6 +141,18 @@ def pod_ended(pod: Object) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
+def pod_stopped(pod: Object) -> bool:
+    """Whether none of the pod's containers runs any more: it ended, or every container the
+    kubelet reported has terminated (a pod it stopped for a deletion, whatever its phase)."""
+    statuses = [
+        *((pod.get("status") or {}).get("initContainerStatuses") or ()),
+        *((pod.get("status") or {}).get("containerStatuses") or ()),
+    ]
+    return pod_ended(pod) or (
+        bool(statuses) and all("terminated" in (s.get("state") or {}) for s in statuses)
+    )
+
+
 def ended_pods(observed: Observed) -> set[str]:
     return {name for name, pod in observed.pods.items() if pod_ended(pod)}
 

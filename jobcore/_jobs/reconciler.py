@@ -150,7 +150,10 @@ class JobReconciler(Generic[SpecT]):
         if obj["metadata"].get("deletionTimestamp"):
             return Result()
         if not self.expectations.satisfied(request):
-            return Result(requeue_after=5.0)  # our own creations' events bring us back sooner
+            # Our own creations' and deletions' events bring us back sooner; the pods being
+            # deleted that have stopped go now, not when the kubelet gets to them.
+            await self.children.remove_stopped(request, obj["metadata"]["uid"])
+            return Result(requeue_after=5.0)
         previous = self.writer.latest(obj)
         job, errors = self.specs.parse(obj, previous)
         if job is None and decide.has_ended(previous):

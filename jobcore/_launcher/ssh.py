@@ -201,8 +201,12 @@ def ssh_client_config(ssh: SSHAccess) -> str:
 
 # The wait script's body: `hostfile`, `timeout` and `port` are set before it; it leaves the hosts in
 # the bash array `workers`, and `still` for a caller's own bounded wait. Its exit code when giving
-# up is SSH_WAIT_TIMEOUT_EXIT.
-_WAIT_BODY = r"""case $timeout in
+# up is SSH_WAIT_TIMEOUT_EXIT. A container's PID 1 gets only the signals it handles: bash would
+# ignore SIGTERM, and a launcher deleted while it waits (a pause, a restart) would hold its pod
+# for its whole grace period; the trap ends it, and the launch command exec'd after it handles
+# its own.
+_WAIT_BODY = r"""trap 'exit 143' TERM
+case $timeout in
   '' | *[!0-9]*)  # bash arithmetic would run what a job's env hides in the value
     echo "jobcore: the wait time must be a whole number of seconds, not '$timeout'" >&2
     exit 124 ;;

@@ -81,6 +81,11 @@ class Expectations:
         pending = self._live(owner_key)
         return frozenset(pending.creations) if pending else frozenset()
 
+    def pending_deletions(self, owner_key: Hashable) -> frozenset[str]:
+        """Children being deleted that the cache still shows."""
+        pending = self._live(owner_key)
+        return frozenset(pending.deletions) if pending else frozenset()
+
     def forget(self, owner_key: Hashable) -> None:
         """Drop all expectations of `owner_key`, e.g. once the owner is deleted."""
         self._pending.pop(owner_key, None)

@@ -55,8 +55,10 @@ def test_deletions_pending_until_observed(expectations: Expectations) -> None:
     expectations.creation_observed(OWNER, "job-3")
     assert not expectations.satisfied(OWNER)
     assert expectations.pending_creations(OWNER) == frozenset()
+    assert expectations.pending_deletions(OWNER) == {"job-2"}
     expectations.deletion_observed(OWNER, "job-2")
     assert expectations.satisfied(OWNER)
+    assert expectations.pending_deletions(OWNER) == frozenset()
 
 
 def test_expecting_nothing_is_satisfied(expectations: Expectations) -> None:

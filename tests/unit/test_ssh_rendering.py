@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import base64
 import copy
+import os
+import shutil
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -32,6 +35,7 @@ from jobcore.testing import job_manifest
 from jobcore.testing import job_of
 from jobcore.testing import observed_of
 from jobcore.testing import pod_of
+from jobcore.testing import require
 from jobcore.testing import secret_text
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.colossalaijob.spec import ColossalAIJobSpec
@@ -228,16 +232,21 @@ def test_a_bad_name_a_missing_image_and_relative_ssh_paths_are_each_named(kind: 
 # The wait script waits on the port -----------------------------------------------------------
 
 
-def run_wait(tmp_path: Path, port: str) -> subprocess.CompletedProcess[str]:
+def wait_env(tmp_path: Path, port: str, seconds: int = 1) -> dict[str, str]:
+    """An MPIJob launcher's environment that has it wait `seconds` for 127.0.0.1:`port`."""
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("127.0.0.1 slots=1\n")
-    env = {
+    return {
         "PATH": "/usr/bin:/bin",
         "JOBCORE_MPI_HOSTFILE": str(hostfile),
-        "JOBCORE_MPI_WAIT_SECONDS": "1",
+        "JOBCORE_MPI_WAIT_SECONDS": str(seconds),
         "JOBCORE_SSH_PORT": port,
     }
+
+
+def run_wait(tmp_path: Path, port: str) -> subprocess.CompletedProcess[str]:
     command = launcher_command(["echo", "launched"], OPEN_MPI)
+    env = wait_env(tmp_path, port)
     return subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=30)
 
 
@@ -250,6 +259,28 @@ def test_the_wait_script_waits_for_the_ssh_port(tmp_path: Path) -> None:
     closed = run_wait(tmp_path, str(port))
     assert closed.returncode == WAIT_TIMEOUT_EXIT
     assert f"worker 127.0.0.1 does not accept connections on port {port}" in closed.stderr
+
+
+def test_the_wait_script_as_a_containers_pid_1_ends_on_sigterm(tmp_path: Path) -> None:
+    """The kernel gives a PID namespace's first process only the signals it handles: a launcher
+    deleted while it waits for its workers must still stop when the kubelet asks, not be
+    killed at the end of its grace period (30 s by default)."""
+    require(None if shutil.which("unshare") and os.geteuid() == 0 else "needs root and unshare")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, never listening: refused
+    command = ["unshare", "--pid", "--fork", "--kill-child"]
+    command += launcher_command(["echo", "launched"], OPEN_MPI)
+    env = wait_env(tmp_path, str(port), seconds=60)
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as launcher:
+        try:
+            assert launcher.stdout is not None
+            next(line for line in launcher.stdout if "does not accept connections" in line)
+            pid_1 = int(subprocess.check_output(["pgrep", "-P", str(launcher.pid)], text=True))
+            os.kill(pid_1, signal.SIGTERM)
+            assert launcher.wait(timeout=5) == 128 + signal.SIGTERM
+        finally:
+            launcher.kill()
 
 
 @pytest.mark.parametrize("port", ["22;touch CANARY", "$(touch CANARY)", ""])
