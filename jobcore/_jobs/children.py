@@ -265,7 +265,7 @@ class JobChildren(Generic[SpecT]):
         awaited = self.expectations.pending_deletions(request)
         stopped = [
             pod
-            for name, pod in self.observe(uid).pods.items()
+            for name, pod in self.observe(request.namespace, uid).pods.items()
             if name in awaited
             and pod["metadata"].get("deletionTimestamp")
             and pod_stopped(pod)

@@ -151,7 +151,8 @@ def test_hostile_yaml_is_refused_at_once(
     seconds = time.process_time() - start
     with capsys.disabled():
         print(
-            f"\njobcore {command}: alias bomb and 100,000 nested lists refused in {seconds:.2f} CPU s"
+            f"\njobcore {command}: alias bomb and 100,000 nested lists refused in "
+            f"{seconds:.2f} CPU s"
         )
     assert seconds < 2
     assert code == 1
