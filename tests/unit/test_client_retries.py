@@ -24,7 +24,7 @@ from jobcore import Client
 from jobcore import ConflictError
 from jobcore import EventRecorder
 from jobcore import NotFoundError
-from jobcore._runtime.errors import WriteFenced
+from jobcore import WriteFenced
 from jobcore._runtime.retry import MAX_ASKED_WAIT
 from jobcore._runtime.retry import asked_wait
 from jobcore._runtime.retry import parse_retry_after
