@@ -97,10 +97,15 @@ async def test_hostile_status_values_neither_fail_reconciles_nor_the_job(
             await wait_for_phase(client, MPIJOBS, namespace, name, "Succeeded", timeout=60)
 
         await asyncio.gather(*map(run, names))
-        assert reconcile_errors() == errors, "a reconcile failed"
+        failed = reconcile_errors() - errors
     # What the controller wrote back, clamped (a field it does not write, such as restarts
     # at 0, stays as stored, and is clamped on each read).
-    for name in names:
-        status = await job_status(client, MPIJOBS, namespace, name)
+    statuses = {name: await job_status(client, MPIJOBS, namespace, name) for name in names}
+    delays = {
+        name: s["retryDelaySeconds"] for name, s in statuses.items() if "retryDelaySeconds" in s
+    }
+    print(f"{len(names)} jobs Succeeded, {failed:.0f} reconcile errors; delays written: {delays}")
+    assert failed == 0, "a reconcile failed"
+    for name, status in statuses.items():
         assert 1 <= status.get("retryDelaySeconds", 1) <= 86_400, name
         assert all(c["lastTransitionTime"] <= now() for c in status["conditions"]), name
