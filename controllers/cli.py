@@ -141,6 +141,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--leader-elect", action="store_true", help="run as one of several replicas")
     run.add_argument("--leader-election-namespace", default="default")
     run.add_argument("--leader-election-id", default="jobcore-controller")
+    defaults = LeaderElectionConfig(name="", namespace="")
+    for field in ("lease_duration", "renew_deadline", "retry_period"):
+        run.add_argument(
+            f"--leader-election-{field.replace('_', '-')}",
+            type=float,
+            default=getattr(defaults, field),
+            metavar="SECONDS",
+        )
     run.add_argument("--max-concurrent-reconciles", type=int, default=32, help="per kind")
     add_client_arguments(run)
     run.add_argument(
@@ -218,19 +226,26 @@ def _gang_scheduler(args: argparse.Namespace) -> GangScheduler | None:
     return None
 
 
+def _election(args: argparse.Namespace) -> LeaderElectionConfig | None:
+    """The lease `run`'s flags ask to compete for; ValueError for timings that do not fit."""
+    if not args.leader_elect:
+        return None
+    return LeaderElectionConfig(
+        name=args.leader_election_id,
+        namespace=args.leader_election_namespace,
+        identity=f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
+        lease_duration=args.leader_election_lease_duration,
+        renew_deadline=args.leader_election_renew_deadline,
+        retry_period=args.leader_election_retry_period,
+    )
+
+
 async def _run(args: argparse.Namespace) -> int:
     kinds = _kinds(args.kinds)
     client = await client_from(args)
-    election = None
-    if args.leader_elect:
-        election = LeaderElectionConfig(
-            name=args.leader_election_id,
-            namespace=args.leader_election_namespace,
-            identity=f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
-        )
     manager = Manager(
         client,
-        leader_election=election,
+        leader_election=args.election,
         metrics_address=_address(args.metrics_bind_address),
         health_address=_address(args.health_probe_bind_address),
         server_limits=server_limits(args),
@@ -341,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         try:
             args.retry = RetryBackoff(args.retry_backoff, args.retry_backoff_max)
+            args.election = _election(args)
         except ValueError as error:
             parser.error(str(error))
     if args.command == "sandbox" and not args.verbose:

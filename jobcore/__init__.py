@@ -33,6 +33,7 @@ from jobcore._runtime.errors import JobcoreError
 from jobcore._runtime.errors import LeaderElectionLost
 from jobcore._runtime.errors import NotFoundError
 from jobcore._runtime.errors import TerminalError
+from jobcore._runtime.errors import WriteFenced
 from jobcore._runtime.events import EventRecorder
 from jobcore._runtime.expectations import Expectations
 from jobcore._runtime.gc import configure_gc
@@ -149,6 +150,7 @@ __all__ = [
     "Transform",
     "WatchEvent",
     "WorkQueue",
+    "WriteFenced",
     "configure_gc",
     "configure_logging",
     "controller_of",

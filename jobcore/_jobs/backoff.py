@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from jobcore._jobs.readback import MAX_RETRY_DELAY_SECONDS
 from jobcore._jobs.status import Lifecycle
 from jobcore._jobs.status import parse_time
 from jobcore._jobs.status import stamp
@@ -30,10 +31,10 @@ class RetryBackoff:
     maximum: int = MAXIMUM_SECONDS
 
     def __post_init__(self) -> None:
-        if not 1 <= self.initial <= self.maximum:
+        if not 1 <= self.initial <= self.maximum <= MAX_RETRY_DELAY_SECONDS:
             raise ValueError(
-                f"a retry backoff needs 1 <= initial <= maximum seconds, got {self.initial} "
-                f"and {self.maximum}"
+                f"a retry backoff needs 1 <= initial <= maximum <= {MAX_RETRY_DELAY_SECONDS} "
+                f"seconds, got {self.initial} and {self.maximum}"
             )
 
     def delay(self, lifecycle: Lifecycle, now: float) -> int:

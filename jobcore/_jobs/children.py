@@ -204,9 +204,10 @@ class JobChildren(Generic[SpecT]):
             return _PREDECESSOR
         return f"{owner.get('kind')} {owner.get('name')} ({owner.get('apiVersion')})"
 
-    async def update_config(self, desired: Sequence[Object], observed: Observed) -> None:
+    async def update_config(self, desired: Sequence[Object], observed: Observed) -> bool:
         """Bring existing ConfigMaps' data up to date (e.g. a hostfile after a scale change),
-        compared by digest, as the cache holds them.
+        compared by digest, as the cache holds them; False if one changed since the cache
+        showed it (the cache will show the change).
 
         Other children are only ever created: a Pod cannot change, and a Secret such as an
         ssh key must stay what the running job was given.
@@ -221,11 +222,23 @@ class JobChildren(Generic[SpecT]):
             ):
                 meta = current["metadata"]
                 # A merge patch would keep keys the new data drops; replace the whole map.
-                # "add" sets /data whether or not someone removed it.
-                patch = [{"op": "add", "path": "/data", "value": obj.get("data") or {}}]
-                await self.client.patch(
-                    CONFIGMAPS, meta["name"], patch, meta["namespace"], patch_type="json"
-                )
+                # "add" sets /data whether or not someone removed it. The resourceVersion the
+                # data was read at makes the server refuse (409) a patch over a newer one.
+                patch = [
+                    {
+                        "op": "replace",
+                        "path": "/metadata/resourceVersion",
+                        "value": meta["resourceVersion"],
+                    },
+                    {"op": "add", "path": "/data", "value": obj.get("data") or {}},
+                ]
+                try:
+                    await self.client.patch(
+                        CONFIGMAPS, meta["name"], patch, meta["namespace"], patch_type="json"
+                    )
+                except ConflictError:
+                    return False
+        return True
 
     async def delete_pods(
         self, request: Request, observed: Observed, keep: set[str]
@@ -334,8 +347,13 @@ class JobChildren(Generic[SpecT]):
                 f"belongs to {held}: give this {self._kind_name} another name, or delete that "
                 f"{resource.kind}; {recheck}"
             )
+        body = group
+        if existing is not None:
+            # Over the PodGroup just read only: a conflict (409) retries the reconcile.
+            version = existing["metadata"]["resourceVersion"]
+            body = {**group, "metadata": {**group["metadata"], "resourceVersion": version}}
         try:
-            await self.client.apply(resource, group, force=True)
+            await self.client.apply(resource, body, force=True)
         except NotFoundError:
             return (
                 f"{resource.kind} {resource.api_version} is not installed in the cluster: "

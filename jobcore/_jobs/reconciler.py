@@ -88,8 +88,9 @@ class _Step(Generic[SpecT]):
 class _Sync:
     """What step 3 leaves to the rest of the pass.
 
-    `wait`: it created children, or deleted pods of the other run mode, whose events bring the
-    job back; `refusal`: why the API server forbade children, and `retry` when to try again.
+    `wait`: it created children, deleted pods of the other run mode, or met a ConfigMap newer
+    than the cache's, whose events bring the job back; `refusal`: why the API server forbade
+    children, and `retry` when to try again.
     """
 
     wait: bool = False
@@ -258,7 +259,8 @@ class JobReconciler(Generic[SpecT]):
         """
         job, observed = step.job, step.observed
         # ConfigMaps first, so a Pod created in this pass mounts current data.
-        await self.children.update_config(desired, observed)
+        if not await self.children.update_config(desired, observed):
+            return _Sync(wait=True)
         creatable = (
             [o for o in desired if o["kind"] != PODS.kind or o["metadata"]["name"] in observed.pods]
             if hold

@@ -52,14 +52,16 @@ def bounded(message: str) -> str:
 
 
 def parse_time(timestamp: str | None) -> datetime | None:
-    """An API timestamp (`2026-11-21T10:00:00Z`); None when missing or malformed, as another
-    writer may have stored it (the CRD types it only as a string)."""
+    """An API timestamp (`2026-11-21T10:00:00Z`), in UTC when it names no zone; None when
+    missing or malformed, as another writer may have stored it (the CRD types it only as a
+    string)."""
     if not timestamp:
         return None
     try:
-        return datetime.fromisoformat(timestamp)
+        moment = datetime.fromisoformat(timestamp)
     except ValueError:
         return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 class ConditionSetter:

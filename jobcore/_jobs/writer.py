@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from jobcore._jobs import readback
 from jobcore._jobs.models import JobStatus
 from jobcore._jobs.statuspart import T9K_STATUS
 from jobcore._jobs.statuspart import StatusPart
@@ -71,7 +72,7 @@ class StatusWriter:
         if current is None or current["metadata"].get("uid") != obj["metadata"].get("uid"):
             current = obj
         self._read[key] = str(current["metadata"]["resourceVersion"])
-        return read_status(current, self.part)
+        return read_status(current, self.part, now=self.clock())
 
     async def write(
         self, obj: Object, previous: JobStatus, status: JobStatus, *, coalesce: bool = True
@@ -191,10 +192,12 @@ def _unworded(conditions: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     return [{k: v for k, v in c.items() if k != "message"} for c in conditions or ()]
 
 
-def read_status(obj: Object, part: StatusPart = T9K_STATUS) -> JobStatus:
-    """The job's stored status; an unreadable one (another writer's) as no status at all."""
+def read_status(obj: Object, part: StatusPart = T9K_STATUS, *, now: float) -> JobStatus:
+    """The job's stored status, its values bounded as at `now` (`readback.bounded`); an
+    unreadable one (another writer's) as no status at all."""
     try:
-        return part.read(obj.get("status") or {})
+        status = part.read(obj.get("status") or {})
     except ValidationError:
         _log.warning("unreadable job status, starting afresh", job=obj["metadata"]["name"])
         return JobStatus()
+    return readback.bounded(status, created=obj["metadata"].get("creationTimestamp"), now=now)

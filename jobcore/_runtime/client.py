@@ -7,6 +7,7 @@ import copy
 import functools
 import os
 from collections.abc import AsyncIterator
+from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 from typing import Literal
@@ -43,6 +44,7 @@ _PATCH_CONTENT_TYPES: Mapping[str, str] = {
     "json": "application/json-patch+json",
 }
 _APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _log = structlog.get_logger("jobcore.client")
 
 
@@ -103,6 +105,7 @@ class Client:
         self._request_timeout = aiohttp.ClientTimeout(total=request_timeout)
         self._max_event_bytes = max_event_bytes
         self._skipped = SkippedEvents()
+        self._fence: Callable[[], None] | None = None
 
     @classmethod
     async def from_kubeconfig(
@@ -151,6 +154,15 @@ class Client:
         twin = copy.copy(self)
         qps, burst = self._rate
         twin._bucket = BucketRateLimiter(qps, burst) if qps is not None else None
+        return twin
+
+    def fenced(self, fence: Callable[[], None]) -> Client:
+        """This client, sharing connections and token bucket, whose every write (POST, PUT,
+        PATCH, DELETE) first calls `fence`, which raises to refuse it: each send is checked,
+        a retry's too, after its wait for a token, so a write held up past the moment the
+        fence closes is never sent."""
+        twin = copy.copy(self)
+        twin._fence = fence
         return twin
 
     async def _throttle(self, method: str) -> None:
@@ -206,6 +218,8 @@ class Client:
         args["headers"] = await self._headers(content_type)
         if body is not None:
             args["data"] = dumps(body)
+        if self._fence is not None and method in _WRITES:
+            self._fence()
         try:
             async with self._session.request(**args, timeout=self._request_timeout) as resp:
                 data = await resp.read()

@@ -15,6 +15,7 @@ import structlog
 
 from jobcore._runtime import metrics
 from jobcore._runtime.errors import ApiError
+from jobcore._runtime.errors import LeaderElectionLost
 from jobcore._runtime.errors import TerminalError
 from jobcore._runtime.handler import EnqueueRequests
 from jobcore._runtime.handler import Mapper
@@ -47,8 +48,9 @@ class Reconciler(Protocol):
     Return `Result()` when done, `Result(requeue_after=s)` to look again in `s` seconds
     (e.g. to enforce a deadline), `Result(requeue=True)` to retry with backoff. Raising an
     exception retries with per-key exponential backoff; raising `TerminalError` logs the
-    failure and does not retry until the object changes again. Reconciles of one key never
-    overlap; changes arriving during a reconcile cause exactly one more.
+    failure and does not retry until the object changes again. `LeaderElectionLost` (a write
+    the manager's fenced client refused) is retried too, but is no reconcile error. Reconciles
+    of one key never overlap; changes arriving during a reconcile cause exactly one more.
     """
 
     async def reconcile(self, request: Request) -> Result: ...
@@ -161,6 +163,11 @@ class Controller:
                 result = await self.reconciler.reconcile(request) or Result()
                 if not isinstance(result, Result):
                     raise TypeError(f"reconcile returned {result!r}, not a Result")
+            except LeaderElectionLost as exc:
+                # A write fenced off: this process no longer leads and its manager is stopping
+                # the workers; the new leader reconciles the request. No failure of its own.
+                self.queue.add_rate_limited(request)
+                self._log.info("reconcile stopped: not the leader", error=str(exc))
             except TerminalError as exc:
                 self.queue.forget(request)
                 self._errors.inc()

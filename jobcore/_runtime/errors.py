@@ -13,6 +13,7 @@ JobcoreError
 │   └── UnservedChildren     a kind rendered a child outside its child_resources (job layer)
 ├── InvalidKindError         a job kind that cannot run: every problem (job layer)
 ├── LeaderElectionLost       this process no longer holds the lease
+│   └── WriteFenced          a write refused: the leader's term ran past its renew deadline
 ├── QueueShutDown            the work queue is shut down: its worker exits
 ├── QuantityError            not a Kubernetes quantity (also a ValueError)
 │   and the test kit's (jobcore.testing):
@@ -87,6 +88,11 @@ class TerminalError(JobcoreError):
 
 class LeaderElectionLost(JobcoreError):
     """The lease was lost or could not be renewed; the process should stop reconciling."""
+
+
+class WriteFenced(LeaderElectionLost):
+    """A write refused before it was sent: this process does not lead, or its last renewal
+    started more than the renew deadline ago, so a standby may hold the lease by now."""
 
 
 def api_error(status: int, body: Any, *, retry_after: float | None = None) -> ApiError:

@@ -12,7 +12,10 @@ Writes carry the resourceVersion that was read, so of two candidates racing for 
 lease one wins and the other gets a conflict.
 
 Safety rests on `renew_deadline < lease_duration`: a leader that could not renew gives up
-(`hold` raises) before any standby may take over.
+(`hold` raises) before any standby may take over. `fence` makes that hold for each write too,
+even in a process that was frozen (SIGSTOP, a paused VM) and woke up with writes due before
+`hold` could see its lease lapse: it refuses a write once renew_deadline has passed since the
+last successful renewal started, a time no standby's takeover can precede.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from jobcore._runtime.errors import ApiError
 from jobcore._runtime.errors import ConflictError
 from jobcore._runtime.errors import LeaderElectionLost
 from jobcore._runtime.errors import NotFoundError
+from jobcore._runtime.errors import WriteFenced
 from jobcore._runtime.resources import LEASES
 from jobcore._runtime.resources import Object
 
@@ -112,6 +116,17 @@ class LeaderElector:
     def is_leader(self) -> bool:
         """Whether this process acts as leader: acquired, and not lost, released or cancelled."""
         return self._leading
+
+    def fence(self) -> None:
+        """Raise `WriteFenced` unless this process leads and its last renewal (or the
+        acquisition) started less than renew_deadline ago, on the monotonic clock: the guard
+        `Client.fenced` puts before every write of a leader."""
+        if not self._leading:
+            raise WriteFenced(f"{self._describe()}: not the leader")
+        if time.monotonic() >= self._renewed_at + self._config.renew_deadline:
+            raise WriteFenced(
+                f"{self._describe()}: not renewed within {self._config.renew_deadline}s"
+            )
 
     async def acquire(self) -> None:
         """Block until this identity holds the lease; API errors are logged and retried."""

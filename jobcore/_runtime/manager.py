@@ -50,9 +50,11 @@ class Manager:
     is missing holds back only itself, while `/readyz` fails until every cache has synced —
     and, with leader election, only while this process holds the lease: losing it cancels
     reconciles at once and `run` raises `LeaderElectionLost`, so the process exits and
-    restarts as a standby. `stop()`
-    shuts down gracefully: in-flight reconciles may finish within the shutdown timeout, then
-    the lease is released so a standby takes over without waiting for it to expire.
+    restarts as a standby. With leader election, `client` is the given one fenced by the
+    lease (`LeaderElector.fence`): its writes raise `WriteFenced` unless this process leads
+    within its renew deadline. `stop()` shuts down gracefully: in-flight reconciles may finish
+    within the shutdown timeout, then the lease is released so a standby takes over without
+    waiting for it to expire.
     """
 
     def __init__(
@@ -76,6 +78,8 @@ class Manager:
         if leader_election is not None:
             # Lease renewals never wait behind the controllers' requests for tokens.
             self._elector = LeaderElector(client.with_own_rate_limit(), leader_election)
+            # Only a leader within its term writes: not a standby, nor one that froze.
+            self.client = client.fenced(self._elector.fence)
         self._informers: dict[tuple[Any, ...], Informer] = {}
         self._informer_options: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._controllers: list[Controller] = []

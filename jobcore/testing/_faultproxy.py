@@ -112,9 +112,9 @@ class FaultProxy(Started):
     as the test kubeconfigs do. Answers are streamed, not buffered, so watches run as they
     would against the server itself. The n-th request takes the n-th draw of
     `random.Random(seed)`: the same seed and the same order of requests fail the same
-    requests. `requests` counts the requests received, `watches` the watches among them,
-    `injected` the faults by name (the fields of `Faults`). `faults` may be replaced at any
-    time, e.g. by `Faults()` to stop failing.
+    requests. `requests` counts the requests received, `methods` them by method, `watches`
+    the watches among them, `injected` the faults by name (the fields of `Faults`). `faults`
+    may be replaced at any time, e.g. by `Faults()` to stop failing.
 
         faults = Faults.mixed(0.2)
         async with FaultProxy(plane.url, plane.token, faults=faults, seed=1) as proxy:
@@ -127,6 +127,7 @@ class FaultProxy(Started):
         self.upstream_url = upstream_url.rstrip("/")
         self.faults = faults or Faults()
         self.requests = 0
+        self.methods: collections.Counter[str] = collections.Counter()
         self.watches = 0
         self.injected: collections.Counter[str] = collections.Counter()
         self._token = token
@@ -185,6 +186,7 @@ class FaultProxy(Started):
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.requests += 1
+        self.methods[request.method] += 1
         watch = request.query.get("watch") in ("true", "1")
         self.watches += watch
         fault, cut_at = self._draw(watch)

@@ -32,6 +32,8 @@ from jobcore import Client
 from jobcore import Object
 from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import crd_for
+from jobcore.testing import ControlPlane
+from jobcore.testing import FaultProxy
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import eventually
@@ -82,6 +84,15 @@ class ControllerProcess:
                 stderr=out,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
+
+    def signal(self, sig: signal.Signals) -> None:
+        assert self._process is not None
+        self._process.send_signal(sig)
+
+    async def wait(self, timeout: float) -> int:
+        """Its exit status, once it exits within `timeout` seconds."""
+        assert self._process is not None
+        return await asyncio.wait_for(self._process.wait(), timeout)
 
     async def kill(self) -> None:
         """SIGKILL: no graceful shutdown, no lease release, requests cut off mid-flight."""
@@ -150,11 +161,13 @@ def total(samples: Samples, metric: str, labels: dict[str, str]) -> float:
 async def processes(
     kubeconfig_path: str, namespace: str, tmp_path: Path
 ) -> AsyncIterator[Callable[..., ControllerProcess]]:
-    """`make(name, *args)`: a controller process; all are killed after the test."""
+    """`make(name, *args, kubeconfig=None)`: a controller process (of the session's API server
+    unless `kubeconfig` says otherwise); all are killed after the test."""
     made: list[ControllerProcess] = []
 
-    def make(name: str, *args: str) -> ControllerProcess:
-        made.append(ControllerProcess(kubeconfig_path, namespace, tmp_path / f"{name}.log", *args))
+    def make(name: str, *args: str, kubeconfig: str | None = None) -> ControllerProcess:
+        log = tmp_path / f"{name}.log"
+        made.append(ControllerProcess(kubeconfig or kubeconfig_path, namespace, log, *args))
         return made[-1]
 
     try:
@@ -296,3 +309,64 @@ async def test_the_standby_takes_over_a_killed_leader_within_the_lease_and_only_
     assert [line["identity"] for line in acquired] == [holder]
     await wait_for_phases(client, MPIJOBS, namespace, [*first, *second], "Succeeded", timeout=60)
     assert writes(await scrape(standby_url) or {}) > 0
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.usefixtures("node")
+async def test_a_leader_frozen_past_its_lease_writes_nothing_once_resumed(
+    client: Client,
+    namespace: str,
+    control_plane: ControlPlane,
+    tmp_path: Path,
+    processes: Callable[..., ControllerProcess],
+) -> None:
+    lease = f"jobcore-{uuid.uuid4().hex[:8]}"
+    election = (
+        *("--leader-elect", "--leader-election-namespace", namespace),
+        *("--leader-election-id", lease),
+        *("--leader-election-lease-duration", "4", "--leader-election-renew-deadline", "3"),
+        *("--leader-election-retry-period", "1"),
+    )
+    # The leader's requests go through a proxy that counts them; its API rate keeps writes
+    # waiting for their tokens when it is frozen, as a busy leader's are.
+    async with FaultProxy(control_plane.url, control_plane.token) as proxy:
+        through_proxy = proxy.kubeconfig(str(tmp_path / "proxy.kubeconfig"))
+        leader = processes(
+            "leader",
+            *election,
+            "--kube-api-qps",
+            "20",
+            "--kube-api-burst",
+            "5",
+            kubeconfig=through_proxy,
+        )
+        standby = processes("standby", *election)
+        await leader.start()
+        leader_url = await leader.metrics_url()
+
+        async def leads(url: str) -> bool:
+            return leading(await scrape(url), lease)
+
+        def sent() -> int:
+            return sum(proxy.methods[method] for method in WRITES)
+
+        await eventually(lambda: leads(leader_url), timeout=30, interval=0.1)
+        await standby.start()
+        standby_url = await standby.metrics_url()
+        names = [f"job-{i:02}" for i in range(30)]
+        await asyncio.gather(*(client.create(MPIJOBS, mpijob(namespace, n)) for n in names))
+
+        async def busy() -> bool:
+            return sent() >= 20
+
+        await eventually(busy, timeout=30, interval=0.01)
+        leader.signal(signal.SIGSTOP)
+        await eventually(lambda: leads(standby_url), timeout=30, interval=0.1)
+        at_takeover = sent()
+        leader.signal(signal.SIGCONT)
+        assert await leader.wait(timeout=30) == 1, "the old leader exits: its lease is lost"
+        after = sent() - at_takeover
+        print(f"writes sent by the old leader after the takeover: {after} ({at_takeover} before)")
+        assert after == 0
+    await wait_for_phases(client, MPIJOBS, namespace, names, "Succeeded", timeout=90)
+    assert set(await live_pods(client, namespace)) == pods_of(names)

@@ -15,11 +15,14 @@ import pytest
 from jobcore import CONFIGMAPS
 from jobcore import Client
 from jobcore import EventRecorder
+from jobcore import Expectations
 from jobcore import Informer
 from jobcore import Object
 from jobcore import Request
+from jobcore._jobs.children import JobChildren
 from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import JobReconciler
+from jobcore.jobs import Observed
 from jobcore.jobs import RetryBackoff
 from jobcore.jobs import crd_for
 from jobcore.testing import ControlPlane
@@ -149,6 +152,23 @@ async def test_a_config_map_whose_data_was_removed_is_repaired(
             return bool((await configs())[name] == made[name])
 
         await eventually(repaired, timeout=10)
+
+
+async def test_a_config_map_is_never_patched_over_a_change_its_read_did_not_see(
+    client: Client, namespace: str
+) -> None:
+    meta = {"name": "hostfile", "namespace": namespace}
+    read = await client.create(CONFIGMAPS, {"metadata": meta, "data": {"hostfile": "a"}})
+    edited = {"data": {"hostfile": "by hand"}}
+    await client.patch(CONFIGMAPS, "hostfile", edited, namespace)
+    children = JobChildren(KIND, client, {}, Expectations())
+    desired = [{"kind": "ConfigMap", "metadata": meta, "data": {"hostfile": "b"}}]
+    # Read before the edit: refused, the edit stays; read again: written.
+    assert not await children.update_config(desired, Observed({CONFIGMAPS: {"hostfile": read}}))
+    assert (await client.get(CONFIGMAPS, "hostfile", namespace))["data"] == edited["data"]
+    current = await client.get(CONFIGMAPS, "hostfile", namespace)
+    assert await children.update_config(desired, Observed({CONFIGMAPS: {"hostfile": current}}))
+    assert (await client.get(CONFIGMAPS, "hostfile", namespace))["data"] == {"hostfile": "b"}
 
 
 def _owned(obj: Object, job: str) -> bool:

@@ -280,9 +280,14 @@ def test_commands_run_on_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
         (("--kube-api-qps", "-1"), "argument --kube-api-qps: must be at least 0, not -1"),
         (("--kube-api-burst", "0"), "argument --kube-api-burst: must be at least 1, not 0"),
         (("--kube-api-qps", "fast"), "argument --kube-api-qps: invalid float value: 'fast'"),
+        (("--retry-backoff-max", "86401"), "maximum <= 86400 seconds"),
+        (
+            ("--leader-elect", "--leader-election-renew-deadline", "20"),
+            "lease_duration must exceed renew_deadline",
+        ),
     ],
 )
-def test_run_refuses_a_rate_limit_it_cannot_keep_before_it_connects(
+def test_run_refuses_settings_it_cannot_keep_before_it_connects(
     capsys: pytest.CaptureFixture[str], flags: tuple[str, str], message: str
 ) -> None:
     with pytest.raises(SystemExit) as exit_:

@@ -24,6 +24,7 @@ from jobcore import Client
 from jobcore import ConflictError
 from jobcore import EventRecorder
 from jobcore import NotFoundError
+from jobcore import WriteFenced
 from jobcore._runtime.retry import MAX_ASKED_WAIT
 from jobcore._runtime.retry import asked_wait
 from jobcore._runtime.retry import parse_retry_after
@@ -425,3 +426,26 @@ def test_asked_wait_finds_retry_after_in_the_cause_and_bounds_it() -> None:
         assert asked_wait(exc) == 3.0
     assert asked_wait(ApiError(429, retry_after=10**9)) == MAX_ASKED_WAIT
     assert asked_wait(ApiError(500)) == 0.0
+
+
+async def test_a_fenced_client_sends_no_write_its_fence_refuses(serve: Serve) -> None:
+    server, client = await serve(lambda n: (200, OK), qps=20.0, burst=1)
+    closed = False
+
+    def fence() -> None:
+        if closed:
+            raise WriteFenced("lease test/lease: not renewed within 3s")
+
+    fenced = client.fenced(fence)
+    await fenced.patch(CONFIGMAPS, "x", {"data": {}}, "ns")
+    # A write that waits for its token while the fence closes is refused when its turn comes.
+    waiting = asyncio.create_task(fenced.delete(CONFIGMAPS, "x", "ns"))
+    await asyncio.sleep(0)
+    closed = True
+    with pytest.raises(WriteFenced):
+        await waiting
+    with pytest.raises(WriteFenced):
+        await fenced.create(CONFIGMAPS, {"metadata": {"name": "y"}}, "ns")
+    await fenced.get(CONFIGMAPS, "x", "ns")  # reads pass
+    await client.delete(CONFIGMAPS, "x", "ns")  # the client it came from is not fenced
+    assert [method for method, _ in server.sent] == ["PATCH", "GET", "DELETE"]
