@@ -42,6 +42,7 @@ from jobcore.testing._jobs import job_controller
 from jobcore.testing._jobs import job_status
 from jobcore.testing._jobs import live_pods
 from jobcore.testing._jobs import schemaless_crd
+from jobcore.testing._jobs import temporary_namespace
 from jobcore.testing._jobs import wait_for_deletion
 from jobcore.testing._jobs import wait_for_end
 from jobcore.testing._jobs import wait_for_events
@@ -127,6 +128,7 @@ __all__ = [
     "schemaless_crd",
     "secret_text",
     "spec_with",
+    "temporary_namespace",
     "terminated",
     "under_ci",
     "wait_for_deletion",

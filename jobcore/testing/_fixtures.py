@@ -5,19 +5,15 @@ Registered by `jobcore.testing.plugin` only when pytest-asyncio is installed.
 
 from __future__ import annotations
 
-import contextlib
-import re
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
 
-from jobcore import NAMESPACES
-from jobcore import ApiError
 from jobcore import Client
 from jobcore.testing._background import background
 from jobcore.testing._eventually import eventually
+from jobcore.testing._jobs import temporary_namespace
 from jobcore.testing._node import SimulatedNode
 from jobcore.testing._processnode import ProcessNode
 from jobcore.testing._processnode import process_node_available
@@ -41,16 +37,8 @@ async def namespace(client: Client, request: pytest.FixtureRequest) -> AsyncIter
     Without a controller manager (`control_plane.start_controller_manager()`) the deleted
     namespace stays Terminating with its objects; names are unique, so tests never collide.
     """
-    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].rstrip("-")
-    name = f"{base}-{uuid.uuid4().hex[:6]}"
-    await client.create(
-        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    try:
+    async with temporary_namespace(client, request.node.name) as name:
         yield name
-    finally:
-        with contextlib.suppress(ApiError):
-            await client.delete(NAMESPACES, name)
 
 
 @pytest_asyncio.fixture

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import uuid
 from collections.abc import AsyncIterator
 from collections.abc import Callable
 from collections.abc import Collection
@@ -18,10 +20,12 @@ from jobcore._jobs.models import JobSpec
 from jobcore._runtime.client import Client
 from jobcore._runtime.controller import Controller
 from jobcore._runtime.errors import AlreadyExistsError
+from jobcore._runtime.errors import ApiError
 from jobcore._runtime.errors import NotFoundError
 from jobcore._runtime.manager import Manager
 from jobcore._runtime.resources import CUSTOM_RESOURCE_DEFINITIONS
 from jobcore._runtime.resources import EVENTS
+from jobcore._runtime.resources import NAMESPACES
 from jobcore._runtime.resources import PODS
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
@@ -61,6 +65,23 @@ async def job_controller(
     recording(controller)
     async with background(manager.run()):
         yield controller
+
+
+@contextlib.asynccontextmanager
+async def temporary_namespace(client: Client, base: str) -> AsyncIterator[str]:
+    """A fresh namespace named `base` (made DNS-safe, cut to 40 characters) and 6 random hex
+    digits, deleted when the block ends (it stays Terminating without a namespace
+    controller; names are unique, so nothing collides)."""
+    safe = re.sub(r"[^a-z0-9-]+", "-", base.lower()).strip("-")[:40].rstrip("-")
+    name = f"{safe}-{uuid.uuid4().hex[:6]}"
+    await client.create(
+        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(ApiError):
+            await client.delete(NAMESPACES, name)
 
 
 def schemaless_crd(resource: Resource) -> Object:

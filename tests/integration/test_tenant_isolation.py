@@ -6,15 +6,11 @@ touched on its behalf. The real controller against a real API server, simulated 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 
-from jobcore import NAMESPACES
 from jobcore import PODS
-from jobcore import ApiError
 from jobcore import Client
 from jobcore import Object
 from jobcore import Request
@@ -27,6 +23,7 @@ from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
 from jobcore.testing import resync
+from jobcore.testing import temporary_namespace
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_for_pods
 from tests.kindjobs import MPIJOB
@@ -39,15 +36,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 async def other_namespace(client: Client, namespace: str) -> AsyncIterator[str]:
     """A second tenant's namespace, beside the test's."""
-    name = f"{namespace[:50]}-b{uuid.uuid4().hex[:4]}"
-    await client.create(
-        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    try:
+    async with temporary_namespace(client, f"{namespace[:30]}-b") as name:
         yield name
-    finally:
-        with contextlib.suppress(ApiError):
-            await client.delete(NAMESPACES, name)
 
 
 def impostor(namespace: str, job: Object, worker: Object) -> Object:
