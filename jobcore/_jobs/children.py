@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Generic
 
 from jobcore._jobs.cached import digests
+from jobcore._jobs.childmap import ExpectationObserver
+from jobcore._jobs.childmap import child_mapper
 from jobcore._jobs.decide import pod_ended
 from jobcore._jobs.decide import pod_stopped
 from jobcore._jobs.kind import FieldError
@@ -35,9 +36,7 @@ from jobcore._runtime.errors import JobcoreError
 from jobcore._runtime.errors import NotFoundError
 from jobcore._runtime.errors import TerminalError
 from jobcore._runtime.expectations import Expectations
-from jobcore._runtime.handler import Mapper
 from jobcore._runtime.handler import Request
-from jobcore._runtime.handler import requests_for_owner
 from jobcore._runtime.informer import Informer
 from jobcore._runtime.resources import BATCH_JOBS
 from jobcore._runtime.resources import CONFIGMAPS
@@ -365,44 +364,6 @@ class JobChildren(Generic[SpecT]):
 
     def forget(self, key: ObjectKey) -> None:
         self._pod_groups.pop(key, None)
-
-
-class ExpectationObserver:
-    """Confirms expected creations and deletions of a kind's children from cache events."""
-
-    def __init__(self, expectations: Expectations, job_of: Mapper) -> None:
-        self._expectations = expectations
-        self._job_of = job_of
-
-    def on_add(self, obj: Object) -> None:
-        for key in self._job_of(obj):
-            self._expectations.creation_observed(key, obj["metadata"]["name"])
-
-    def on_update(self, old: Object, new: Object) -> None:
-        pass
-
-    def on_delete(self, obj: Object) -> None:
-        for key in self._job_of(obj):
-            self._expectations.deletion_observed(key, obj["metadata"]["name"])
-
-
-def child_mapper(owner: Resource, informers: Mapping[Resource, Informer]) -> Mapper:
-    """Map a child to the job of `owner`'s kind it belongs to: its controller, or for a pod of
-    a batch Job (a launcher run by Kubernetes' Job controller), the job that controls that
-    Job, as `informers` hold it when the child's event comes."""
-    owned = requests_for_owner(owner)
-
-    def job_of(obj: Object) -> Iterable[Request]:
-        batch_jobs = informers.get(BATCH_JOBS)
-        if batch_jobs is not None and run_by_batch_job(obj):
-            ref, meta = controller_of(obj) or {}, obj["metadata"]
-            batch_job = batch_jobs.get(ref.get("name", ""), meta.get("namespace"))
-            if batch_job is None or batch_job["metadata"].get("uid") != ref.get("uid"):
-                return ()
-            return owned(batch_job)
-        return owned(obj)
-
-    return job_of
 
 
 def _run_by_finished(pod: Object, batch_jobs: Mapping[str, Object]) -> bool:

@@ -9,7 +9,7 @@ from jobcore._jobs.backoff import RETRY_BACKOFF
 from jobcore._jobs.backoff import RetryBackoff
 from jobcore._jobs.cached import child_transform
 from jobcore._jobs.cached import job_as_cached
-from jobcore._jobs.children import child_mapper
+from jobcore._jobs.childmap import child_mapper
 from jobcore._jobs.decide import pod_ended
 from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
