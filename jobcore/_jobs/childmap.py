@@ -1,6 +1,8 @@
-"""Which job a child belongs to: the mapping from a child's cache events to its job's
-reconcile requests, and the observer that confirms a job's expected creations and deletions
-from the same events."""
+"""Which job a child belongs to, as its cache events are mapped to reconcile requests.
+
+The same mapping feeds the observer that confirms a job's expected creations and deletions
+from those events.
+"""
 
 from __future__ import annotations
 
