@@ -113,7 +113,8 @@ class FaultProxy(Started):
     would against the server itself. The n-th request takes the n-th draw of
     `random.Random(seed)`: the same seed and the same order of requests fail the same
     requests. `requests` counts the requests received, `methods` them by method, `watches`
-    the watches among them, `injected` the faults by name (the fields of `Faults`). `faults`
+    the watches among them, `injected` the faults by name (the fields of `Faults`); `writes`
+    lists the method and path of every request but a GET, in order. `faults`
     may be replaced at any time, e.g. by `Faults()` to stop failing.
 
         faults = Faults.mixed(0.2)
@@ -128,6 +129,7 @@ class FaultProxy(Started):
         self.faults = faults or Faults()
         self.requests = 0
         self.methods: collections.Counter[str] = collections.Counter()
+        self.writes: list[tuple[str, str]] = []
         self.watches = 0
         self.injected: collections.Counter[str] = collections.Counter()
         self._token = token
@@ -187,6 +189,8 @@ class FaultProxy(Started):
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.requests += 1
         self.methods[request.method] += 1
+        if request.method != "GET":
+            self.writes.append((request.method, request.path))
         watch = request.query.get("watch") in ("true", "1")
         self.watches += watch
         fault, cut_at = self._draw(watch)

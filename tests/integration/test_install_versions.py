@@ -35,6 +35,7 @@ CLUSTER_WIDE = {
     f"role.{RBAC}/{NAME}-leader-election",
     f"rolebinding.{RBAC}/{NAME}-leader-election",
     f"deployment.apps/{NAME}",
+    f"networkpolicy.networking.k8s.io/{NAME}",
 }
 NAMESPACED = {
     f"serviceaccount/{NAME}",
@@ -43,6 +44,7 @@ NAMESPACED = {
     f"role.{RBAC}/{NAME}-leader-election",
     f"rolebinding.{RBAC}/{NAME}-leader-election",
     f"deployment.apps/{NAME}",
+    f"networkpolicy.networking.k8s.io/{NAME}",
 }
 
 
