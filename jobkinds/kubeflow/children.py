@@ -33,6 +33,7 @@ from jobcore.launcher import worker_name
 from jobkinds.kubeflow.spec import DEFAULT_SSH_AUTH_MOUNT_PATH
 from jobkinds.kubeflow.spec import MPIJobSpec
 from jobkinds.kubeflow.spec import ReplicaSpec
+from jobkinds.kubeflow.wait import wait_container
 from jobkinds.mpi.flavours import Flavour
 from jobkinds.mpi.flavours import flavour
 from jobkinds.mpi.flavours import hostfile_text
@@ -260,8 +261,9 @@ def launcher_env(job: Job[MPIJobSpec], launcher: ReplicaSpec) -> list[dict[str, 
 
 def launcher_job(job: Job[MPIJobSpec]) -> Object:
     """The launcher: a batch/v1 Job of one pod from the Launcher template, with the hostfile at
-    /etc/mpi and the implementation's environment; Kubernetes' Job controller retries it
-    under runPolicy.backoffLimit and stops it at runPolicy.activeDeadlineSeconds."""
+    /etc/mpi and the implementation's environment, whose command starts once every worker's
+    name resolves (`wait_container`, the last init container); Kubernetes' Job controller
+    retries it under runPolicy.backoffLimit and stops it at runPolicy.activeDeadlineSeconds."""
     replica = job.spec.mpi_replica_specs.launcher
     assert replica is not None  # validation requires it
     pod_meta, spec = _pod_template(job, replica, LAUNCHER, None, launcher_env(job, replica))
@@ -277,6 +279,9 @@ def launcher_job(job: Job[MPIJobSpec]) -> Object:
         },
     }
     _add_volume(spec, spec["containers"][0], config, CONFIG_DIR)
+    mount = {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True}
+    wait = wait_container(spec["containers"][0], HOSTFILE, [mount])
+    spec["initContainers"] = [*spec.get("initContainers", ()), wait]
     template_meta = {k: v for k, v in pod_meta.items() if k in ("labels", "annotations")}
     policy = job.spec.run_policy
     job_spec: dict[str, Any] = {
