@@ -55,7 +55,7 @@ while read -r host _ || [ -n "$host" ]; do
     waited=$((waited + 1))
   done
 done <"$hostfile"
-echo "jobcore: every worker's name resolves"
+echo "jobcore: every worker's name resolves (waited ${{waited}}s)"
 """
 
 
