@@ -33,9 +33,11 @@ from jobcore.launcher import worker_name
 from jobkinds.kubeflow.spec import DEFAULT_SSH_AUTH_MOUNT_PATH
 from jobkinds.kubeflow.spec import MPIJobSpec
 from jobkinds.kubeflow.spec import ReplicaSpec
+from jobkinds.kubeflow.wait import wait_container
 from jobkinds.mpi.flavours import Flavour
 from jobkinds.mpi.flavours import flavour
 from jobkinds.mpi.flavours import hostfile_text
+from jobkinds.mpi.flavours import hydra_callback_env
 from jobkinds.mpi.mpirun import HOSTFILE
 from jobkinds.mpi.mpirun import HOSTFILE_DIR
 from jobkinds.mpi.mpirun import HOSTFILE_KEY
@@ -216,25 +218,24 @@ def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
         job, replica, WORKER, index, [{"name": ROLE_ENV, "value": WORKER}]
     )
     spec["restartPolicy"] = _restart_policy(replica, "Never")
-    # The Service's domain is searched, so Hydra's proxies reach the launcher by its hostname.
-    dns = spec.get("dnsConfig") or {}
-    searches = [*dns.get("searches", ()), job.service_domain()]
-    spec["dnsConfig"] = {**dns, "searches": searches}  # the template's is shared
     container = spec["containers"][0]
     if not container.get("command") and not container.get("args"):
         container["command"] = list(SSHD_COMMAND)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
 
-def launcher_env(job: Job[MPIJobSpec]) -> list[dict[str, str]]:
+def launcher_env(job: Job[MPIJobSpec], launcher: ReplicaSpec) -> list[dict[str, str]]:
     """Where the MPI implementation finds the hostfile, the slots and the ssh options.
 
     Open MPI gets Open MPI 5's (PRRTE) names as well as Open MPI 4's, which Kubeflow sets
     alone; MPICH gets HYDRA_LAUNCHER_EXTRA_ARGS, the name its Hydra reads, beside Kubeflow's
-    HYDRA_LAUNCH_EXTRA_ARGS, which it does not. Unless the launcher is a worker too, its GPUs
-    are hidden from it.
+    HYDRA_LAUNCH_EXTRA_ARGS, which it does not. Hydra's proxies call the launcher back at its
+    pod's address (`hydra_callback_env`) unless it shares its node's network or the launcher
+    container sets those variables itself. Unless the launcher is a worker too, its GPUs are
+    hidden from it.
     """
     slots = job.spec.slots_per_worker
+    template = launcher.template.api["spec"]
     values = {ROLE_ENV: LAUNCHER}
     if job.spec.mpi_implementation == "OpenMPI":
         values |= open_mpi_env(hostfile=HOSTFILE, slots_per_host=slots, ssh_args=SSH_ARGS)
@@ -250,6 +251,9 @@ def launcher_env(job: Job[MPIJobSpec]) -> list[dict[str, str]]:
             "HYDRA_LAUNCH_EXTRA_ARGS": SSH_ARGS,
             "HYDRA_LAUNCHER_EXTRA_ARGS": SSH_ARGS,
         }
+    if job.spec.mpi_implementation != "OpenMPI" and not template.get("hostNetwork"):
+        user = {e.get("name") for c in template["containers"][:1] for e in c.get("env") or ()}
+        values |= {k: v for k, v in hydra_callback_env().items() if k not in user}
     if not job.spec.run_launcher_as_worker:
         values |= {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
     return [{"name": name, "value": value} for name, value in values.items()]
@@ -257,11 +261,12 @@ def launcher_env(job: Job[MPIJobSpec]) -> list[dict[str, str]]:
 
 def launcher_job(job: Job[MPIJobSpec]) -> Object:
     """The launcher: a batch/v1 Job of one pod from the Launcher template, with the hostfile at
-    /etc/mpi and the implementation's environment; Kubernetes' Job controller retries it
-    under runPolicy.backoffLimit and stops it at runPolicy.activeDeadlineSeconds."""
+    /etc/mpi and the implementation's environment, whose command starts once every worker's
+    name resolves (`wait_container`, the last init container); Kubernetes' Job controller
+    retries it under runPolicy.backoffLimit and stops it at runPolicy.activeDeadlineSeconds."""
     replica = job.spec.mpi_replica_specs.launcher
     assert replica is not None  # validation requires it
-    pod_meta, spec = _pod_template(job, replica, LAUNCHER, None, launcher_env(job))
+    pod_meta, spec = _pod_template(job, replica, LAUNCHER, None, launcher_env(job, replica))
     spec["restartPolicy"] = _restart_policy(replica, "OnFailure")
     config = {
         "name": CONFIG_VOLUME,
@@ -274,6 +279,9 @@ def launcher_job(job: Job[MPIJobSpec]) -> Object:
         },
     }
     _add_volume(spec, spec["containers"][0], config, CONFIG_DIR)
+    mount = {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True}
+    wait = wait_container(spec["containers"][0], HOSTFILE, [mount])
+    spec["initContainers"] = [*spec.get("initContainers", ()), wait]
     template_meta = {k: v for k, v in pod_meta.items() if k in ("labels", "annotations")}
     policy = job.spec.run_policy
     job_spec: dict[str, Any] = {

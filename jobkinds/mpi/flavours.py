@@ -80,6 +80,25 @@ def flavour(implementation: Implementation) -> Flavour:
     return _FLAVOURS[implementation]
 
 
+POD_INTERFACE = "eth0"
+"""A pod's own network interface: the name containerd and the kubelet give it (CNI_IFNAME)."""
+HYDRA_IFACE_ENV = ("HYDRA_IFACE", "I_MPI_HYDRA_IFACE")
+"""MPICH's and Intel MPI's name for mpiexec's `-iface`; each ignores the other's."""
+
+
+def hydra_callback_env() -> dict[str, str]:
+    """Hydra's proxies call mpiexec back at the address of the launcher pod's own interface.
+
+    By default they are handed mpiexec's hostname, bare (`<job>-launcher`), which a worker
+    resolves through its search list, namespace first: a Service of that name in the
+    namespace (another job's, e.g. one named `<job>-launcher`) would answer instead of the
+    launcher. With an interface, MPICH's `--control-port` and Intel MPI's `--upstream-host` are
+    that interface's address: no name is looked up. (`-localhost` would do for MPICH only:
+    Intel MPI 2021 ignores it.)
+    """
+    return dict.fromkeys(HYDRA_IFACE_ENV, POD_INTERFACE)
+
+
 def slots(extra_mpi_args: Sequence[str], mpi: Flavour = OPEN_MPI) -> int:
     """Processes per worker: the last per-node flag's value in the extra args, else 1.
 

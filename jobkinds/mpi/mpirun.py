@@ -19,6 +19,7 @@ from jobcore.launcher import SSHAccess
 from jobcore.launcher import ssh_client_args
 from jobcore.launcher import ssh_wait_script
 from jobkinds.mpi.flavours import Flavour
+from jobkinds.mpi.flavours import hydra_callback_env
 from jobkinds.mpi.openmpi import open_mpi_env
 from jobkinds.mpi.openmpi import open_mpi_env_script
 
@@ -35,27 +36,9 @@ WAIT_TIMEOUT_EXIT = SSH_WAIT_TIMEOUT_EXIT
 # environment scripts do, `mpiHome/bin` goes first on PATH and `mpiHome/lib` on
 # LD_LIBRARY_PATH, so the launcher is that installation's and so are the libraries of the ranks
 # Hydra starts with the launcher's environment.
-#
-# Hydra's proxies (MPICH, Intel MPI) call the launcher back by its hostname, which cluster DNS
-# publishes a moment after the launcher's pod started, so possibly after this script did: under
-# Hydra (JOBCORE_MPI_LAUNCHER_HOST set) it also waits, within the same time, until the first
-# worker resolves that name, asking it over ssh with the launcher's options (JOBCORE_MPI_SSH_ARGS).
 LAUNCHER_SCRIPT = (
     ssh_wait_script("JOBCORE_MPI_HOSTFILE", HOSTFILE, "JOBCORE_MPI_WAIT_SECONDS")
-    + r"""if [ -n "${JOBCORE_MPI_LAUNCHER_HOST:-}" ] && [ "${#workers[@]}" -gt 0 ]; then
-  read -ra ssh_args <<<"${JOBCORE_MPI_SSH_ARGS:-}"
-  lookup="getent hosts $(printf %q "$JOBCORE_MPI_LAUNCHER_HOST")"
-  while :; do
-    ssh "${ssh_args[@]}" -o BatchMode=yes "${workers[0]}" "$lookup" >/dev/null 2>&1
-    case $? in
-      0) break ;;
-      255) still "worker ${workers[0]} cannot be reached over ssh" ;;
-      *) still "worker ${workers[0]} does not resolve the launcher $JOBCORE_MPI_LAUNCHER_HOST" ;;
-    esac
-    sleep 0.5
-  done
-fi
-if [ -n "${JOBCORE_MPI_HOME:-}" ]; then
+    + r"""if [ -n "${JOBCORE_MPI_HOME:-}" ]; then
   export PATH="$JOBCORE_MPI_HOME/bin:$PATH"
   export LD_LIBRARY_PATH="$JOBCORE_MPI_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
@@ -108,15 +91,15 @@ def launcher_env(
     slots_per_host: int,
     ssh: SSHAccess,
     mpi_home: str | None,
-    launcher_host: str,
+    host_network: bool,
 ) -> list[dict[str, Any]]:
     """The launch script's settings and the implementation's: hostfile, slots, ssh options.
 
     `ConnectionAttempts` rides out a worker's sshd starting late; Open MPI's settings are
     `open_mpi_env`'s. Hydra (MPICH and Intel MPI) is told to bootstrap over ssh with the
     hostfile, each under its own names; MPICH's takes no ssh options and reads them from the
-    Secret's ssh config. Under Hydra the script also waits until the workers resolve
-    `launcher_host`, the launcher's hostname.
+    Secret's ssh config. Unless the launcher shares its node's network, Hydra's proxies call
+    it back at its pod's address (`hydra_callback_env`), not at a name.
     """
     ssh_args = f"-o ConnectionAttempts=10 {ssh_client_args(ssh)}"
     values = {
@@ -130,12 +113,12 @@ def launcher_env(
         values |= open_mpi_env(hostfile=HOSTFILE, slots_per_host=slots_per_host, ssh_args=ssh_args)
     else:
         values |= {
-            "JOBCORE_MPI_LAUNCHER_HOST": launcher_host,
-            "JOBCORE_MPI_SSH_ARGS": ssh_args,
             "HYDRA_LAUNCHER": "ssh",
             "HYDRA_HOST_FILE": HOSTFILE,
             "I_MPI_HYDRA_BOOTSTRAP": "ssh",
             "I_MPI_HYDRA_HOST_FILE": HOSTFILE,
             "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": ssh_args,
         }
+        if not host_network:
+            values |= hydra_callback_env()
     return [{"name": name, "value": value} for name, value in values.items()]

@@ -1,4 +1,4 @@
-"""MPIJob's children: hostfile, headless Service, worker and launcher pods.
+"""MPIJob's children: hostfile, worker and launcher pods (the headless Service is jobcore's).
 
 Split from the kind so the launcher's behaviour reads, and runs in tests, on its own. What
 the MPI implementations differ in is `jobkinds.mpi`'s (`Flavour`), and so is the launcher's
@@ -15,9 +15,7 @@ from jobcore.jobs import Job
 from jobcore.launcher import SSHAccess
 from jobcore.launcher import child_meta
 from jobcore.launcher import copied_launcher_pod
-from jobcore.launcher import headless_service
 from jobcore.launcher import hostfile_name
-from jobcore.launcher import launcher_name
 from jobcore.launcher import sshd_worker_pod
 from jobcore.launcher import worker_host
 from jobkinds.mpi.flavours import flavour
@@ -57,30 +55,9 @@ def hostfile_configmap(job: Job[MPIJobSpec]) -> Object:
     }
 
 
-def service(job: Job[MPIJobSpec]) -> Object:
-    """The headless Service; under Hydra it publishes the launcher too (see `launcher_pod`)."""
-    headless = headless_service(job, job.spec.ssh.port)
-    if not flavour(job.spec.mpi_implementation).open_mpi:
-        headless["spec"]["selector"] = job.labels()
-    return headless
-
-
 def worker_pod(job: Job[MPIJobSpec], index: int, ssh: SSHAccess) -> Object:
-    """sshd in place of the mpi-worker container's command; Ready once its port answers.
-
-    Under Hydra the Service's domain is searched, so the launcher's bare hostname resolves.
-    """
-    pod = sshd_worker_pod(
-        job,
-        index,
-        container=WORKER_CONTAINER,
-        ssh=ssh,
-    )
-    if not flavour(job.spec.mpi_implementation).open_mpi:
-        dns = pod["spec"].get("dnsConfig") or {}
-        searches = [*dns.get("searches", ()), job.service_domain()]
-        pod["spec"]["dnsConfig"] = {**dns, "searches": searches}  # the template's is shared
-    return pod
+    """sshd in place of the mpi-worker container's command; Ready once its port answers."""
+    return sshd_worker_pod(job, index, container=WORKER_CONTAINER, ssh=ssh)
 
 
 def launcher_pod(job: Job[MPIJobSpec], ssh: SSHAccess) -> Object:
@@ -88,9 +65,9 @@ def launcher_pod(job: Job[MPIJobSpec], ssh: SSHAccess) -> Object:
     implementation's launcher.
 
     The template's other containers stay on the workers; its volumes, init containers and
-    pod-level settings apply to the launcher too (T9k: the template configures both). Hydra's
-    proxies on the workers call back to the launcher by its hostname, so under Hydra the
-    launcher is named in the job's Service domain, as the workers are.
+    pod-level settings apply to the launcher too (T9k: the template configures both), but not
+    the template's hostname and subdomain: no worker reaches the launcher by name (Hydra's
+    proxies call it back at its address, see `hydra_callback_env`).
     """
     spec = job.spec
     mpi = flavour(spec.mpi_implementation)
@@ -125,12 +102,10 @@ def launcher_pod(job: Job[MPIJobSpec], ssh: SSHAccess) -> Object:
             slots_per_host=slots(spec.worker.extra_mpi_args, mpi),
             ssh=ssh,
             mpi_home=spec.mpi_home,
-            launcher_host=launcher_name(job),
+            host_network=bool(spec.worker.template.api["spec"].get("hostNetwork")),
         ),
         command=command,
     )
     for key in ("hostname", "subdomain"):
         pod["spec"].pop(key, None)
-    if not mpi.open_mpi:
-        pod["spec"].update(hostname=launcher_name(job), subdomain=job.name)
     return pod

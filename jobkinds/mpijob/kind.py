@@ -15,6 +15,7 @@ from jobcore.launcher import SSH_VOLUME
 from jobcore.launcher import WORKER
 from jobcore.launcher import LauncherWorkersKind
 from jobcore.launcher import container_errors
+from jobcore.launcher import headless_service
 from jobcore.launcher import job_name_errors
 from jobcore.launcher import job_ssh
 from jobcore.launcher import launcher_due
@@ -32,7 +33,6 @@ from jobkinds.mpi.openmpi import remote_shell_errors
 from jobkinds.mpijob.children import HOSTFILE_VOLUME
 from jobkinds.mpijob.children import hostfile_configmap
 from jobkinds.mpijob.children import launcher_pod
-from jobkinds.mpijob.children import service
 from jobkinds.mpijob.children import worker_pod
 from jobkinds.mpijob.spec import LAUNCHER_CONTAINER
 from jobkinds.mpijob.spec import WORKER_CONTAINER
@@ -83,7 +83,7 @@ class MPIJobKind(LauncherWorkersKind):
         secret, ssh = job_ssh(
             job, observed, mount_path=job.spec.ssh.ssh_auth_mount_path, port=job.spec.ssh.port
         )
-        children = [secret, hostfile_configmap(job), service(job)]
+        children = [secret, hostfile_configmap(job), headless_service(job, ssh.port)]
         children += [worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
         if launcher_due(job, observed):
             children.append(launcher_pod(job, ssh))

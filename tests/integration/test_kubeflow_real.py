@@ -355,3 +355,33 @@ async def test_a_rank_exiting_3_fails_the_job_with_the_launcher_jobs_reason(
     assert failed["reason"].split("/")[0] == job_failed["reason"], run.status
     assert failed["message"].startswith(job_failed["message"]), (run.status, job_failed)
     await wait_for_replicas(client, namespace, "rank3", {"Launcher": {"failed": 1}, "Worker": {}})
+
+
+@pytest.mark.timeout(180)
+async def test_a_launcher_started_before_its_workers_names_resolve_waits_for_them(
+    client: Client, namespace: str, node: ProcessNode, tmp_path: Path
+) -> None:
+    """Kubeflow's default, launcherCreationPolicy AtStartup, with backoffLimit 0: the launcher
+    starts with its workers, whose names are published only once they are Ready, here 5 s
+    after they start. Its ssh would fail at once (`Could not resolve hostname`) and fail the
+    job; the launcher's wait lets the user's mpirun, unchanged, start once they resolve."""
+    require(frameworks.missing("openmpi4"))
+    program = realjobs.mpi_program("openmpi", tmp_path)
+    job = root_job(namespace, "early", MPIS["openmpi"], [*SEED_MPIRUN, *program], backoffLimit=0)
+    job["spec"]["launcherCreationPolicy"] = "AtStartup"
+    replicas = job["spec"]["mpiReplicaSpecs"]
+    probe = {"tcpSocket": {"port": 22}, "initialDelaySeconds": 5, "periodSeconds": 1}
+    replicas["Worker"]["template"]["spec"]["containers"][0]["readinessProbe"] = probe
+    run = await run_to_end(client, node, job)
+    assert finished(run.status) == "Succeeded", (run.status, run.log)
+    assert run.launcher["spec"]["containers"][0]["command"] == [*SEED_MPIRUN, *program]
+    waited = node.logs(namespace, run.launcher["metadata"]["name"], "jobcore-wait-for-workers")
+    worker = f"early-worker-0.early.{namespace}.svc.cluster.local"
+    assert f"jobcore: worker {worker} does not resolve yet; waiting up to 300s\n" in waited
+    resolved = re.search(
+        r"^jobcore: every worker's name resolves \(waited (\d+)s\)\n\Z", waited, re.M
+    )
+    assert resolved and int(resolved[1]) >= 1, waited
+    print(f"the launcher waited {resolved[1]} s for its workers' names, then mpirun ran once")
+    (container,) = run.launcher["status"]["containerStatuses"]
+    assert container["restartCount"] == 0, container

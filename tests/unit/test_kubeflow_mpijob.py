@@ -182,7 +182,7 @@ def test_workers_run_sshd_unless_they_name_a_command() -> None:
         NAME,
         "Never",
     )
-    assert spec["dnsConfig"] == {"searches": [f"{NAME}.{NS}.svc.cluster.local"]}
+    assert "dnsConfig" not in spec  # the launcher is not looked up by name (Hydra: its address)
     container = spec["containers"][0]
     assert container["command"] == ["/usr/sbin/sshd", "-De"]
     assert env_of(container) == {"K_MPI_JOB_ROLE": "worker"}
@@ -257,12 +257,18 @@ INTEL_ENV = {
     "I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile",
     "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": SSH_ARGS,
     "I_MPI_PERHOST": "2",
+    "HYDRA_IFACE": "eth0",
+    "I_MPI_HYDRA_IFACE": "eth0",
 }
 MPICH_ENV = {
     "HYDRA_HOST_FILE": "/etc/mpi/hostfile",
     "HYDRA_LAUNCH_EXTRA_ARGS": SSH_ARGS,
     "HYDRA_LAUNCHER_EXTRA_ARGS": SSH_ARGS,
+    "HYDRA_IFACE": "eth0",
+    "I_MPI_HYDRA_IFACE": "eth0",
 }
+"""Hydra's proxies call the launcher back at its pod's address (HYDRA_IFACE for MPICH,
+I_MPI_HYDRA_IFACE for Intel MPI): no name for another tenant's Service to answer."""
 HIDDEN_GPUS = {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
 
 

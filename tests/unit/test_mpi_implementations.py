@@ -113,23 +113,30 @@ def test_open_mpi_is_the_default_and_keeps_todays_launcher() -> None:
 
 
 @pytest.mark.parametrize("implementation", HYDRA)
-def test_hydra_jobs_bootstrap_over_ssh_and_resolve_the_launcher(implementation: str) -> None:
+def test_hydra_jobs_bootstrap_over_ssh_and_call_the_launcher_back_at_its_address(
+    implementation: str,
+) -> None:
     job = job_of(**hydra(implementation))
     values = env(job)
     assert values["HYDRA_LAUNCHER"] == values["I_MPI_HYDRA_BOOTSTRAP"] == "ssh"
     assert values["HYDRA_HOST_FILE"] == values["I_MPI_HYDRA_HOST_FILE"] == "/etc/mpi/hostfile"
     assert not any(name.startswith(("OMPI_", "PRTE_")) for name in values)
 
-    # Hydra's proxies call the launcher back by its hostname, which must resolve on workers.
+    # Hydra's proxies call the launcher back at its pod's own interface's address: no worker
+    # looks up a name for it, which a Service `pi-launcher` in the namespace could answer.
+    assert values["HYDRA_IFACE"] == values["I_MPI_HYDRA_IFACE"] == "eth0"
     children = rendered(job)
-    assert children["pi-launcher"]["spec"]["hostname"] == "pi-launcher"
-    assert children["pi-launcher"]["spec"]["subdomain"] == "pi"
-    assert children["pi"]["spec"]["selector"] == job.labels()
-    dns = children["pi-worker-0"]["spec"]["dnsConfig"]
-    assert dns["searches"] == [f"pi.{NS}.svc.cluster.local"]
-    # The launch script waits until a worker resolves it, asking over ssh as Hydra would.
-    assert values["JOBCORE_MPI_LAUNCHER_HOST"] == "pi-launcher"
-    assert values["JOBCORE_MPI_SSH_ARGS"] == values["I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS"]
+    assert "hostname" not in children["pi-launcher"]["spec"]
+    assert children["pi"]["spec"]["selector"] == job.labels("worker")
+    assert "dnsConfig" not in children["pi-worker-0"]["spec"]
+    assert not any(name.startswith("JOBCORE_MPI_LAUNCHER") for name in values)
+
+
+def test_hydra_on_the_nodes_network_keeps_its_hostname() -> None:
+    """A host-network pod's interfaces are the node's, whose names are not known here."""
+    spec = hydra("MPICH")
+    spec["worker"]["template"]["spec"]["hostNetwork"] = True
+    assert not any(name.endswith("_IFACE") for name in env(job_of(**spec)))
 
 
 def test_hydra_forwards_no_env_by_flag_as_it_passes_the_whole_environment() -> None:
