@@ -44,7 +44,13 @@ def job_as_cached(obj: Object) -> Object:
     obj = strip_bulk(obj)
     obj.pop(SPEC_BYTES, None)  # only a stub says its size
     spec = obj.get("spec")
-    if isinstance(spec, dict) and (size := len(dumps(spec))) > MAX_SPEC_BYTES:
+    if not isinstance(spec, dict):
+        return obj
+    try:
+        size = len(dumps(spec))
+    except RecursionError:  # nested deeper than Python recurses: parse_job refuses it so
+        return obj
+    if size > MAX_SPEC_BYTES:
         run_policy = spec.get("runPolicy")
         small = run_policy is not None and len(dumps(run_policy)) <= MAX_RUN_POLICY_BYTES
         obj["spec"] = {"runPolicy": run_policy} if small else {}

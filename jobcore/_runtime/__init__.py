@@ -5,8 +5,9 @@ Layers, bottom up (import-linter checks that each imports only those below it):
 - `errors`, `resources`, `jsoncodec`, `labels`, `metrics`, `logs`, `gc`: the exception tree,
   resource names and object keys, the JSON codec, label selectors, Prometheus metrics,
   structured logs, the garbage collector's tuning.
-- `watchstream`, `retry`, `ratelimit`, `connlimits`: a watch read as events, when a failure
-  is retried, rate limiters, what a client may hold of the probe and metrics servers.
+- `watchstream`, `retry`, `ratelimit`, `connlimits`, `fencing`: a watch read as events, when
+  a failure is retried, rate limiters, what a client may hold of the probe and metrics
+  servers, a write's fence checked again once it has its connection.
 - `client`, `workqueue`, `predicate`, `compact`, `expectations`: the API client over plain
   JSON objects, the deduplicating work queue, event filters, cached objects sharing equal
   parts, expected creations and deletions.

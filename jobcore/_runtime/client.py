@@ -7,7 +7,6 @@ import copy
 import functools
 import os
 from collections.abc import AsyncIterator
-from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 from typing import Literal
@@ -19,6 +18,7 @@ import structlog
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
+from jobcore._runtime import fencing
 from jobcore._runtime import metrics
 from jobcore._runtime.errors import ApiError
 from jobcore._runtime.errors import api_error
@@ -93,6 +93,7 @@ class Client:
             connector_owner=False,
             trust_env=False,
             read_bufsize=2**21,
+            trace_configs=[fencing.fence_trace()],
         )
         self._proxy = self._config.proxy
         self._server_hostname = api_client.rest_client.server_hostname
@@ -105,7 +106,7 @@ class Client:
         self._request_timeout = aiohttp.ClientTimeout(total=request_timeout)
         self._max_event_bytes = max_event_bytes
         self._skipped = SkippedEvents()
-        self._fence: Callable[[], None] | None = None
+        self._fence: fencing.Fence | None = None
 
     @classmethod
     async def from_kubeconfig(
@@ -156,7 +157,7 @@ class Client:
         twin._bucket = BucketRateLimiter(qps, burst) if qps is not None else None
         return twin
 
-    def fenced(self, fence: Callable[[], None]) -> Client:
+    def fenced(self, fence: fencing.Fence) -> Client:
         """This client, sharing connections and token bucket, whose every write (POST, PUT,
         PATCH, DELETE) first calls `fence`, which raises to refuse it: each send is checked,
         a retry's too, after its wait for a token, so a write held up past the moment the
@@ -218,8 +219,10 @@ class Client:
         args["headers"] = await self._headers(content_type)
         if body is not None:
             args["data"] = dumps(body)
-        if self._fence is not None and method in _WRITES:
-            self._fence()
+        fence = self._fence if method in _WRITES else None
+        if fence is not None:
+            fence()  # and again once the request has its connection: see fencing
+        args["trace_request_ctx"] = fence
         try:
             async with self._session.request(**args, timeout=self._request_timeout) as resp:
                 data = await resp.read()

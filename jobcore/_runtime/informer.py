@@ -69,6 +69,15 @@ def controller_key(namespace: str, uid: str) -> str:
     return f"{namespace}/{uid}"
 
 
+def _json_size(obj: Object) -> int:
+    """`obj`'s size as JSON; PAGE_BYTES for one nested deeper than Python recurses, so that
+    the next page is small."""
+    try:
+        return len(dumps(obj))
+    except RecursionError:
+        return PAGE_BYTES
+
+
 def strip_bulk(obj: Object) -> Object:
     """The default transform: drop managedFields and last-applied annotations, which no
     controller reads and which can be most of an object's size."""
@@ -276,7 +285,7 @@ class Informer:
             )
             listed = 0
             for raw in page["items"]:
-                listed += len(dumps(raw))
+                listed += _json_size(raw)
                 # List items carry no kind; give cached objects the same shape as watched ones.
                 raw.setdefault("kind", self.resource.kind)
                 raw.setdefault("apiVersion", self.resource.api_version)

@@ -88,3 +88,15 @@ def test_past_the_key_bound_one_digest_stands_for_all_keys() -> None:
     assert list(digests(many)) == [""]
     assert digests(many) == digests(dict(reversed(many.items())))
     assert digests(many) != digests({**many, "k0": "changed"})
+
+
+def test_a_spec_nested_deeper_than_python_recurses_is_cached_for_parse_job_to_refuse() -> None:
+    job = job_manifest(KIND, {"worker": {"replicas": 1, "cmd": ["x"]}}, name="j", namespace="n")
+    deep: list[object] = []
+    for _ in range(5000):
+        deep = [deep]
+    job["spec"]["x"] = deep
+    cached = job_as_cached(job)
+    parsed, errors = parse_job(KIND, cached)
+    assert parsed is None
+    assert "nests deeper than" in errors[0].message
