@@ -29,8 +29,9 @@ MAX_SPEC_BYTES = 256 * 1024
 2,000 environment variables. A job's pods share its template in the controller's memory, but
 each pod the API server stores carries a copy."""
 SPEC_BYTES = "jobcore.dev/specBytes"
-"""Where a cached stub keeps the size of the spec it dropped: a top-level key no object the
-API server sends has, so that no stored job can pass for a stub."""
+"""Where a cached job keeps its spec's size as JSON (a stub, the size of the spec it dropped),
+so that parse_job reads it rather than measuring again: a top-level key no object the API
+server sends has, so that no stored job can name a size of its own."""
 MAX_RUN_POLICY_BYTES = 4096
 """The largest `runPolicy` a stub keeps: a valid one is a few fields."""
 MAX_DIGESTED_KEYS = 64
@@ -40,9 +41,9 @@ _VALUES = ("data", "binaryData", "stringData")
 
 def job_as_cached(obj: Object) -> Object:
     """`obj` as the jobs cache keeps it: without the bulk no controller reads, and a spec
-    larger than MAX_SPEC_BYTES replaced by a stub."""
+    larger than MAX_SPEC_BYTES replaced by a stub; its spec's size noted either way."""
     obj = strip_bulk(obj)
-    obj.pop(SPEC_BYTES, None)  # only a stub says its size
+    obj.pop(SPEC_BYTES, None)  # only this function notes a size
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return obj
@@ -54,12 +55,12 @@ def job_as_cached(obj: Object) -> Object:
         run_policy = spec.get("runPolicy")
         small = run_policy is not None and len(dumps(run_policy)) <= MAX_RUN_POLICY_BYTES
         obj["spec"] = {"runPolicy": run_policy} if small else {}
-        obj[SPEC_BYTES] = size
+    obj[SPEC_BYTES] = size
     return obj
 
 
 def spec_bytes(obj: Object) -> int:
-    """The size of the job's spec as JSON, as stored: a stub's is the one it noted."""
+    """The size of the job's spec as JSON, as stored: as the cache noted it, if it did."""
     noted = obj.get(SPEC_BYTES)
     return noted if isinstance(noted, int) else len(dumps(obj.get("spec") or {}))
 

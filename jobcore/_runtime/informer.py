@@ -356,9 +356,8 @@ class Informer:
             return obj
 
     def _sibling(self, obj: Object) -> Object | None:
-        ref = controller_of(obj)
-        key = controller_key(obj["metadata"].get("namespace") or "", ref["uid"]) if ref else ""
-        keys = self._indices[CONTROLLER_UID_INDEX].get(key)
+        key = next(iter(index_by_controller_uid(obj)), None)
+        keys = self._indices[CONTROLLER_UID_INDEX].get(key) if key else None
         return self._store[next(iter(keys))] if keys else None
 
     # Store -------------------------------------------------------------------------------
