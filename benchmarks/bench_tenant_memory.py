@@ -1,13 +1,14 @@
 """The controller's peak memory against one tenant's large objects, running and after a restart.
 
 A tenant needs no permission beyond its own namespace to write, at once: ConfigMaps of 900 KB
-labelled with the name of its own paused MPIJob and owned by it (children the job layer's
-caches select), and MPIJobs of 1.2 MB each, which the controller refuses as InvalidSpec (over
-256 KiB). `jobcore run` runs while they are written; then a second `jobcore run` starts
-against them, as after an OOM kill or a leader's failover, and lists them all. The figures are
-each process's peak RSS (VmHWM). The Deployment's limit is 512 Mi; the target is under 256 MB.
+labelled with the name of its own paused MPIJob and owned by it, Pods of 1.2 MB owned by
+another of its jobs (children the job layer's caches select), and MPIJobs of 1.2 MB each,
+which the controller refuses as InvalidSpec (over 256 KiB). `jobcore run` runs while they are
+written; then a second `jobcore run` starts against them, as after an OOM kill or a leader's
+failover, and lists them all. The figures are each process's peak RSS (VmHWM). The
+Deployment's limit is 512 Mi; the target is under 256 MB.
 
-    python -m benchmarks.bench_tenant_memory --configmaps 300 --jobs 240
+    python -m benchmarks.bench_tenant_memory --configmaps 300 --pods 300 --jobs 240
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from benchmarks._common import run_benchmark
 from benchmarks._controller import controller
 from jobcore import CONFIGMAPS
 from jobcore import NAMESPACES
+from jobcore import PODS
 from jobcore import Client
 from jobcore import Object
 from jobcore import owner_reference
@@ -75,23 +77,56 @@ def configmap_of(owner: Object, index: int, size: int) -> Object:
     }
 
 
+def pod_of(owner: Object, index: int, size: int) -> Object:
+    """A Pod of about `size` bytes of environment labelled with `owner`'s name and owned by it;
+    its values its own (the caches share equal parts between objects)."""
+    meta = owner["metadata"]
+    env = [{"name": f"V{i}", "value": f"{index:05}{i:05}" * 400} for i in range(size // 4000)]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{meta['name']}-bulk-{index}",
+            "namespace": meta["namespace"],
+            "labels": {JOB_NAME_LABEL: meta["name"]},
+            "ownerReferences": [owner_reference(owner)],
+        },
+        "spec": {"containers": [{"name": "bulk", "image": "bulk:latest", "env": env}]},
+    }
+
+
 async def write_hostile_objects(
-    client: Client, namespace: str, *, configmaps: int, configmap_kb: int, jobs: int, job_kb: int
+    client: Client,
+    namespace: str,
+    *,
+    configmaps: int,
+    configmap_kb: int,
+    pods: int,
+    pod_kb: int,
+    jobs: int,
+    job_kb: int,
 ) -> None:
     """The paused job `owner` and its `configmaps` bulky ConfigMaps, and `jobs` MPIJobs of
-    `job_kb` KB each, written a few at a time."""
+    `job_kb` KB each, the first of them with `pods` bulky Pods (a refused job's pods stay, as
+    its run policy keeps them), written a few at a time."""
     owner = await client.create(KIND.resource, mpijob(namespace, "owner", paused=True))
+    holder = await client.create(KIND.resource, big_job(namespace, 0, job_kb))
     limit = asyncio.Semaphore(WRITES_AT_ONCE)
 
     async def write(index: int) -> None:
         async with limit:  # each object built only when it is sent: they are large
             if index < configmaps:
                 await client.create(CONFIGMAPS, configmap_of(owner, index, configmap_kb * 1000))
+            elif (index := index - configmaps) < pods:
+                await client.create(PODS, pod_of(holder, index, pod_kb * 1000))
             else:
-                big = mpijob(namespace, f"big-{index - configmaps}", env_bytes=job_kb * 1000)
-                await client.create(KIND.resource, big)
+                await client.create(KIND.resource, big_job(namespace, index - pods + 1, job_kb))
 
-    await asyncio.gather(*(write(i) for i in range(configmaps + jobs)))
+    await asyncio.gather(*(write(i) for i in range(configmaps + pods + jobs - 1)))
+
+
+def big_job(namespace: str, index: int, job_kb: int) -> Object:
+    return mpijob(namespace, f"big-{index}", env_bytes=job_kb * 1000)
 
 
 async def refused(client: Client, namespace: str, jobs: int) -> bool:
@@ -103,7 +138,9 @@ async def refused(client: Client, namespace: str, jobs: int) -> bool:
     return True
 
 
-async def main(configmaps: int, configmap_kb: int, jobs: int, job_kb: int) -> None:
+async def main(
+    *, configmaps: int, configmap_kb: int, pods: int, pod_kb: int, jobs: int, job_kb: int
+) -> None:
     print(machine())
     async with ControlPlane() as plane:
         client = await Client.from_kubeconfig(plane.kubeconfig_path)
@@ -119,6 +156,8 @@ async def main(configmaps: int, configmap_kb: int, jobs: int, job_kb: int) -> No
                 NAMESPACE,
                 configmaps=configmaps,
                 configmap_kb=configmap_kb,
+                pods=pods,
+                pod_kb=pod_kb,
                 jobs=jobs,
                 job_kb=job_kb,
             )
@@ -130,7 +169,7 @@ async def main(configmaps: int, configmap_kb: int, jobs: int, job_kb: int) -> No
             await asyncio.sleep(2)
             restart = second.peak_rss_mb()
         await client.close()
-    total_mb = (configmaps * configmap_kb + jobs * job_kb) / 1000
+    total_mb = (configmaps * configmap_kb + pods * pod_kb + jobs * job_kb) / 1000
     print_table(
         [
             ("objects written (MB)", f"{total_mb:.0f}"),
@@ -147,6 +186,8 @@ if __name__ == "__main__":
         __doc__,
         configmaps=(int, 300, "bulky ConfigMaps owned by the tenant's paused job"),
         configmap_kb=(int, 900),
+        pods=(int, 300, "bulky Pods owned by the tenant's paused job"),
+        pod_kb=(int, 1200),
         jobs=(int, 240, "MPIJobs over the spec limit"),
         job_kb=(int, 1200),
     )

@@ -7,11 +7,13 @@ jobs stop with it. So a job whose spec is larger than the controller renders is 
 stub: its spec dropped but for `runPolicy`, which its clean-up obeys, and its size kept for its
 InvalidSpec status. A ConfigMap's or Secret's values are cached as digests: the job layer
 compares a ConfigMap's data with what it renders and looks for keys in a Secret, and reads no
-value.
+value. A child larger than any the controller makes is not one it made: it is cached as its
+metadata only, and the job layer reads it as a name taken (`oversized`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from typing import Any
@@ -23,6 +25,7 @@ from jobcore._runtime.resources import CONFIGMAPS
 from jobcore._runtime.resources import SECRETS
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
+from jobcore._runtime.resources import controller_of
 
 MAX_SPEC_BYTES = 256 * 1024
 """The largest spec, as JSON, that the controller renders: four times a worker template with
@@ -34,6 +37,14 @@ so that parse_job reads it rather than measuring again: a top-level key no objec
 server sends has, so that no stored job can name a size of its own."""
 MAX_RUN_POLICY_BYTES = 4096
 """The largest `runPolicy` a stub keeps: a valid one is a few fields."""
+MAX_CHILD_BYTES = MAX_SPEC_BYTES + 64 * 1024
+"""The largest child, as JSON, that the caches keep whole. One the controller made holds one
+template of a spec of at most MAX_SPEC_BYTES, what the kind and jobcore add to it (a few
+KiB), and what the API server adds: defaults, and a status whose termination messages the
+kubelet caps at 12 KiB."""
+CHILD_BYTES = "jobcore.dev/childBytes"
+"""Where a child cached as its metadata only keeps its size as JSON (see SPEC_BYTES)."""
+_IDENTITY = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
 MAX_DIGESTED_KEYS = 64
 """Keys a cached ConfigMap or Secret keeps with a digest each; beyond, one digest of all."""
 _VALUES = ("data", "binaryData", "stringData")
@@ -65,10 +76,44 @@ def spec_bytes(obj: Object) -> int:
     return noted if isinstance(noted, int) else len(dumps(obj.get("spec") or {}))
 
 
+@functools.cache
 def child_transform(resource: Resource) -> Transform:
     """How the children cache of `resource` keeps its objects: ConfigMaps and Secrets with
-    their values digested, the rest without their bulk."""
-    return values_as_digests if resource in (CONFIGMAPS, SECRETS) else strip_bulk
+    their values digested, the rest without their bulk; either, if still larger than
+    MAX_CHILD_BYTES, as its metadata only. One per resource, as the caches are shared."""
+    trim = values_as_digests if resource in (CONFIGMAPS, SECRETS) else strip_bulk
+
+    def child_as_cached(obj: Object) -> Object:
+        obj = trim(obj)
+        obj.pop(CHILD_BYTES, None)  # only this function notes a size
+        size = len(dumps(obj))
+        return obj if size <= MAX_CHILD_BYTES else _metadata_only(obj, size)
+
+    return child_as_cached
+
+
+def oversized(obj: Object) -> int | None:
+    """The size as JSON of a child cached as its metadata only, too large to be one the
+    controller made; None for any other."""
+    size = obj.get(CHILD_BYTES)
+    return size if isinstance(size, int) else None
+
+
+def _metadata_only(obj: Object, size: int) -> Object:
+    """What mapping, indexing and deleting `obj` read: its identity, its controller, whether
+    it is being deleted; and its size."""
+    meta = obj["metadata"]
+    kept = {key: meta[key] for key in _IDENTITY if key in meta}
+    if meta.get("deletionTimestamp"):
+        kept["deletionTimestamp"] = meta["deletionTimestamp"]
+    if (controller := controller_of(obj)) is not None:
+        kept["ownerReferences"] = [controller]
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": kept,
+        CHILD_BYTES: size,
+    }
 
 
 def values_as_digests(obj: Object) -> Object:

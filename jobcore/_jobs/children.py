@@ -11,11 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Generic
 
+from jobcore._jobs.cached import MAX_CHILD_BYTES
 from jobcore._jobs.cached import digests
+from jobcore._jobs.cached import oversized
 from jobcore._jobs.childmap import ExpectationObserver
 from jobcore._jobs.childmap import child_mapper
 from jobcore._jobs.decide import pod_ended
@@ -101,15 +104,17 @@ class JobChildren(Generic[SpecT]):
     def observe(self, namespace: str, uid: str) -> Observed:
         """The job's children as the caches show them now: objects in the job's `namespace`
         that it controls (one elsewhere naming its uid is nobody's child); its pods include
-        those of the batch Jobs it controls (a launcher run by Kubernetes' Job controller)."""
+        those of the batch Jobs it controls (a launcher run by Kubernetes' Job controller).
+        A child too large to be one the controller made is not among them: creating one of
+        its name is refused (`_check_owner`)."""
         children = {
-            resource: {o["metadata"]["name"]: o for o in informer.controlled_by(namespace, uid)}
+            resource: _by_name(informer.controlled_by(namespace, uid))
             for resource, informer in self.informers.items()
         }
         if (pods := children.get(PODS)) is not None:
             for batch_job in children.get(BATCH_JOBS, {}).values():
                 run = self.informers[PODS].controlled_by(namespace, batch_job["metadata"]["uid"])
-                pods.update((o["metadata"]["name"], o) for o in run)
+                pods.update(_by_name(run))
         return Observed(children)
 
     async def create_missing(
@@ -174,7 +179,16 @@ class JobChildren(Generic[SpecT]):
 
     async def _check_owner(self, job: Job[SpecT], resource: Resource, name: str) -> None:
         """A child that exists already must be this job's: another's (a job of another kind
-        with the same name wants the same children) is a conflict only a rename resolves."""
+        with the same name wants the same children) is a conflict only a rename resolves, and
+        so is one of the job's own that is too large to be one the controller made."""
+        cached = self.informers[resource].get(name, job.namespace)
+        if cached is not None and (size := oversized(cached)) is not None:
+            message = (
+                f"{resource.kind} {name} exists and is {size:,} bytes as JSON, more than any "
+                f"the controller makes ({MAX_CHILD_BYTES:,}): it is not read; delete it, or "
+                f"give this {self._kind_name} another name"
+            )
+            raise ChildRefused(FieldError("metadata.name", message))
         existing = await self.client.get(resource, name, job.namespace)
         if (held := self._held_by(job, existing)) is None:
             return
@@ -374,3 +388,8 @@ def _run_by_finished(pod: Object, batch_jobs: Mapping[str, Object]) -> bool:
         return False
     conditions = (batch_job.get("status") or {}).get("conditions") or ()
     return any(c.get("type") in _JOB_FINISHED and c.get("status") == "True" for c in conditions)
+
+
+def _by_name(objects: Iterable[Object]) -> dict[str, Object]:
+    """`objects` by name, but for those cached as their metadata only (`oversized`)."""
+    return {o["metadata"]["name"]: o for o in objects if oversized(o) is None}

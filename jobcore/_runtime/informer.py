@@ -112,7 +112,9 @@ class Informer:
     server selects but nobody needs do not stay in memory. An object that stops being kept
     is reported as deleted, one that starts being kept as added. With `share_parts`, each
     object is cached compacted (`jobcore._runtime.compact`): its parts are the same dicts and lists
-    as equal parts of its previous version and of other cached objects.
+    as equal parts of its previous version and of other cached objects. A `transform` never
+    sees a watched built-in object's managedFields, which no controller reads (`strip_bulk`);
+    with no transform, objects are cached as the server sends them.
     """
 
     def __init__(
@@ -321,7 +323,7 @@ class Informer:
             **self.selectors,
             timeout_seconds=timeout,
             inactivity_timeout=self._inactivity_timeout,
-            without_managed_fields=self._transform is strip_bulk,  # it drops them anyway
+            without_managed_fields=self._transform is not None,
         ):
             self._on_event(event_type, raw)
             # Events the stream has buffered come without a pause: a backlog of large objects

@@ -45,6 +45,7 @@ from jobcore import InvalidError
 from jobcore import Manager
 from jobcore import NotFoundError
 from jobcore import Object
+from jobcore import owner_reference
 from jobcore.jobs import JOB_NAME_LABEL
 from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import JobKind
@@ -470,6 +471,45 @@ async def test_a_pod_the_api_server_refuses_fails_the_job(
             return
         await asyncio.sleep(0.5)
     pytest.fail("the job never failed; the controller keeps retrying the pod's creation")
+
+
+async def test_a_pod_too_large_to_be_the_controllers_under_a_workers_name_fails_the_job(
+    client: Client, namespace: str, manager: asyncio.Task[None]
+) -> None:
+    """The tenant's own pod of 1.2 MB, owned by its paused job and named as its worker, is
+    cached as its metadata only; on resuming, the job says which pod to delete."""
+    obj = copy.deepcopy(CANARIES[0])
+    obj["metadata"] = {"name": "bulky", "namespace": namespace}
+    obj["spec"]["runMode"] = {"pause": {"enabled": True}}
+    kind = KINDS[obj["kind"]]
+    job = await client.create(kind.resource, obj)
+    env = [{"name": f"V{i}", "value": "x" * 4000} for i in range(300)]
+    await client.create(
+        PODS,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "bulky-worker-0",
+                "labels": {JOB_NAME_LABEL: "bulky"},
+                "ownerReferences": [owner_reference(job)],
+            },
+            "spec": {"containers": [{"name": "c", "image": "i", "env": env}]},
+        },
+        namespace,
+    )
+    await client.patch(kind.resource, "bulky", {"spec": {"runMode": {"pause": None}}}, namespace)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        status = (await client.get(kind.resource, "bulky", namespace)).get("status") or {}
+        if status.get("phase") == "Failed":
+            failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+            assert failed["reason"] == "InvalidSpec"
+            assert "Pod bulky-worker-0 exists and is 1,2" in failed["message"], failed
+            assert "more than any the controller makes (327,680)" in failed["message"], failed
+            return
+        await asyncio.sleep(0.5)
+    pytest.fail(f"the job never failed: {status}")
 
 
 async def kubectl(*args: str, stdin: str = "") -> int:

@@ -191,11 +191,13 @@ async def test_labelled_configmaps_no_job_controls_do_not_grow_the_controllers_m
 async def test_a_tenants_bulky_children_and_oversized_jobs_keep_the_controller_small(
     client: Client, namespace: str, kubeconfig_path: str
 ) -> None:
-    """ConfigMaps of 900 KB owned by the tenant's own paused job and MPIJobs of 1.2 MB (refused
-    as over the spec limit), written while the controller runs and listed by a restarted one:
-    neither process's peak RSS reaches TENANT_PEAK_LIMIT_MB (the benchmark bench_tenant_memory
-    writes the issue's 300 and 240)."""
-    shape = {"configmaps": 60, "configmap_kb": 900, "jobs": 40, "job_kb": 1200}
+    """ConfigMaps of 900 KB owned by the tenant's own paused job, Pods of 1.2 MB owned by a
+    refused one, and MPIJobs of 1.2 MB (refused as over the spec limit), written while the
+    controller runs and listed by a restarted one: neither process's peak RSS reaches
+    TENANT_PEAK_LIMIT_MB (the benchmark bench_tenant_memory writes the issue's 300 and 240,
+    and 300 pods)."""
+    shape = {"configmaps": 60, "configmap_kb": 900, "pods": 120, "pod_kb": 1200}
+    shape |= {"jobs": 40, "job_kb": 1200}
     async with ready_controller(client, kubeconfig_path, namespace) as pid:
         await write_hostile_objects(client, namespace, **shape)
         await eventually(lambda: refused(client, namespace, shape["jobs"]), timeout=120)

@@ -1,16 +1,18 @@
 """What the job layer's caches keep: a stub for a job over the spec limit that still reads as
-one, and digests for the values of ConfigMaps and Secrets that compare as the values do."""
+one, digests for the values of ConfigMaps and Secrets that compare as the values do, and a
+child larger than any the controller makes as its metadata only."""
 
 from __future__ import annotations
 
+from jobcore._jobs.cached import MAX_CHILD_BYTES
 from jobcore._jobs.cached import MAX_DIGESTED_KEYS
 from jobcore._jobs.cached import MAX_SPEC_BYTES
 from jobcore._jobs.cached import child_transform
 from jobcore._jobs.cached import digests
 from jobcore._jobs.cached import job_as_cached
+from jobcore._jobs.cached import oversized
 from jobcore._jobs.cached import spec_bytes
 from jobcore._jobs.parse import parse_job
-from jobcore._runtime.informer import strip_bulk
 from jobcore._runtime.jsoncodec import dumps
 from jobcore._runtime.resources import CONFIGMAPS
 from jobcore._runtime.resources import PODS
@@ -69,8 +71,6 @@ def test_a_stored_job_cannot_pass_for_a_stub_with_a_size_it_names() -> None:
 
 def test_configmap_and_secret_values_are_cached_as_digests_that_compare_as_the_values() -> None:
     transform = child_transform(CONFIGMAPS)
-    assert child_transform(SECRETS) is transform
-    assert child_transform(PODS) is strip_bulk
     configmap = {
         "kind": "ConfigMap",
         "metadata": {"name": "c"},
@@ -100,3 +100,56 @@ def test_a_spec_nested_deeper_than_python_recurses_is_cached_for_parse_job_to_re
     parsed, errors = parse_job(KIND, cached)
     assert parsed is None
     assert "nests deeper than" in errors[0].message
+
+
+def pod(env_bytes: int) -> dict[str, object]:
+    env = [{"name": f"V{i}", "value": "x" * 1000} for i in range(env_bytes // 1000)]
+    owner = {"kind": "MPIJob", "name": "train", "uid": "u1", "controller": True}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "train-worker-0",
+            "namespace": "ns",
+            "uid": "p1",
+            "resourceVersion": "7",
+            "labels": {"bulk": "y" * 60},
+            "annotations": {"note": "z" * 1000},
+            "ownerReferences": [owner, {"kind": "Other", "name": "o", "uid": "u2"}],
+            "managedFields": [{"manager": "kubectl"}],
+        },
+        "spec": {"containers": [{"name": "c", "image": "i", "env": env}]},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_a_child_within_the_bound_is_cached_whole_but_for_the_bulk() -> None:
+    for resource in (PODS, CONFIGMAPS):
+        child = pod(MAX_CHILD_BYTES - 10_000)
+        cached = child_transform(resource)(child)
+        assert oversized(cached) is None
+        assert cached["spec"]["containers"][0]["env"][-1]["value"] == "x" * 1000
+        assert "managedFields" not in cached["metadata"]
+
+
+def test_a_child_larger_than_any_the_controller_makes_is_cached_as_its_metadata_only() -> None:
+    child = pod(1_400_000)
+    cached = child_transform(PODS)(child)
+    noted = oversized(cached)
+    assert noted == len(dumps(child)) > MAX_CHILD_BYTES  # as it came but for managedFields
+    assert set(cached) == {"apiVersion", "kind", "metadata", "jobcore.dev/childBytes"}
+    assert cached["metadata"] == {
+        "name": "train-worker-0",
+        "namespace": "ns",
+        "uid": "p1",
+        "resourceVersion": "7",
+        "ownerReferences": [{"kind": "MPIJob", "name": "train", "uid": "u1", "controller": True}],
+    }
+    assert len(dumps(cached)) < 400
+
+
+def test_no_stored_child_can_pass_for_an_oversized_one() -> None:
+    child = pod(1000)
+    child["jobcore.dev/childBytes"] = 999_999_999
+    assert oversized(child_transform(PODS)(child)) is None
+    assert oversized(child_transform(SECRETS)(child)) is None
