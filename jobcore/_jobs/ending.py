@@ -35,7 +35,7 @@ from jobcore._runtime.resources import Object
 class JobEnding(Generic[SpecT]):
     """Clean-up and TTL of one kind's ended jobs, and the failure of its invalid ones.
 
-    Each method returns when to come back for the job's TTL (None: never).
+    `finish` and `finish_unparsed` return when to come back for the job's TTL (None: no need).
     """
 
     def __init__(
