@@ -18,6 +18,7 @@ Layers, bottom up (import-linter checks that each imports only those below it):
 - `announce`: the Events and metrics of what changed.
 - `refusals`, `children`, `writer`, `parse`, `crd`: refused children, creating and deleting
   children, writing the status, reading a job, and CRDs generated from the models.
+- `ending`: an ended job's clean-up and TTL, an invalid job failed and stopped.
 - `reconciler`: one pass as a list of steps; `controller` wires it into a manager.
 
 The public names are re-exported by `jobcore.jobs`.

@@ -9,14 +9,14 @@ A pass over a job is a list of steps, each in a module of its own:
 3. create and delete children (`JobChildren`): the plan's missing ones, ConfigMaps brought up
    to date, pods no longer wanted;
 4. apply the run policy to the kind's outcome (`apply_policy`: a pending timeout, a restart,
-   the backoff limit), and once the job ended its clean-up and TTL;
-5. derive and write the status (`derive_status`, `StatusWriter`);
+   the backoff limit);
+5. derive and write the status (`derive_status`, `StatusWriter`); once the job ended, its
+   clean-up and TTL (`JobEnding`, which also fails an invalid job);
 6. announce (`Announcer`): Events and metrics for what changed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
@@ -34,35 +34,29 @@ from jobcore._jobs.backoff import retry_wait
 from jobcore._jobs.children import RECHECK_SECONDS
 from jobcore._jobs.children import ChildRefused
 from jobcore._jobs.children import JobChildren
+from jobcore._jobs.ending import JobEnding
 from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
-from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kind import Observed
 from jobcore._jobs.kind import Outcome
 from jobcore._jobs.kind import SpecT
 from jobcore._jobs.models import JobStatus
-from jobcore._jobs.models import RunPolicy
 from jobcore._jobs.parse import ParsedSpecs
-from jobcore._jobs.parse import run_policy_of
 from jobcore._jobs.plan import UnservedChildren
 from jobcore._jobs.plan import plan_children
 from jobcore._jobs.policy import DEADLINE_EXCEEDED
 from jobcore._jobs.policy import deadline_left
-from jobcore._jobs.policy import doomed_after_end
 from jobcore._jobs.policy import pending_too_long
-from jobcore._jobs.policy import ttl_left
 from jobcore._jobs.refusals import Refusals
 from jobcore._jobs.scheduling import GangScheduler
 from jobcore._jobs.status import Lifecycle
 from jobcore._jobs.status import derive_status
-from jobcore._jobs.status import invalid_status
 from jobcore._jobs.writer import CONFLICT_RETRY_SECONDS
 from jobcore._jobs.writer import StatusWriter
 from jobcore._runtime.client import Client
 from jobcore._runtime.controller import Result
-from jobcore._runtime.errors import NotFoundError
 from jobcore._runtime.events import EventRecorder
 from jobcore._runtime.expectations import Expectations
 from jobcore._runtime.handler import Request
@@ -142,6 +136,13 @@ class JobReconciler(Generic[SpecT]):
             clock=clock,
         )
         self.refusals = Refusals(self.announcer)
+        self.ending = JobEnding(
+            kind=kind,
+            client=client,
+            children=self.children,
+            writer=self.writer,
+            announcer=self.announcer,
+        )
 
     async def reconcile(self, request: Request) -> Result:
         obj = self.jobs.get(request.name, request.namespace)
@@ -158,13 +159,15 @@ class JobReconciler(Generic[SpecT]):
         previous = self.writer.latest(obj)
         job, errors = self.specs.parse(obj, previous)
         if job is None and decide.has_ended(previous):
-            # An ended job keeps its outcome, whatever its spec becomes; its clean-up and TTL
-            # still follow its run policy.
-            policy = run_policy_of(self.kind, obj)
-            await self._clean_up(request, obj, policy)
-            return await self._expire_ttl(obj, policy, previous, self.clock())
+            # An ended job keeps its outcome, whatever its spec becomes.
+            ttl = await self.ending.finish_unparsed(
+                request=request, obj=obj, previous=previous, now=self.clock()
+            )
+            return Result(requeue_after=ttl)
         if job is None:
-            await self._invalid(request, obj, previous, errors)
+            await self.ending.fail_invalid(
+                request=request, obj=obj, previous=previous, errors=errors
+            )
             return Result()
         metrics.job_info.labels(self.kind.resource.kind, job.namespace, job.name).set(1)
         step = _Step(
@@ -196,7 +199,9 @@ class JobReconciler(Generic[SpecT]):
                 self.kind, job, observed, self.gang_scheduler, resume_specs=resume or None
             )
         except UnservedChildren as unserved:  # the kind's bug: said in the status, not retried
-            await self._invalid(step.request, job.obj, step.previous, [unserved.error])
+            await self.ending.fail_invalid(
+                request=step.request, obj=job.obj, previous=step.previous, errors=[unserved.error]
+            )
             return Result()
         job, desired = planned.job, planned.desired
         step = dataclasses.replace(step, job=job)
@@ -221,7 +226,9 @@ class JobReconciler(Generic[SpecT]):
             sync = await self._sync_children(step, desired, hold=hold, keep=replaced)
         except ChildRefused as refused:
             # Retrying cannot help: the job's spec (or its name) must change.
-            await self._invalid(step.request, job.obj, step.previous, [refused.error])
+            await self.ending.fail_invalid(
+                request=step.request, obj=job.obj, previous=step.previous, errors=[refused.error]
+            )
             return Result()
         if sync.wait:
             return Result()
@@ -336,37 +343,20 @@ class JobReconciler(Generic[SpecT]):
         return verdict
 
     async def _end(self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle) -> Result:
-        """A job that ended: its final status first (a crash or a failed deletion after it
-        leaves a job that ended, whose clean-up the next pass finishes), then its clean-up
-        policies (past a deadline, its unfinished pods stopped too), which take the pods its
-        finished batch Jobs left running too, then its TTL."""
-        job, observed = step.job, step.observed
-        policy = job.policy.run_policy
+        """A job that ended: its final status first, then its clean-up and TTL (`JobEnding`)."""
         status, held = await self._write(step, outcome, lifecycle)
         if held is not None and not decide.has_ended(step.previous):
             return Result(requeue_after=held)  # not recorded yet: delete nothing
-        doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
-        if outcome.reason == DEADLINE_EXCEEDED:
-            doomed |= set(observed.pods) - decide.ended_pods(observed)
-        await self.children.delete_pods(step.request, observed, keep=set(observed.pods) - doomed)
-        await self.children.delete_leftover_pods(step.request, observed, doomed)
-        result = await self._expire_ttl(job.obj, policy, status, step.time)
-        return Result(requeue_after=decide.soonest(result.requeue_after, held))
-
-    async def _expire_ttl(
-        self, obj: Object, policy: RunPolicy, status: JobStatus, now: float
-    ) -> Result:
-        """Delete an ended job once `ttlSecondsAfterFinished` passed; else when to come back."""
-        left = ttl_left(policy, status, now)
-        if left is None or left > 0:
-            return Result(requeue_after=left)
-        self.announcer.expired(obj, policy.ttl_seconds_after_finished)
-        meta = obj["metadata"]
-        with contextlib.suppress(NotFoundError):
-            await self.client.delete(
-                self.kind.resource, meta["name"], meta["namespace"], uid=meta["uid"]
-            )
-        return Result()
+        ttl = await self.ending.finish(
+            request=step.request,
+            obj=step.job.obj,
+            observed=step.observed,
+            policy=step.job.policy.run_policy,
+            status=status,
+            stopped=outcome.reason == DEADLINE_EXCEEDED,
+            now=step.time,
+        )
+        return Result(requeue_after=decide.soonest(ttl, held))
 
     async def _write(
         self, step: _Step[SpecT], outcome: Outcome, lifecycle: Lifecycle, *, coalesce: bool = True
@@ -384,26 +374,6 @@ class JobReconciler(Generic[SpecT]):
             lifecycle=lifecycle,
         )
         return status, await self.writer.write(step.job.obj, previous, status, coalesce=coalesce)
-
-    async def _invalid(
-        self, request: Request, obj: Object, previous: JobStatus, errors: list[FieldError]
-    ) -> None:
-        """Mark the job Failed with its errors, then stop it: its batch Jobs go, its pods as its
-        run policy says (a job can become invalid while it runs, or through a child the server
-        finds invalid). The policy is the kind's reading of the spec's runPolicy alone.
-        """
-        message = "Invalid spec: " + "; ".join(str(error) for error in errors)
-        await self.writer.write(obj, previous, invalid_status(previous, message), coalesce=False)
-        observed = await self._clean_up(request, obj, run_policy_of(self.kind, obj))
-        await self.children.delete_batch_jobs(request, observed, keep=set())
-
-    async def _clean_up(self, request: Request, obj: Object, policy: RunPolicy) -> Observed:
-        """Delete the pods of a job without a valid spec that `policy` dooms once it ended;
-        what was observed."""
-        observed = self.children.observe(request.namespace, obj["metadata"]["uid"])
-        doomed = doomed_after_end(policy, observed.pods, self.kind.kept_after_cleanup)
-        await self.children.delete_pods(request, observed, keep=set(observed.pods) - doomed)
-        return observed
 
     def _forget(self, request: Request) -> None:
         self.expectations.forget(request)

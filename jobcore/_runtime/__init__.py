@@ -8,6 +8,7 @@ Layers, bottom up (import-linter checks that each imports only those below it):
 - `watchstream`, `retry`, `ratelimit`, `connlimits`, `fencing`: a watch read as events, when
   a failure is retried, rate limiters, what a client may hold of the probe and metrics
   servers, a write's fence checked again once it has its connection.
+- `transport`: one HTTP exchange with the API server (token, fence, metrics, errors).
 - `client`, `workqueue`, `predicate`, `compact`, `expectations`: the API client over plain
   JSON objects, the deduplicating work queue, event filters, cached objects sharing equal
   parts, expected creations and deletions.

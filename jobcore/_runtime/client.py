@@ -1,8 +1,11 @@
-"""An asyncio Kubernetes client over plain JSON objects, with retries of transient failures."""
+"""An asyncio Kubernetes client over plain JSON objects, with retries of transient failures.
+
+Each method says which request it is (path, query, body, content type) and whether it may be
+sent again; `jobcore._runtime.transport` sends it.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import functools
 import os
@@ -10,27 +13,16 @@ from collections.abc import AsyncIterator
 from collections.abc import Mapping
 from typing import Any
 from typing import Literal
-from urllib.parse import urlencode
-from urllib.parse import urlsplit
 
-import aiohttp
-import structlog
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from jobcore._runtime import fencing
-from jobcore._runtime import metrics
-from jobcore._runtime.errors import ApiError
-from jobcore._runtime.errors import api_error
-from jobcore._runtime.jsoncodec import decode_error
-from jobcore._runtime.jsoncodec import dumps
-from jobcore._runtime.jsoncodec import loads
-from jobcore._runtime.ratelimit import BucketRateLimiter
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
 from jobcore._runtime.retry import Retries
 from jobcore._runtime.retry import is_repeatable
-from jobcore._runtime.retry import parse_retry_after
+from jobcore._runtime.transport import Transport
 from jobcore._runtime.watchstream import MAX_EVENT_BYTES
 from jobcore._runtime.watchstream import SkippedEvents
 from jobcore._runtime.watchstream import WatchEvent
@@ -44,8 +36,6 @@ _PATCH_CONTENT_TYPES: Mapping[str, str] = {
     "json": "application/json-patch+json",
 }
 _APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
-_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-_log = structlog.get_logger("jobcore.client")
 
 
 DEFAULT_MAX_CONNECTIONS = 100
@@ -83,30 +73,13 @@ class Client:
         qps: float | None = None,
         burst: int = 1,
     ) -> None:
-        self._api_client = api_client
-        self._config = api_client.configuration
-        # Our own session on kubernetes-asyncio's connector (its TLS set-up), without
-        # trust_env: that would look up ~/.netrc and proxy variables in a thread on every
-        # request. A proxy named in the kubeconfig is still used.
-        self._session = aiohttp.ClientSession(
-            connector=api_client.rest_client.pool_manager.connector,
-            connector_owner=False,
-            trust_env=False,
-            read_bufsize=2**21,
-            trace_configs=[fencing.fence_trace()],
+        self._transport = Transport(
+            api_client, request_timeout=request_timeout, qps=qps, burst=burst
         )
-        self._proxy = self._config.proxy
-        self._server_hostname = api_client.rest_client.server_hostname
-        self._host = str(self._config.host).rstrip("/")
-        self._metrics_host = urlsplit(self._host).netloc
         self.field_manager = field_manager
         self._retries = Retries(retry_attempts, retry_max_wait, retry_after_max)
-        self._rate = (qps, burst)
-        self._bucket = BucketRateLimiter(qps, burst) if qps is not None else None
-        self._request_timeout = aiohttp.ClientTimeout(total=request_timeout)
         self._max_event_bytes = max_event_bytes
         self._skipped = SkippedEvents()
-        self._fence: fencing.Fence | None = None
 
     @classmethod
     async def from_kubeconfig(
@@ -153,8 +126,7 @@ class Client:
         shares the connections, but its requests never wait behind this one's. Lease renewals
         go through one, so a burst of reconciles cannot cost the lease. Close the original."""
         twin = copy.copy(self)
-        qps, burst = self._rate
-        twin._bucket = BucketRateLimiter(qps, burst) if qps is not None else None
+        twin._transport = self._transport.with_own_bucket()
         return twin
 
     def fenced(self, fence: fencing.Fence) -> Client:
@@ -163,78 +135,17 @@ class Client:
         a retry's too, after its wait for a token, so a write held up past the moment the
         fence closes is never sent."""
         twin = copy.copy(self)
-        twin._fence = fence
+        twin._transport = self._transport.fenced(fence)
         return twin
 
-    async def _throttle(self, method: str) -> None:
-        """Wait for this request's token, when the client has a rate limit."""
-        if self._bucket is None:
-            return
-        delay = self._bucket.when(None)
-        metrics.rest_client_rate_limiter_duration_seconds.labels(
-            method, self._metrics_host
-        ).observe(delay)
-        if delay > 0:
-            await asyncio.sleep(delay)
-
     async def close(self) -> None:
-        await self._session.close()
-        await self._api_client.close()
+        await self._transport.close()
 
     async def __aenter__(self) -> Client:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-    async def _headers(self, content_type: str) -> dict[str, str]:
-        headers = {"Content-Type": content_type, "Accept": "application/json"}
-        for setting in (await self._config.auth_settings()).values():
-            headers[setting["key"]] = setting["value"]
-        return headers
-
-    def _request_args(self, method: str, path: str, query: Mapping[str, Any] | None) -> Any:
-        url = self._host + path
-        if query:
-            url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
-        args: dict[str, Any] = {"method": method, "url": url}
-        if self._proxy:
-            args["proxy"] = self._proxy
-        if self._server_hostname:
-            args["server_hostname"] = self._server_hostname
-        return args
-
-    async def _request_once(
-        self,
-        method: str,
-        path: str,
-        query: Mapping[str, Any] | None,
-        body: Any,
-        content_type: str,
-        *,
-        decode: bool,
-    ) -> Any:
-        await self._throttle(method)
-        args = self._request_args(method, path, query)
-        args["headers"] = await self._headers(content_type)
-        if body is not None:
-            args["data"] = dumps(body)
-        fence = self._fence if method in _WRITES else None
-        if fence is not None:
-            fence()  # and again once the request has its connection: see fencing
-        args["trace_request_ctx"] = fence
-        try:
-            async with self._session.request(**args, timeout=self._request_timeout) as resp:
-                data = await resp.read()
-                status = resp.status
-                retry_after = parse_retry_after(resp.headers.get("Retry-After"))
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            metrics.rest_client_requests_total.labels("<error>", method, self._metrics_host).inc()
-            raise ApiError(0, "ConnectionError", f"{method} {path}: {exc!r}") from exc
-        metrics.rest_client_requests_total.labels(str(status), method, self._metrics_host).inc()
-        if status >= 400:
-            raise api_error(status, decode_error(data), retry_after=retry_after)
-        return loads(data) if data and decode else None
 
     async def request(
         self,
@@ -250,7 +161,7 @@ class Client:
         without `decode`: a large object's answer is not worth decoding when unread)."""
         return await self._retries.send(
             functools.partial(
-                self._request_once, method, path, query, body, content_type, decode=decode
+                self._transport.send, method, path, query, body, content_type, decode=decode
             ),
             repeatable=is_repeatable(method, body, content_type),
             method=method,
@@ -401,30 +312,13 @@ class Client:
             "allowWatchBookmarks": "true" if allow_bookmarks else None,
         }
         what = resource.path(namespace)
-        await self._throttle("WATCH")
-        args = self._request_args("GET", what, query)
-        args["headers"] = await self._headers("application/json")
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=inactivity_timeout)
-        try:
-            async with self._session.request(**args, timeout=timeout) as resp:
-                metrics.rest_client_requests_total.labels(
-                    str(resp.status), "WATCH", self._metrics_host
-                ).inc()
-                if resp.status >= 400:
-                    raise api_error(
-                        resp.status,
-                        decode_error(await resp.read()),
-                        retry_after=parse_retry_after(resp.headers.get("Retry-After")),
-                    )
-                async for event in watch_events(
-                    resp.content.iter_any(),
-                    what,
-                    self._skipped,
-                    limit=self._max_event_bytes,
-                    without_managed_fields=without_managed_fields,
-                ):
-                    yield event
-        except (TimeoutError, aiohttp.ServerTimeoutError):
-            _log.debug("watch inactive, ending it", resource=resource.plural)
-        except (aiohttp.ClientError, OSError) as exc:
-            raise ApiError(0, "ConnectionError", f"watch {what}: {exc!r}") from exc
+        stream = self._transport.stream(what, query, inactivity_timeout=inactivity_timeout)
+        async with stream as chunks:
+            async for event in watch_events(
+                chunks,
+                what,
+                self._skipped,
+                limit=self._max_event_bytes,
+                without_managed_fields=without_managed_fields,
+            ):
+                yield event

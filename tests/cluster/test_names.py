@@ -54,11 +54,13 @@ async def test_a_job_named_like_anothers_launcher_takes_none_of_its_peers(
     else:
         assert ranks(log) == on_two_workers("train"), log
 
-    # The other job's ranks held on undisturbed, and run to their end once let go.
+    # The other job's ranks held on undisturbed, and (once is enough: it is the same check
+    # whatever the MPI) run to their end once let go.
     held = cluster.logs(ns, "train-launcher-launcher", LAUNCHER)
     assert mpiruns.holding(held) == {"train-launcher-worker-0", "train-launcher-worker-1"}, held
-    status, log = await mpiruns.release_to_end(cluster, cluster_client, ns, "train-launcher")
-    assert status["phase"] == "Succeeded", log
+    if mpi == "mpich":
+        status, log = await mpiruns.release_to_end(cluster, cluster_client, ns, "train-launcher")
+        assert status["phase"] == "Succeeded", log
 
 
 async def test_a_kubeflow_job_named_like_anothers_launcher_takes_none_of_its_peers(

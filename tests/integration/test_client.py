@@ -9,6 +9,7 @@ import pytest
 from jobcore import CONFIGMAPS
 from jobcore import PODS
 from jobcore import AlreadyExistsError
+from jobcore import ApiError
 from jobcore import Client
 from jobcore import ConflictError
 from jobcore import InvalidError
@@ -125,6 +126,16 @@ async def test_watch_streams_changes_from_a_resource_version(
     ):
         events.append((event_type, obj["metadata"].get("name")))
     assert ("ADDED", "w") in events
+
+
+async def test_a_watch_the_server_refuses_raises_its_error(client: Client, namespace: str) -> None:
+    """Raised, not an empty stream, which its caller would take for a watch that ended."""
+    with pytest.raises(ApiError) as refused:
+        async for _ in client.watch(
+            CONFIGMAPS, namespace, label_selector="a in (", timeout_seconds=1
+        ):
+            pass
+    assert (refused.value.status, refused.value.reason) == (400, "BadRequest"), refused.value
 
 
 async def test_max_connections_bounds_the_requests_in_flight(
