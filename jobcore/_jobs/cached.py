@@ -18,8 +18,8 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from jobcore._runtime.informer import Transform
-from jobcore._runtime.informer import strip_bulk
+from jobcore._runtime.filing import Transform
+from jobcore._runtime.filing import strip_bulk
 from jobcore._runtime.jsoncodec import dumps
 from jobcore._runtime.resources import CONFIGMAPS
 from jobcore._runtime.resources import SECRETS

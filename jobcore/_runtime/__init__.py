@@ -9,9 +9,10 @@ Layers, bottom up (import-linter checks that each imports only those below it):
   a failure is retried, rate limiters, what a client may hold of the probe and metrics
   servers, a write's fence checked again once it has its connection.
 - `transport`: one HTTP exchange with the API server (token, fence, metrics, errors).
-- `client`, `workqueue`, `predicate`, `compact`, `expectations`: the API client over plain
-  JSON objects, the deduplicating work queue, event filters, cached objects sharing equal
-  parts, expected creations and deletions.
+- `client`, `workqueue`, `predicate`, `compact`, `expectations`, `filing`: the API client
+  over plain JSON objects, the deduplicating work queue, event filters, cached objects
+  sharing equal parts, expected creations and deletions, the indexes and transforms a cache
+  files objects by.
 - `informer`, `handler`, `events`: list+watch caches with indexers, from cache events to
   reconcile requests, Kubernetes Events.
 - `controller`, `leaderelection`, `server`, `loopmonitor`: workers that drain a queue into a

@@ -7,7 +7,6 @@ import builtins
 import random
 import time
 from collections.abc import Callable
-from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Protocol
 from typing import TypedDict
@@ -17,19 +16,20 @@ import structlog
 from jobcore._runtime.client import Client
 from jobcore._runtime.compact import compact
 from jobcore._runtime.errors import GoneError
+from jobcore._runtime.filing import CONTROLLER_UID_INDEX
+from jobcore._runtime.filing import NAMESPACE_INDEX
+from jobcore._runtime.filing import IndexFunc
+from jobcore._runtime.filing import Keep
+from jobcore._runtime.filing import Transform
+from jobcore._runtime.filing import controller_key
+from jobcore._runtime.filing import index_by_controller_uid
+from jobcore._runtime.filing import index_by_namespace
+from jobcore._runtime.filing import strip_bulk
 from jobcore._runtime.jsoncodec import dumps
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import ObjectKey
 from jobcore._runtime.resources import Resource
-from jobcore._runtime.resources import controller_of
 from jobcore._runtime.retry import asked_wait
-
-IndexFunc = Callable[[Object], Iterable[str]]
-"""Maps an object to the index values it is filed under."""
-Transform = Callable[[Object], Object]
-"""Rewrites an object before it is cached, e.g. to drop fields nobody reads."""
-Keep = Callable[[Object], bool]
-"""Says whether an object is cached; the informer forgets, as it arrives, any it refuses."""
 
 PAGE_BYTES = 4 * 1024 * 1024
 """About how much JSON one list page holds (decoded, about three times as much memory)."""
@@ -37,9 +37,6 @@ FIRST_PAGE = 8
 """Objects in a list's first page, before their size is known: 8 of the largest objects the
 API server stores (about 1.5 MB) stay within a few PAGE_BYTES."""
 
-NAMESPACE_INDEX = "namespace"
-CONTROLLER_UID_INDEX = "controller-uid"
-_BULK_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 _log = structlog.get_logger("jobcore.informer")
 
 
@@ -53,22 +50,6 @@ class EventHandler(Protocol):
     def on_delete(self, obj: Object) -> None: ...
 
 
-def index_by_namespace(obj: Object) -> Iterable[str]:
-    return (obj["metadata"].get("namespace") or "",)
-
-
-def index_by_controller_uid(obj: Object) -> Iterable[str]:
-    """`<namespace>/<uid>` of the controller owner: an owner reference names an owner in its
-    object's own namespace, so an object elsewhere that names a job's uid is not its child."""
-    ref = controller_of(obj)
-    return (controller_key(obj["metadata"].get("namespace") or "", ref["uid"]),) if ref else ()
-
-
-def controller_key(namespace: str, uid: str) -> str:
-    """The `CONTROLLER_UID_INDEX` value of the objects in `namespace` that `uid` controls."""
-    return f"{namespace}/{uid}"
-
-
 def _json_size(obj: Object) -> int:
     """`obj`'s size as JSON; PAGE_BYTES for one nested deeper than Python recurses, so that
     the next page is small."""
@@ -76,19 +57,6 @@ def _json_size(obj: Object) -> int:
         return len(dumps(obj))
     except RecursionError:
         return PAGE_BYTES
-
-
-def strip_bulk(obj: Object) -> Object:
-    """The default transform: drop managedFields and last-applied annotations, which no
-    controller reads and which can be most of an object's size."""
-    meta = obj.get("metadata")
-    if meta:
-        meta.pop("managedFields", None)
-        annotations = meta.get("annotations")
-        if annotations:
-            for name in _BULK_ANNOTATIONS:
-                annotations.pop(name, None)
-    return obj
 
 
 class _Selectors(TypedDict):

@@ -15,9 +15,9 @@ from jobcore._runtime.client import Client
 from jobcore._runtime.connlimits import ServerLimits
 from jobcore._runtime.controller import Controller
 from jobcore._runtime.errors import LeaderElectionLost
-from jobcore._runtime.informer import IndexFunc
+from jobcore._runtime.filing import IndexFunc
+from jobcore._runtime.filing import Keep
 from jobcore._runtime.informer import Informer
-from jobcore._runtime.informer import Keep
 from jobcore._runtime.leaderelection import LeaderElectionConfig
 from jobcore._runtime.leaderelection import LeaderElector
 from jobcore._runtime.loopmonitor import LoopMonitor

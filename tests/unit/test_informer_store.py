@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from jobcore._runtime.informer import CONTROLLER_UID_INDEX
-from jobcore._runtime.informer import NAMESPACE_INDEX
+from jobcore._runtime.filing import CONTROLLER_UID_INDEX
+from jobcore._runtime.filing import NAMESPACE_INDEX
+from jobcore._runtime.filing import strip_bulk
 from jobcore._runtime.informer import Informer
-from jobcore._runtime.informer import strip_bulk
 from jobcore._runtime.resources import PODS
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import ObjectKey
