@@ -46,6 +46,9 @@ _PATCH_CONTENT_TYPES: Mapping[str, str] = {
 _APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _log = structlog.get_logger("jobcore.client")
+_READ_BUFFER = 2**16
+"""aiohttp stops reading a response with twice this unread: a watch ahead of the controller
+waits in the kernel, not in freed memory the process keeps (2 MiB here buffered 4 MiB)."""
 
 
 DEFAULT_MAX_CONNECTIONS = 100
@@ -92,7 +95,7 @@ class Client:
             connector=api_client.rest_client.pool_manager.connector,
             connector_owner=False,
             trust_env=False,
-            read_bufsize=2**21,
+            read_bufsize=_READ_BUFFER,
             trace_configs=[fencing.fence_trace()],
         )
         self._proxy = self._config.proxy
