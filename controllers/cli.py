@@ -25,6 +25,7 @@ from jobcore import LeaderElectionLost
 from jobcore import Manager
 from jobcore import configure_gc
 from jobcore import configure_logging
+from jobcore import configure_malloc
 from jobcore.jobs import DEFAULT_CLUSTER_DOMAIN
 from jobcore.jobs import RETRY_BACKOFF
 from jobcore.jobs import GangScheduler
@@ -252,6 +253,7 @@ async def _run(args: argparse.Namespace) -> int:
     )
     gang_scheduler = _gang_scheduler(args)
     configure_gc()
+    configure_malloc()
     for kind in kinds:
         add_job_controller(
             manager,

@@ -43,6 +43,7 @@ from jobcore._runtime.filing import Keep
 from jobcore._runtime.filing import Transform
 from jobcore._runtime.filing import strip_bulk
 from jobcore._runtime.gc import configure_gc
+from jobcore._runtime.gc import configure_malloc
 from jobcore._runtime.handler import EnqueueRequests
 from jobcore._runtime.handler import Mapper
 from jobcore._runtime.handler import Request
@@ -153,6 +154,7 @@ __all__ = [
     "WriteFenced",
     "configure_gc",
     "configure_logging",
+    "configure_malloc",
     "controller_of",
     "default_controller_rate_limiter",
     "owner_reference",

@@ -4,7 +4,8 @@ The API server sends one JSON event per line. A line has no length limit there: 
 be as large as a request body (3 MiB), and the server's JSON encoder writes each `<`, `>`, `&`
 and control character as six bytes (`\\u003c`), so one stored object can make a line of
 tens of MiB. Lines are therefore split here over the stream's chunks, without aiohttp's line
-limit (4 MiB with our buffer), up to an explicit cap above anything the server can store.
+limit (twice the client's read buffer), up to an explicit cap above anything the server can
+store.
 """
 
 from __future__ import annotations
