@@ -22,11 +22,11 @@ func launchedMessage(recorded string) string {
 			hosts = append(hosts, host)
 		}
 	}
-	line := "launched: "
+	line := "launched:"
 	for i, host := range hosts {
-		next := host
-		if i > 0 {
-			next = "," + host
+		next := "," + host
+		if i == 0 {
+			next = " " + host
 		}
 		rest := len(hosts) - i - 1
 		if len(line)+len(next)+len(moreSuffix(rest)) > maxMessage {
