@@ -6,6 +6,8 @@
 #                              ~/.cache/jobcore/agent/<hash>/jobcore-agent
 #   scripts/agent.sh --test    go vet, go test, then each fuzz target for $JOBCORE_FUZZTIME (10s)
 #   scripts/agent.sh --fuzz D  each fuzz target for D (a Go duration, e.g. 10m): the long run
+#   scripts/agent.sh --measure build, then print the binary's size and a serve process's RSS
+#                              idle and while one session streams 100 MB (loopback, /proc)
 #
 # Go's build cache and module path live under ~/.cache/jobcore/go, so nothing is written to the
 # repository or to $HOME/go. Installs golang-go (needs root) when `go` is missing.
@@ -36,6 +38,38 @@ fuzz() {
   done
 }
 
+# kib FIELD PID: a /proc/PID/status field (VmRSS, VmHWM) in kB.
+kib() { awk -v f="$1:" '$1 == f {print $2}' "/proc/$2/status"; }
+
+# measure BINARY: serve on a free port with a fresh key; its RSS idle, then during and after one
+# session streaming 100 MB to an rsh (the most of three samples), and the rsh's RSS then.
+measure() {
+  local binary=$1 dir port serve client idle during rss client_rss started elapsed
+  dir=$(mktemp -d)
+  head -c 32 /dev/urandom | base64 >"$dir/key"
+  port=$((20000 + RANDOM % 20000))
+  "$binary" serve --port "$port" --key-file "$dir/key" 2>"$dir/log" &
+  serve=$!
+  trap 'kill "$serve" 2>/dev/null; rm -rf "$dir"' RETURN
+  until grep -q listening "$dir/log"; do sleep 0.1; done
+  sleep 1
+  idle=$(kib VmRSS "$serve")
+  started=$(date +%s.%N)
+  JOBCORE_AGENT_PORT=$port JOBCORE_AGENT_KEY_FILE=$dir/key \
+    "$binary" rsh localhost 'head -c 100000000 /dev/zero; sleep 1' >/dev/null &
+  client=$!
+  during=0
+  for _ in 1 2 3; do
+    sleep 0.5
+    rss=$(kib VmRSS "$serve") && ((rss > during)) && during=$rss
+  done
+  client_rss=$(kib VmRSS "$client")
+  wait "$client"
+  elapsed=$(echo "$(date +%s.%N) - $started - 1" | bc)
+  echo "agent: binary $(stat -c %s "$binary") bytes; serve RSS idle $idle kB, at most $during kB" \
+    "sampled during one session (rsh $client_rss kB); 100 MB relayed in ${elapsed} s"
+}
+
 case ${1:-} in
   --test | test)
     go vet ./...
@@ -47,6 +81,7 @@ case ${1:-} in
     fuzz "${2:?usage: scripts/agent.sh --fuzz DURATION}"
     exit 0
     ;;
+  --measure) ;;
   "") ;;
   *)
     echo "usage: scripts/agent.sh [--test | --fuzz DURATION]" >&2
@@ -64,4 +99,5 @@ if [[ ! -x $binary ]]; then
   mv "$binary.tmp" "$binary"
   echo "agent.sh: built $binary ($(stat -c %s "$binary") bytes)" >&2
 fi
+[[ ${1:-} != --measure ]] || measure "$binary"
 echo "$binary"

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"sync"
 )
@@ -42,16 +43,30 @@ var (
 // headerSize is a frame's type byte and its big-endian 32-bit payload length.
 const headerSize = 5
 
-// frameTag is the truncated HMAC over the sequence number and the frame itself; the sequence
-// number is never sent, each side counts, so a frame dropped, reordered or replayed fails.
-func frameTag(key []byte, seq uint64, header []byte, payload []byte) []byte {
-	mac := hmac.New(sha256.New, key)
+// tagger computes frame tags with one direction's key. The sequence number is never sent, each
+// side counts, so a frame dropped, reordered or replayed fails. One HMAC is kept and reset per
+// frame, so relaying output allocates nothing per frame.
+type tagger struct {
+	mac hash.Hash
+	seq uint64
+	sum []byte
+}
+
+func newTagger(key []byte) tagger {
+	return tagger{mac: hmac.New(sha256.New, key), sum: make([]byte, 0, sha256.Size)}
+}
+
+// tag returns the truncated HMAC over the sequence number, header and payload, and advances
+// the sequence number; the result is valid until the next call.
+func (tg *tagger) tag(header []byte, payload []byte) []byte {
 	var seqBytes [8]byte
-	binary.BigEndian.PutUint64(seqBytes[:], seq)
-	mac.Write(seqBytes[:])
-	mac.Write(header)
-	mac.Write(payload)
-	return mac.Sum(nil)[:TagSize]
+	binary.BigEndian.PutUint64(seqBytes[:], tg.seq)
+	tg.seq++
+	tg.mac.Reset()
+	tg.mac.Write(seqBytes[:])
+	tg.mac.Write(header)
+	tg.mac.Write(payload)
+	return tg.mac.Sum(tg.sum[:0])[:TagSize]
 }
 
 // Writer seals frames onto a stream with one direction's key; it is safe for concurrent use
@@ -59,14 +74,13 @@ func frameTag(key []byte, seq uint64, header []byte, payload []byte) []byte {
 type Writer struct {
 	mu  sync.Mutex
 	w   io.Writer
-	key []byte
-	seq uint64
+	tg  tagger
 	buf []byte
 }
 
 // NewWriter returns a Writer sealing with key from sequence number 0.
 func NewWriter(w io.Writer, key []byte) *Writer {
-	return &Writer{w: w, key: key}
+	return &Writer{w: w, tg: newTagger(key)}
 }
 
 // Write sends one frame; payloads over MaxPayload are the caller's bug and are refused.
@@ -78,10 +92,9 @@ func (fw *Writer) Write(t Type, payload []byte) error {
 	defer fw.mu.Unlock()
 	fw.buf = append(fw.buf[:0], byte(t), 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(fw.buf[1:headerSize], uint32(len(payload)))
-	tag := frameTag(fw.key, fw.seq, fw.buf[:headerSize], payload)
+	tag := fw.tg.tag(fw.buf[:headerSize], payload)
 	fw.buf = append(fw.buf, payload...)
 	fw.buf = append(fw.buf, tag...)
-	fw.seq++
 	_, err := fw.w.Write(fw.buf)
 	return err
 }
@@ -90,15 +103,14 @@ func (fw *Writer) Write(t Type, payload []byte) error {
 // [min, max], so a peer cannot reflect the reader's own kind of frame back at it.
 type Reader struct {
 	r        io.Reader
-	key      []byte
-	seq      uint64
+	tg       tagger
 	min, max Type
 	buf      []byte
 }
 
 // NewReader returns a Reader expecting frames of types min..max sealed with key.
 func NewReader(r io.Reader, key []byte, min, max Type) *Reader {
-	return &Reader{r: r, key: key, min: min, max: max}
+	return &Reader{r: r, tg: newTagger(key), min: min, max: max}
 }
 
 // Read returns the next frame. Its payload is valid until the next call. Any error ends the
@@ -124,10 +136,9 @@ func (fr *Reader) Read() (Type, []byte, error) {
 		return 0, nil, unexpected(err)
 	}
 	payload, tag := body[:n], body[n:]
-	if !hmac.Equal(tag, frameTag(fr.key, fr.seq, header[:], payload)) {
+	if !hmac.Equal(tag, fr.tg.tag(header[:], payload)) {
 		return 0, nil, ErrBadTag
 	}
-	fr.seq++
 	return t, payload, nil
 }
 
