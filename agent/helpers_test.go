@@ -96,6 +96,24 @@ func startServer(t *testing.T, key string, extra ...string) *agentServer {
 	return srv
 }
 
+// logged waits up to 2 s for serve's stderr (copied from a pipe) to hold every one of parts.
+func (srv *agentServer) logged(t *testing.T, parts ...string) {
+	t.Helper()
+	holds := func() bool {
+		for _, part := range parts {
+			if !strings.Contains(srv.log.String(), part) {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(2 * time.Second); !holds(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve's log does not say %q:\n%s", parts, srv.log)
+		}
+	}
+}
+
 // alive reports whether serve is still running.
 func (srv *agentServer) alive() bool {
 	return srv.cmd.ProcessState == nil && syscall.Kill(srv.cmd.Process.Pid, 0) == nil

@@ -80,9 +80,7 @@ func TestRemoteIsKilledWhenRshGoes(t *testing.T) {
 			t.Errorf("%s: killed after %s, before the 5 s grace", c.name, time.Since(started))
 		}
 	}
-	if !strings.Contains(srv.log.String(), "client gone") {
-		t.Fatalf("serve's log says nothing of the client going:\n%s", srv.log)
-	}
+	srv.logged(t, "client gone")
 }
 
 func TestAnotherJobsKeyIsRefusedAndNothingRuns(t *testing.T) {
@@ -100,9 +98,7 @@ func TestAnotherJobsKeyIsRefusedAndNothingRuns(t *testing.T) {
 			t.Fatalf("%s exists (%v)", file, err)
 		}
 	}
-	if !strings.Contains(srv.log.String(), "refused 127.0.0.1:") || !strings.Contains(srv.log.String(), "MAC") {
-		t.Fatalf("serve's log does not name the refusal and its peer:\n%s", srv.log)
-	}
+	srv.logged(t, "refused 127.0.0.1:", "request MAC does not match")
 }
 
 func TestStartedHostIsRecordedOnceLaunched(t *testing.T) {
