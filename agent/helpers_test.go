@@ -177,10 +177,14 @@ func startUntilLine(t *testing.T, cmd *exec.Cmd, line string) *syncBuffer {
 	return rest
 }
 
-// exitCode waits for cmd and returns its exit code.
+// exitCode waits for cmd and returns its exit code; after 10 s it kills cmd and fails.
 func exitCode(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()
+	watchdog := time.AfterFunc(10*time.Second, func() { _ = cmd.Process.Kill() })
 	err := cmd.Wait()
+	if !watchdog.Stop() {
+		t.Fatalf("%s still running after 10 s", cmd.Args[1])
+	}
 	if _, exited := err.(*exec.ExitError); err != nil && !exited {
 		t.Fatal(err)
 	}

@@ -118,6 +118,7 @@ func TestSessionsBeyondTheLimitAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer second.Close()
+	_ = second.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := wire.ReadGreeting(second); err == nil {
 		t.Fatal("a second connection was greeted while the only slot was taken")
 	}
