@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // usage is printed for an unknown or missing subcommand.
@@ -14,10 +15,19 @@ const usage = `usage:
   jobcore-agent rsh [ssh options] HOST COMMAND...
   jobcore-agent launch [--message-file /dev/termination-log] -- COMMAND ARGS...
   jobcore-agent wait [--timeout 300] [--port 2222] HOST...
-  jobcore-agent version`
+  jobcore-agent version
+  (named ssh, rsh or jobcore-rsh, through a link: as jobcore-agent rsh)`
+
+// rshNames are the names under which the binary acts as `jobcore-agent rsh` (through a link):
+// Hydra's launcher exec and bootstrap exec take one program path, not a command line, and
+// horovodrun finds `ssh` on PATH.
+var rshNames = map[string]bool{"ssh": true, "rsh": true, "jobcore-rsh": true}
 
 func main() {
 	tuneMemory()
+	if rshNames[filepath.Base(os.Args[0])] {
+		os.Exit(rshMain(os.Args[1:]))
+	}
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

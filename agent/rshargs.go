@@ -21,42 +21,55 @@ type rshCall struct {
 }
 
 // parseRsh reads ssh-style options (grouped like -xq, values attached like -p2222 or separate
-// like -p 2222, up to an optional --), then HOST and the command words.
+// like -p 2222, up to an optional --), then HOST, then, as OpenSSH does, more options right after
+// HOST (horovodrun passes `HOST -p PORT COMMAND`), then the command words.
 func parseRsh(args []string) (rshCall, error) {
 	var call rshCall
-	i := 0
+	i, err := parseOptions(args, 0, &call)
+	if err != nil {
+		return call, err
+	}
+	if i >= len(args) {
+		return call, fmt.Errorf("no host given")
+	}
+	host := args[i]
+	if i, err = parseOptions(args, i+1, &call); err != nil {
+		return call, err
+	}
+	call.host = host
+	if at := strings.LastIndexByte(host, '@'); at >= 0 {
+		call.host = host[at+1:]
+	}
+	if call.host == "" {
+		return call, fmt.Errorf("empty host in %q", host)
+	}
+	if i >= len(args) {
+		return call, fmt.Errorf("no command given (the agent runs no interactive shells)")
+	}
+	call.command = strings.Join(args[i:], " ")
+	return call, nil
+}
+
+// parseOptions reads options from args[i:] and returns the index of the first word after them
+// (after a `--`, if that ended them).
+func parseOptions(args []string, i int, call *rshCall) (int, error) {
 	for ; i < len(args); i++ {
 		arg := args[i]
 		if arg == "--" {
-			i++
-			break
+			return i + 1, nil
 		}
 		if len(arg) < 2 || arg[0] != '-' {
-			break
+			return i, nil
 		}
-		consumedNext, err := parseOptionGroup(arg[1:], i+1 < len(args), &call)
+		consumedNext, err := parseOptionGroup(arg[1:], i+1 < len(args), call)
 		if err != nil {
-			return call, err
+			return i, err
 		}
 		if consumedNext {
 			i++
 		}
 	}
-	if i >= len(args) {
-		return call, fmt.Errorf("no host given")
-	}
-	call.host = args[i]
-	if at := strings.LastIndexByte(call.host, '@'); at >= 0 {
-		call.host = call.host[at+1:]
-	}
-	if call.host == "" {
-		return call, fmt.Errorf("empty host in %q", args[i])
-	}
-	if i+1 >= len(args) {
-		return call, fmt.Errorf("no command given (the agent runs no interactive shells)")
-	}
-	call.command = strings.Join(args[i+1:], " ")
-	return call, nil
+	return i, nil
 }
 
 // parseOptionGroup parses the letters of one option argument (without its '-'); it reports

@@ -27,7 +27,9 @@ func TestRshParsesTheLinesEachMPIPasses(t *testing.T) {
 			"w0", "/opt/intel/bin//hydra_bstrap_proxy --upstream-host vm --time-left -1", false},
 		{"port and user", []string{"-p", "2222", "-l", "mpiuser", "host", "cmd"}, "host", "cmd", false},
 		{"grouped and attached values", []string{"-xqn", "-p2222", "-oStrictHostKeyChecking=no", "mpiuser@w-3.svc", "a", "b"}, "w-3.svc", "a b", true},
-		{"end of options", []string{"-x", "--", "w0", "-v"}, "w0", "-v", false},
+		{"end of options", []string{"-x", "--", "w0", "--", "-v"}, "w0", "-v", false},
+		{"horovodrun's options after the host", []string{"-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no", "w1", "-p", "2222", "cd /w > /dev/null 2>&1 && HOROVOD_RANK=1 python train.py"},
+			"w1", "cd /w > /dev/null 2>&1 && HOROVOD_RANK=1 python train.py", false},
 	} {
 		call, err := parseRsh(c.args)
 		if err != nil || call.host != c.host || call.command != c.command || call.noStdin != c.noStdin {
