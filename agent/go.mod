@@ -1,0 +1,3 @@
+module jobcore.dev/agent
+
+go 1.19

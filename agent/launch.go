@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+)
+
+// launchMain is `jobcore-agent launch`: it runs the launcher's command (no shell), forwards
+// SIGTERM and SIGINT to it, and once it ends writes which workers rsh reached to the message
+// file (the container's termination message, which the controller reads to check the launch).
+// The launched file is emptied first, so a restarted launcher reports only its own run.
+func launchMain(args []string) int {
+	flags := flag.NewFlagSet("launch", flag.ContinueOnError)
+	messageFile := flags.String("message-file", "/dev/termination-log", "file to write the launched line to")
+	if err := flags.Parse(args); err != nil || flags.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: jobcore-agent launch [--message-file FILE] -- COMMAND ARGS...")
+		return 2
+	}
+	launched := os.Getenv("JOBCORE_AGENT_LAUNCHED")
+	if launched != "" {
+		if err := os.Remove(launched); err != nil && !errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(os.Stderr, "jobcore-agent launch: cannot empty %s: %v\n", launched, err)
+		}
+	}
+	code := runChild(flags.Args())
+	writeLaunched(launched, *messageFile)
+	return code
+}
+
+// runChild runs the command with the agent's streams, forwarding SIGTERM and SIGINT, and
+// returns its exit code (128+signal if a signal ended it; 127 or 126 if it could not start,
+// as a shell reports).
+func runChild(argv []string) int {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "jobcore-agent launch: %v\n", err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return 127
+		}
+		return 126
+	}
+	go func() {
+		for sig := range signals {
+			_ = cmd.Process.Signal(sig)
+		}
+	}()
+	err := cmd.Wait()
+	signal.Stop(signals)
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		fmt.Fprintf(os.Stderr, "jobcore-agent launch: %v\n", err)
+		return 1
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// writeLaunched writes the launched line; a failure is logged and changes nothing else.
+func writeLaunched(launched, messageFile string) {
+	var recorded []byte
+	if launched != "" {
+		data, err := os.ReadFile(launched)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(os.Stderr, "jobcore-agent launch: cannot read %s: %v\n", launched, err)
+		}
+		recorded = data
+	}
+	line := launchedMessage(string(recorded)) + "\n"
+	if err := os.WriteFile(messageFile, []byte(line), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "jobcore-agent launch: cannot write %s: %v\n", messageFile, err)
+	}
+}

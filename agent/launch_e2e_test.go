@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// launchCommand prepares `jobcore-agent launch --message-file M -- ARGV` with the launched
+// file set.
+func launchCommand(message, launched string, argv ...string) *exec.Cmd {
+	cmd := exec.Command(agentBin, append([]string{"launch", "--message-file", message, "--"}, argv...)...)
+	cmd.Env = append(os.Environ(), "JOBCORE_AGENT_LAUNCHED="+launched)
+	return cmd
+}
+
+func TestLaunchWritesTheHostsReachedAndKeepsTheExitCode(t *testing.T) {
+	srv := startServer(t, jobKey)
+	dir := t.TempDir()
+	message, launched := filepath.Join(dir, "termination-log"), filepath.Join(dir, "launched")
+	if err := os.WriteFile(launched, []byte("stale-host-from-a-previous-run\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := launchCommand(message, launched, agentBin, "rsh", "localhost", "exit 4")
+	cmd.Env = append(cmd.Env, "JOBCORE_AGENT_PORT="+srv.port, "JOBCORE_AGENT_KEY_FILE="+srv.keyFile)
+	if got := run(t, cmd, ""); got.code != 4 {
+		t.Fatalf("got %+v", got)
+	}
+	if data, _ := os.ReadFile(message); string(data) != "launched: localhost\n" {
+		t.Fatalf("message %q", data)
+	}
+}
+
+func TestLaunchWithNothingLaunchedSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	message := filepath.Join(dir, "termination-log")
+	if got := run(t, launchCommand(message, filepath.Join(dir, "launched"), "true"), ""); got.code != 0 {
+		t.Fatalf("got %+v", got)
+	}
+	if data, _ := os.ReadFile(message); string(data) != "launched:\n" {
+		t.Fatalf("message %q", data)
+	}
+}
+
+func TestLaunchMessageFailureKeepsTheExitCode(t *testing.T) {
+	dir := t.TempDir()
+	got := run(t, launchCommand(filepath.Join(dir, "no", "such", "dir"), filepath.Join(dir, "launched"), "sh", "-c", "exit 6"), "")
+	if got.code != 6 || !strings.Contains(got.stderr, "cannot write") {
+		t.Fatalf("got %+v", got)
+	}
+	got = run(t, launchCommand(filepath.Join(dir, "m"), filepath.Join(dir, "launched"), "no-such-program-here"), "")
+	if got.code != 127 {
+		t.Fatalf("a command that does not exist: %+v", got)
+	}
+}
+
+func TestLaunchForwardsSIGTERMAndReportsDeathBySignal(t *testing.T) {
+	dir := t.TempDir()
+	message, launched := filepath.Join(dir, "m"), filepath.Join(dir, "launched")
+	cmd := launchCommand(message, launched, "sh", "-c", `trap 'exit 9' TERM; echo ready; while :; do sleep 0.1; done`)
+	startUntilLine(t, cmd, "ready")
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if code := exitCode(t, cmd); code != 9 {
+		t.Fatalf("exit %d, want the command's 9", code)
+	}
+	if got := run(t, launchCommand(message, launched, "sh", "-c", "kill -TERM $$"), ""); got.code != 143 {
+		t.Fatalf("a command killed by SIGTERM: %+v", got)
+	}
+}
+
+func TestWaitReturnsOnceAgentsAnswerAndTimesOutNamingTheOthers(t *testing.T) {
+	srv := startServer(t, jobKey)
+	got := run(t, exec.Command(agentBin, "wait", "--timeout", "5", "--port", srv.port, "localhost"), "")
+	if got.code != 0 {
+		t.Fatalf("a live agent: %+v", got)
+	}
+	got = run(t, exec.Command(agentBin, "wait", "--timeout", "1", "--port", srv.port, "localhost", "w-9.invalid"), "")
+	if got.code != 124 || !strings.HasSuffix(got.stderr, "agents not reached: w-9.invalid\n") {
+		t.Fatalf("an unknown host: %+v", got)
+	}
+}
