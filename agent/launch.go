@@ -7,18 +7,26 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // launchMain is `jobcore-agent launch`: it runs the launcher's command (no shell), forwards
 // SIGTERM and SIGINT to it, and once it ends writes which workers rsh reached to the message
 // file (the container's termination message, which the controller reads to check the launch).
-// The launched file is emptied first, so a restarted launcher reports only its own run.
+// The launched file is emptied first, so a restarted launcher reports only its own run. With
+// --hostfile, the command starts only once the agent of every host it lists answers (as
+// `wait`), so that the launcher's image needs no shell to wait with.
 func launchMain(args []string) int {
 	flags := flag.NewFlagSet("launch", flag.ContinueOnError)
 	messageFile := flags.String("message-file", "/dev/termination-log", "file to write the launched line to")
-	if err := flags.Parse(args); err != nil || flags.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: jobcore-agent launch [--message-file FILE] -- COMMAND ARGS...")
+	hostfile := flags.String("hostfile", "", "wait first for the agents of this hostfile's hosts")
+	timeout := flags.Float64("timeout", 300, "seconds to wait for them")
+	port := flags.Int("port", 2222, "agents' TCP port")
+	if err := flags.Parse(args); err != nil || flags.NArg() == 0 || *timeout < 0 {
+		fmt.Fprintln(os.Stderr, "usage: jobcore-agent launch [--message-file FILE] [--hostfile FILE [--timeout 300] [--port 2222]] -- COMMAND ARGS...")
 		return 2
 	}
 	launched := os.Getenv("JOBCORE_AGENT_LAUNCHED")
@@ -27,9 +35,39 @@ func launchMain(args []string) int {
 			fmt.Fprintf(os.Stderr, "jobcore-agent launch: cannot empty %s: %v\n", launched, err)
 		}
 	}
+	if *hostfile != "" {
+		if code := waitForHostfile(*hostfile, strconv.Itoa(*port), *timeout); code != 0 {
+			writeLaunched(launched, *messageFile)
+			return code
+		}
+	}
 	code := runChild(flags.Args())
 	writeLaunched(launched, *messageFile)
 	return code
+}
+
+// waitForHostfile waits for the agents of the hosts `path` lists: the first word of each line
+// up to a colon (`host slots=N`, Hydra's `host:N` and bare hosts alike).
+func waitForHostfile(path, port string, timeout float64) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "jobcore-agent launch: cannot read the hostfile: %v\n", err)
+		return waitTimedOut
+	}
+	var hosts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if fields := strings.Fields(line); len(fields) > 0 && !strings.HasPrefix(fields[0], "#") {
+			hosts = append(hosts, strings.SplitN(fields[0], ":", 2)[0])
+		}
+	}
+	fmt.Fprintf(os.Stderr, "jobcore-agent launch: waiting up to %gs for %d worker(s)' agents\n", timeout, len(hosts))
+	missing := waitForAgents(hosts, port, time.Duration(timeout*float64(time.Second)))
+	if len(missing) > 0 {
+		fmt.Fprintf(os.Stderr, "jobcore-agent launch: gave up after %gs; agents not reached: %s\n",
+			timeout, strings.Join(missing, ", "))
+		return waitTimedOut
+	}
+	return 0
 }
 
 // runChild runs the command with the agent's streams, forwarding SIGTERM and SIGINT, and

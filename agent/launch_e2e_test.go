@@ -82,3 +82,56 @@ func TestWaitReturnsOnceAgentsAnswerAndTimesOutNamingTheOthers(t *testing.T) {
 		t.Fatalf("an unknown host: %+v", got)
 	}
 }
+
+func TestLaunchWaitsForTheHostfilesAgentsThenRuns(t *testing.T) {
+	srv := startServer(t, jobKey)
+	dir := t.TempDir()
+	hostfile := filepath.Join(dir, "hostfile")
+	if err := os.WriteFile(hostfile, []byte("# workers\n127.0.0.1 slots=2\nlocalhost:2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(agentBin, "launch", "--message-file", filepath.Join(dir, "m"),
+		"--hostfile", hostfile, "--port", srv.port, "--timeout", "5", "--", "sh", "-c", "echo ran")
+	if got := run(t, cmd, ""); got.code != 0 || got.stdout != "ran\n" {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestLaunchGivesUpWith124NamingTheHostsWhoseAgentNeverAnswers(t *testing.T) {
+	dir := t.TempDir()
+	hostfile := filepath.Join(dir, "hostfile")
+	if err := os.WriteFile(hostfile, []byte("127.0.0.1 slots=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	message := filepath.Join(dir, "m")
+	cmd := exec.Command(agentBin, "launch", "--message-file", message, "--hostfile", hostfile,
+		"--port", freePort(t), "--timeout", "1", "--", "sh", "-c", "echo ran")
+	got := run(t, cmd, "")
+	if got.code != 124 || got.stdout != "" || !strings.Contains(got.stderr, "agents not reached: 127.0.0.1") {
+		t.Fatalf("got %+v", got)
+	}
+	if data, _ := os.ReadFile(message); string(data) != "launched:\n" {
+		t.Fatalf("message %q", data)
+	}
+}
+
+func TestInstallCopiesTheAgentWithItsRshNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bin")
+	if got := run(t, exec.Command(agentBin, "install", dir), ""); got.code != 0 {
+		t.Fatalf("got %+v", got)
+	}
+	for _, name := range []string{"jobcore-agent", "jobcore-rsh", "ssh"} {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || info.Mode().Perm()&0o111 == 0 {
+			t.Fatalf("%s: %v %v", name, info, err)
+		}
+	}
+	// Installed again (an init container restarted): the same result.
+	if got := run(t, exec.Command(agentBin, "install", dir), ""); got.code != 0 {
+		t.Fatalf("again: %+v", got)
+	}
+	got := run(t, exec.Command(filepath.Join(dir, "jobcore-rsh")), "")
+	if got.code != 255 || !strings.Contains(got.stderr, "jobcore-agent rsh: no host given") {
+		t.Fatalf("jobcore-rsh with no host: %+v", got)
+	}
+}

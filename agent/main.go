@@ -13,8 +13,9 @@ import (
 const usage = `usage:
   jobcore-agent serve [--port 2222] [--key-file /jobcore/agent/key] [--max-sessions 64]
   jobcore-agent rsh [ssh options] HOST COMMAND...
-  jobcore-agent launch [--message-file /dev/termination-log] -- COMMAND ARGS...
+  jobcore-agent launch [--message-file /dev/termination-log] [--hostfile FILE [--timeout 300] [--port 2222]] -- COMMAND ARGS...
   jobcore-agent wait [--timeout 300] [--port 2222] HOST...
+  jobcore-agent install DIR
   jobcore-agent version
   (named ssh, rsh or jobcore-rsh, through a link: as jobcore-agent rsh)`
 
@@ -42,6 +43,8 @@ func main() {
 		os.Exit(launchMain(args))
 	case "wait":
 		os.Exit(waitMain(args))
+	case "install":
+		os.Exit(installMain(args))
 	case "version":
 		fmt.Println(version)
 	default:
