@@ -26,8 +26,10 @@ from jobcore import Manager
 from jobcore import configure_gc
 from jobcore import configure_logging
 from jobcore import configure_malloc
+from jobcore.jobs import DEFAULT_AGENT
 from jobcore.jobs import DEFAULT_CLUSTER_DOMAIN
 from jobcore.jobs import RETRY_BACKOFF
+from jobcore.jobs import AgentSource
 from jobcore.jobs import GangScheduler
 from jobcore.jobs import JobKind
 from jobcore.jobs import RetryBackoff
@@ -112,6 +114,20 @@ def _add_cluster_domain(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_agent(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--agent-image",
+        default=DEFAULT_AGENT.image,
+        help="the image an init container copies jobcore's launch agent from, for jobs that "
+        f"launch without ssh (default: {DEFAULT_AGENT.image}, this controller's own)",
+    )
+    parser.add_argument(
+        "--agent-path",
+        default=DEFAULT_AGENT.path,
+        help=f"the agent's path in that image (default: {DEFAULT_AGENT.path})",
+    )
+
+
 def _add_job_files(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="JOB.yaml", help='job files; "-" is stdin')
     parser.add_argument(
@@ -170,6 +186,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_gang_arguments(run)
     _add_cluster_domain(run)
+    _add_agent(run)
 
     raw = argparse.RawDescriptionHelpFormatter
     offline = {
@@ -197,6 +214,7 @@ def _parser() -> argparse.ArgumentParser:
         "--redact-secrets", action="store_true", help="replace Secret values with <redacted>"
     )
     _add_gang_arguments(rendering)
+    _add_agent(rendering)
     _add_cluster_domain(rendering)
 
     manifests = commands.add_parser("manifests", help="write CRDs, RBAC and the Deployment")
@@ -262,6 +280,7 @@ async def _run(args: argparse.Namespace) -> int:
             max_concurrent_reconciles=args.max_concurrent_reconciles,
             gang_scheduler=gang_scheduler,
             cluster_domain=args.cluster_domain,
+            agent=AgentSource(args.agent_image, args.agent_path),
             retry_backoff=args.retry,
         )
     manager.stop_on_signals()
@@ -312,7 +331,11 @@ async def _validate(args: argparse.Namespace) -> int:
 
 async def _render(args: argparse.Namespace) -> int:
     jobs, problems = render.load_jobs(
-        args.files, _kinds(None), namespace=args.namespace, cluster_domain=args.cluster_domain
+        args.files,
+        _kinds(None),
+        namespace=args.namespace,
+        cluster_domain=args.cluster_domain,
+        agent=AgentSource(args.agent_image, args.agent_path),
     )
     for problem in problems:
         print(problem, file=sys.stderr)

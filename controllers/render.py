@@ -31,7 +31,9 @@ from jobcore import PODS
 from jobcore import SECRETS
 from jobcore import Object
 from jobcore import Resource
+from jobcore.jobs import DEFAULT_AGENT
 from jobcore.jobs import DEFAULT_CLUSTER_DOMAIN
+from jobcore.jobs import AgentSource
 from jobcore.jobs import GangScheduler
 from jobcore.jobs import Job
 from jobcore.jobs import JobKind
@@ -90,9 +92,11 @@ def load_jobs(
     *,
     namespace: str = DEFAULT_NAMESPACE,
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+    agent: AgentSource = DEFAULT_AGENT,
 ) -> tuple[list[LoadedJob], list[Problem]]:
     """Every job document of every file, and every problem found, in file order; the jobs
-    read for a cluster of `cluster_domain`.
+    read for a cluster of `cluster_domain` whose controller takes its launch agent from
+    `agent`.
 
     A file that cannot be read, is not YAML or holds no document is a problem too.
     """
@@ -108,7 +112,7 @@ def load_jobs(
             problems.append(Problem(source_name(path), None, "no documents"))
         for document in documents:
             job, found = load_job(
-                document, kinds, namespace=namespace, cluster_domain=cluster_domain
+                document, kinds, namespace=namespace, cluster_domain=cluster_domain, agent=agent
             )
             problems += found
             if job is not None:
@@ -122,6 +126,7 @@ def load_job(
     *,
     namespace: str = DEFAULT_NAMESPACE,
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+    agent: AgentSource = DEFAULT_AGENT,
 ) -> tuple[LoadedJob | None, list[Problem]]:
     """The job in `document`, or None and every problem with it, each with its line."""
     data = document.data
@@ -143,7 +148,7 @@ def load_job(
         if key not in ("status", "metadata")
     }
     obj["metadata"] = meta
-    job, errors = parse_job(kind, obj, cluster_domain=cluster_domain)
+    job, errors = parse_job(kind, obj, cluster_domain=cluster_domain, agent=agent)
     problems += [document.problem(str(error), error.path) for error in errors]
     if job is None or problems:
         return None, problems

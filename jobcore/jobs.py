@@ -17,11 +17,13 @@ from jobcore._jobs.crd import write_crds
 from jobcore._jobs.hooks import NO_HOOKS
 from jobcore._jobs.hooks import KindHooks
 from jobcore._jobs.hooks import hooks_of
+from jobcore._jobs.kind import DEFAULT_AGENT
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import JOB_KIND_LABEL
 from jobcore._jobs.kind import JOB_NAME_LABEL
 from jobcore._jobs.kind import REPLICA_INDEX_LABEL
 from jobcore._jobs.kind import REPLICA_TYPE_LABEL
+from jobcore._jobs.kind import AgentSource
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import GangPolicy
 from jobcore._jobs.kind import Job
@@ -64,6 +66,7 @@ from jobcore._jobs.statuspart import StatusPart
 from jobcore._jobs.statuspart import T9kStatus
 
 __all__ = [
+    "DEFAULT_AGENT",
     "DEFAULT_CLUSTER_DOMAIN",
     "INVALID_SPEC",
     "JOB_KIND_LABEL",
@@ -74,6 +77,7 @@ __all__ = [
     "RETRY_BACKOFF",
     "RUN_MODE_LABEL",
     "T9K_STATUS",
+    "AgentSource",
     "ApiModel",
     "CleanUpPolicy",
     "Container",

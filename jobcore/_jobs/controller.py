@@ -12,8 +12,10 @@ from jobcore._jobs.cached import job_as_cached
 from jobcore._jobs.childmap import child_mapper
 from jobcore._jobs.decide import pod_ended
 from jobcore._jobs.hooks import hooks_of
+from jobcore._jobs.kind import DEFAULT_AGENT
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import JOB_NAME_LABEL
+from jobcore._jobs.kind import AgentSource
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kindcheck import check_kind
 from jobcore._jobs.reconciler import JobReconciler
@@ -45,6 +47,7 @@ def add_job_controller(
     gang_scheduler: GangScheduler | None = None,
     child_event_delay: float = CHILD_EVENT_DELAY,
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+    agent: AgentSource = DEFAULT_AGENT,
     retry_backoff: RetryBackoff = RETRY_BACKOFF,
 ) -> Controller:
     """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
@@ -57,7 +60,8 @@ def add_job_controller(
     A child's event reconciles its job `child_event_delay` seconds later, together with the
     other events of that time; a change to the job itself, a child's deletion and a Pod that
     ended are reconciled at once. `cluster_domain` is the cluster's DNS domain, given to the
-    kind as `Job.cluster_domain` for the names it builds. `retry_backoff` spaces a job's
+    kind as `Job.cluster_domain` for the names it builds; `agent`, where jobcore's launch agent
+    comes from, as `Job.agent`. `retry_backoff` spaces a job's
     restarts and replaced pods (by default 10 s, doubling, at most 6 minutes, as a Kubernetes
     Job's). A kind `check_kind` finds problems in is refused with InvalidKindError.
     """
@@ -100,6 +104,7 @@ def add_job_controller(
         recorder=recorder,
         gang_scheduler=gang_scheduler,
         cluster_domain=cluster_domain,
+        agent=agent,
         retry_backoff=retry_backoff,
     )
     if hooks.forget is not None:

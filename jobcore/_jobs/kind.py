@@ -31,6 +31,9 @@ JOB_KIND_LABEL = "jobcore.dev/job-kind"
 REPLICA_TYPE_LABEL = "jobcore.dev/replica-type"
 REPLICA_INDEX_LABEL = "jobcore.dev/replica-index"
 DEFAULT_CLUSTER_DOMAIN = "cluster.local"
+DEFAULT_AGENT_IMAGE = "jobcore:0.1.0"
+"""jobcore's own image (as manifests/deploy runs it), which holds its launch agent."""
+DEFAULT_AGENT_PATH = "/usr/local/bin/jobcore-agent"
 """Kubernetes' default cluster DNS domain (kubelet's `clusterDomain`)."""
 
 
@@ -82,6 +85,20 @@ FROM_SPEC = JobPolicy()
 
 
 @dataclass(frozen=True, slots=True)
+class AgentSource:
+    """Where jobcore's launch agent comes from (`jobcore run --agent-image`, `--agent-path`):
+    an image holding the static `jobcore-agent`, and its path there. A kind that launches
+    without ssh copies it into its pods with an init container of that image, so the job's
+    own image needs nothing of it."""
+
+    image: str = DEFAULT_AGENT_IMAGE
+    path: str = DEFAULT_AGENT_PATH
+
+
+DEFAULT_AGENT = AgentSource()
+
+
+@dataclass(frozen=True, slots=True)
 class Job(Generic[SpecT]):
     """A job as a kind sees it: its identity, its validated spec, and its last status.
 
@@ -101,6 +118,8 @@ class Job(Generic[SpecT]):
     """What the job layer obeys; when not given, a `JobSpec`'s own fields."""
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
     """The cluster's DNS domain (`jobcore run --cluster-domain`): see `service_domain`."""
+    agent: AgentSource = DEFAULT_AGENT
+    """Where the controller's launch agent comes from, for kinds that launch without ssh."""
 
     def __post_init__(self) -> None:
         if self.policy is FROM_SPEC and isinstance(self.spec, JobSpec):

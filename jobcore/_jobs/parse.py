@@ -11,7 +11,9 @@ from pydantic import ValidationError
 from jobcore._jobs.cached import MAX_SPEC_BYTES
 from jobcore._jobs.cached import spec_bytes
 from jobcore._jobs.hooks import policy_of
+from jobcore._jobs.kind import DEFAULT_AGENT
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
+from jobcore._jobs.kind import AgentSource
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
@@ -42,6 +44,7 @@ def parse_job(
     status: JobStatus | None = None,
     *,
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+    agent: AgentSource = DEFAULT_AGENT,
 ) -> tuple[Job[SpecT] | None, list[FieldError]]:
     """The job `obj` as `kind` sees it, or None and every problem with it, by field path.
 
@@ -52,7 +55,7 @@ def parse_job(
     is the error); a missing namespace or uid reads as "". A spec nested deeper than
     `MAX_DEPTH`, or larger than `MAX_SPEC_BYTES`, is refused before it is read. `status` is the
     job's last status (none yet by default); `cluster_domain` the cluster's DNS domain, for the
-    names the kind builds.
+    names the kind builds; `agent` where the launch agent comes from.
     """
     if errors := _metadata_errors(obj):
         return None, errors
@@ -69,7 +72,7 @@ def parse_job(
         spec = kind.spec_model.model_validate(raw)
     except ValidationError as error:
         return None, field_errors(error)
-    job = job_with(kind, obj, spec, status, cluster_domain=cluster_domain)
+    job = job_with(kind, obj, spec, status, cluster_domain=cluster_domain, agent=agent)
     errors = [*run_mode_errors(job.policy, kind.replica_types), *kind.validate(job)]
     return (None, errors) if errors else (job, [])
 
@@ -81,6 +84,7 @@ def job_with(
     status: JobStatus | None = None,
     *,
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+    agent: AgentSource = DEFAULT_AGENT,
 ) -> Job[SpecT]:
     """The job `obj` as `kind` sees it, with `spec` already read through its model."""
     meta = obj["metadata"]
@@ -94,6 +98,7 @@ def job_with(
         obj=obj,
         policy=policy_of(kind, spec),
         cluster_domain=cluster_domain,
+        agent=agent,
     )
 
 
@@ -158,10 +163,15 @@ class ParsedSpecs(Generic[SpecT]):
     """
 
     def __init__(
-        self, kind: JobKind[SpecT], *, cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
+        self,
+        kind: JobKind[SpecT],
+        *,
+        cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+        agent: AgentSource = DEFAULT_AGENT,
     ) -> None:
         self.kind = kind
         self.cluster_domain = cluster_domain
+        self.agent = agent
         self._parsed: dict[ObjectKey, tuple[tuple[str, int], SpecT | None, list[FieldError]]] = {}
 
     def parse(
@@ -171,7 +181,9 @@ class ParsedSpecs(Generic[SpecT]):
         meta = obj.get("metadata") or {}
         generation = meta.get("generation")
         if not isinstance(generation, int):
-            return parse_job(self.kind, obj, status, cluster_domain=self.cluster_domain)
+            return parse_job(
+                self.kind, obj, status, cluster_domain=self.cluster_domain, agent=self.agent
+            )
         key = ObjectKey(meta.get("namespace") or "", str(meta.get("name")))
         version = (str(meta.get("uid")), generation)
         known = self._parsed.get(key)
@@ -179,8 +191,12 @@ class ParsedSpecs(Generic[SpecT]):
             _, spec, errors = known
             if spec is None:
                 return None, errors
-            return job_with(self.kind, obj, spec, status, cluster_domain=self.cluster_domain), []
-        job, errors = parse_job(self.kind, obj, status, cluster_domain=self.cluster_domain)
+            return job_with(
+                self.kind, obj, spec, status, cluster_domain=self.cluster_domain, agent=self.agent
+            ), []
+        job, errors = parse_job(
+            self.kind, obj, status, cluster_domain=self.cluster_domain, agent=self.agent
+        )
         self._parsed[key] = (version, job.spec if job else None, errors)
         return job, errors
 

@@ -36,7 +36,9 @@ from jobcore._jobs.children import ChildRefused
 from jobcore._jobs.children import JobChildren
 from jobcore._jobs.ending import JobEnding
 from jobcore._jobs.hooks import hooks_of
+from jobcore._jobs.kind import DEFAULT_AGENT
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
+from jobcore._jobs.kind import AgentSource
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kind import Observed
@@ -112,17 +114,17 @@ class JobReconciler(Generic[SpecT]):
         clock: Callable[[], float] = time.time,
         status_interval: float = 1.0,
         cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+        agent: AgentSource = DEFAULT_AGENT,
         retry_backoff: RetryBackoff = RETRY_BACKOFF,
     ) -> None:
         self.kind = kind
-        self.cluster_domain = cluster_domain
         self.retry_backoff = retry_backoff
         self.client = client
         self.jobs = jobs
         self.gang_scheduler = gang_scheduler
         self.clock = clock
         self.expectations = Expectations()
-        self.specs = ParsedSpecs(kind, cluster_domain=cluster_domain)
+        self.specs = ParsedSpecs(kind, cluster_domain=cluster_domain, agent=agent)
         self.children = JobChildren(kind, client, children, self.expectations)
         hooks = hooks_of(kind)
         self.announcer = Announcer(recorder, kind.resource.kind, also=hooks.announce)
