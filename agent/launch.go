@@ -14,8 +14,10 @@ import (
 )
 
 // launchMain is `jobcore-agent launch`: it runs the launcher's command (no shell), forwards
-// SIGTERM and SIGINT to it, and once it ends writes which workers rsh reached to the message
-// file (the container's termination message, which the controller reads to check the launch).
+// SIGTERM and SIGINT to it, and once it has succeeded writes which workers rsh reached to the
+// message file (the container's termination message, which the controller reads to check the
+// launch). A command that failed leaves the file empty, so that the kubelet puts its log's
+// tail there instead (FallbackToLogsOnError): what failed says more than where it ran.
 // The launched file is emptied first, so a restarted launcher reports only its own run. With
 // --hostfile, the command starts only once the agent of every host it lists answers (as
 // `wait`), so that the launcher's image needs no shell to wait with.
@@ -37,12 +39,13 @@ func launchMain(args []string) int {
 	}
 	if *hostfile != "" {
 		if code := waitForHostfile(*hostfile, strconv.Itoa(*port), *timeout); code != 0 {
-			writeLaunched(launched, *messageFile)
 			return code
 		}
 	}
 	code := runChild(flags.Args())
-	writeLaunched(launched, *messageFile)
+	if code == 0 {
+		writeLaunched(launched, *messageFile)
+	}
 	return code
 }
 

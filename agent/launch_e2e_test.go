@@ -17,20 +17,34 @@ func launchCommand(message, launched string, argv ...string) *exec.Cmd {
 	return cmd
 }
 
-func TestLaunchWritesTheHostsReachedAndKeepsTheExitCode(t *testing.T) {
+func TestLaunchWritesTheHostsReachedOnceTheCommandSucceeded(t *testing.T) {
 	srv := startServer(t, jobKey)
 	dir := t.TempDir()
 	message, launched := filepath.Join(dir, "termination-log"), filepath.Join(dir, "launched")
 	if err := os.WriteFile(launched, []byte("stale-host-from-a-previous-run\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	cmd := launchCommand(message, launched, agentBin, "rsh", "localhost", "exit 0")
+	cmd.Env = append(cmd.Env, "JOBCORE_AGENT_PORT="+srv.port, "JOBCORE_AGENT_KEY_FILE="+srv.keyFile)
+	if got := run(t, cmd, ""); got.code != 0 {
+		t.Fatalf("got %+v", got)
+	}
+	if data, _ := os.ReadFile(message); string(data) != "launched: localhost\n" {
+		t.Fatalf("message %q", data)
+	}
+}
+
+func TestLaunchKeepsAFailedCommandsExitCodeAndLeavesTheMessageToTheKubelet(t *testing.T) {
+	srv := startServer(t, jobKey)
+	dir := t.TempDir()
+	message, launched := filepath.Join(dir, "termination-log"), filepath.Join(dir, "launched")
 	cmd := launchCommand(message, launched, agentBin, "rsh", "localhost", "exit 4")
 	cmd.Env = append(cmd.Env, "JOBCORE_AGENT_PORT="+srv.port, "JOBCORE_AGENT_KEY_FILE="+srv.keyFile)
 	if got := run(t, cmd, ""); got.code != 4 {
 		t.Fatalf("got %+v", got)
 	}
-	if data, _ := os.ReadFile(message); string(data) != "launched: localhost\n" {
-		t.Fatalf("message %q", data)
+	if _, err := os.Stat(message); !os.IsNotExist(err) {
+		t.Fatalf("a message was written: %v", err)
 	}
 }
 
@@ -47,8 +61,8 @@ func TestLaunchWithNothingLaunchedSaysSo(t *testing.T) {
 
 func TestLaunchMessageFailureKeepsTheExitCode(t *testing.T) {
 	dir := t.TempDir()
-	got := run(t, launchCommand(filepath.Join(dir, "no", "such", "dir"), filepath.Join(dir, "launched"), "sh", "-c", "exit 6"), "")
-	if got.code != 6 || !strings.Contains(got.stderr, "cannot write") {
+	got := run(t, launchCommand(filepath.Join(dir, "no", "such", "dir"), filepath.Join(dir, "launched"), "sh", "-c", "exit 0"), "")
+	if got.code != 0 || !strings.Contains(got.stderr, "cannot write") {
 		t.Fatalf("got %+v", got)
 	}
 	got = run(t, launchCommand(filepath.Join(dir, "m"), filepath.Join(dir, "launched"), "no-such-program-here"), "")
@@ -110,8 +124,8 @@ func TestLaunchGivesUpWith124NamingTheHostsWhoseAgentNeverAnswers(t *testing.T) 
 	if got.code != 124 || got.stdout != "" || !strings.Contains(got.stderr, "agents not reached: 127.0.0.1") {
 		t.Fatalf("got %+v", got)
 	}
-	if data, _ := os.ReadFile(message); string(data) != "launched:\n" {
-		t.Fatalf("message %q", data)
+	if _, err := os.Stat(message); !os.IsNotExist(err) {
+		t.Fatalf("a message was written: %v", err)
 	}
 }
 

@@ -11,6 +11,9 @@ that reaches them over ssh once they are Ready. What such kinds share lives here
 - children: their names (`worker_name`, `launcher_name`, `worker_host`...), the headless
   Service, sshd worker pods (`sshd_worker_pod`), a launcher copied from the worker container
   (`copied_launcher_pod`), and when it is due (`launcher_due`).
+- the agent, in place of ssh (`Transport`): jobcore's agent copied into the pods
+  (`with_agent`), workers serving it (`agent_worker_pod`), and the launcher's command under
+  it (`agent_launch_command`) and what it reports (`launched`).
 - the kind: `LauncherWorkersKind`, the members such a kind declares alike, with the outcome
   of a static launch (`launcher_outcome`); reading pods (`pod_phase`, `is_ready`,
   `failure_message`, T9k's `Pod[name] exited with error code N`, `pod_problems`).
@@ -20,6 +23,19 @@ that reaches them over ssh once they are Ready. What such kinds share lives here
 The job layer itself (`JobKind`, `Job`, `Observed`, `Outcome`...) is `jobcore.jobs`.
 """
 
+from jobcore._launcher.agent import AGENT
+from jobcore._launcher.agent import AGENT_DIR
+from jobcore._launcher.agent import AGENT_KEY
+from jobcore._launcher.agent import AGENT_KEY_FILE
+from jobcore._launcher.agent import AGENT_LAUNCHED
+from jobcore._launcher.agent import AGENT_PORT
+from jobcore._launcher.agent import AGENT_RSH
+from jobcore._launcher.agent import Transport
+from jobcore._launcher.agent import agent_client_env
+from jobcore._launcher.agent import agent_launch_command
+from jobcore._launcher.agent import agent_serve_command
+from jobcore._launcher.agent import launched
+from jobcore._launcher.agent import with_agent
 from jobcore._launcher.checks import PATH_CHARACTERS
 from jobcore._launcher.checks import SAFE_PATH
 from jobcore._launcher.checks import SAFE_PATH_CLASS
@@ -39,6 +55,7 @@ from jobcore._launcher.launch import LauncherWorkersKind
 from jobcore._launcher.launch import SSHDPath
 from jobcore._launcher.launch import SSHPort
 from jobcore._launcher.launch import WorkerCount
+from jobcore._launcher.launch import agent_worker_pod
 from jobcore._launcher.launch import child_meta
 from jobcore._launcher.launch import copied_launcher_pod
 from jobcore._launcher.launch import headless_service
@@ -76,6 +93,13 @@ from jobcore._launcher.ssh import ssh_wait_script
 from jobcore._launcher.ssh import sshd_command
 
 __all__ = [
+    "AGENT",
+    "AGENT_DIR",
+    "AGENT_KEY",
+    "AGENT_KEY_FILE",
+    "AGENT_LAUNCHED",
+    "AGENT_PORT",
+    "AGENT_RSH",
     "LAUNCHER",
     "MAX_WORKERS",
     "PATH_CHARACTERS",
@@ -94,7 +118,12 @@ __all__ = [
     "SSHAccess",
     "SSHDPath",
     "SSHPort",
+    "Transport",
     "WorkerCount",
+    "agent_client_env",
+    "agent_launch_command",
+    "agent_serve_command",
+    "agent_worker_pod",
     "child_meta",
     "clip",
     "container_errors",
@@ -108,6 +137,7 @@ __all__ = [
     "is_ready",
     "job_name_errors",
     "job_ssh",
+    "launched",
     "launcher_due",
     "launcher_name",
     "launcher_outcome",
@@ -128,6 +158,7 @@ __all__ = [
     "summarize",
     "template_container",
     "unique_name_errors",
+    "with_agent",
     "worker_host",
     "worker_name",
 ]

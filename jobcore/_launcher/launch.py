@@ -22,6 +22,11 @@ from pydantic import Field
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import Observed
 from jobcore._jobs.kind import Outcome
+from jobcore._launcher.agent import AGENT_KEY
+from jobcore._launcher.agent import AGENT_PORT
+from jobcore._launcher.agent import agent_key
+from jobcore._launcher.agent import agent_serve_command
+from jobcore._launcher.agent import with_agent
 from jobcore._launcher.pods import is_ready
 from jobcore._launcher.pods import launcher_outcome
 from jobcore._launcher.ssh import SSHAccess
@@ -116,6 +121,7 @@ def job_ssh(
     secret = observed.get(SECRETS, name)
     if secret is None:
         secret = ssh_secret(job, name, SSHAccess(mount_path, port, tunnel=tunnel))
+        secret["data"][AGENT_KEY] = agent_key()  # whichever transport: the Secret never changes
     return secret, ssh_access(secret, mount_path=mount_path, port=port, tunnel=tunnel)
 
 
@@ -173,6 +179,30 @@ def sshd_worker_pod(
     restartPolicy is `restart_policy` if given, else the template's, by default Never: a
     restarted worker cannot rejoin a running launch.
     """
+    pod = _worker_pod(job, index, restart_policy)
+    for c in pod["spec"]["containers"]:
+        if c["name"] == container:
+            c["volumeMounts"] = [*c.get("volumeMounts", ()), ssh_mount(SSH_VOLUME, ssh.mount_path)]
+            _serving(c, sshd_command(job.spec.ssh.sshd_path, ssh), ssh.port)
+    return pod
+
+
+def agent_worker_pod(
+    job: Job[Any], index: int, *, container: str, restart_policy: str | None = None
+) -> Object:
+    """`sshd_worker_pod` with jobcore's agent serving in place of sshd (`jobcore._launcher.agent`):
+    the image needs no sshd; Ready once the agent's port answers."""
+    pod = with_agent(
+        _worker_pod(job, index, restart_policy), job.agent, ssh_secret_name(job), [container]
+    )
+    for c in pod["spec"]["containers"]:
+        if c["name"] == container:
+            _serving(c, agent_serve_command(), AGENT_PORT)
+    return pod
+
+
+def _worker_pod(job: Job[Any], index: int, restart_policy: str | None) -> Object:
+    """A worker from the template, reachable by name through the job's headless Service."""
     pod = template_pod(job, WORKER, index, worker_name(job, index))
     spec = pod["spec"]
     spec["hostname"] = worker_name(job, index)
@@ -180,15 +210,15 @@ def sshd_worker_pod(
     spec["restartPolicy"] = (
         restart_policy or job.spec.worker.template.spec.restart_policy or "Never"
     )
-    for c in spec["containers"]:
-        if c["name"] != container:
-            continue
-        c.pop("args", None)
-        c["command"] = list(sshd_command(job.spec.ssh.sshd_path, ssh))
-        c["volumeMounts"] = [*c.get("volumeMounts", ()), ssh_mount(SSH_VOLUME, ssh.mount_path)]
-        c.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
-        c["readinessProbe"] = readiness_probe(ssh.port)
     return pod
+
+
+def _serving(container: dict[str, Any], command: Sequence[str], port: int) -> None:
+    """`container` running `command`, which serves the launcher on `port`, in place of its own."""
+    container.pop("args", None)
+    container["command"] = list(command)
+    container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
+    container["readinessProbe"] = readiness_probe(port)
 
 
 def copied_launcher_pod(

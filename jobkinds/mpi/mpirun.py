@@ -12,10 +12,16 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
+from jobcore.launcher import AGENT
+from jobcore.launcher import AGENT_PORT
+from jobcore.launcher import AGENT_RSH
 from jobcore.launcher import SSH_PORT_ENV
 from jobcore.launcher import SSH_WAIT_SECONDS
 from jobcore.launcher import SSH_WAIT_TIMEOUT_EXIT
 from jobcore.launcher import SSHAccess
+from jobcore.launcher import Transport
+from jobcore.launcher import agent_client_env
+from jobcore.launcher import agent_launch_command
 from jobcore.launcher import ssh_client_args
 from jobcore.launcher import ssh_wait_script
 from jobkinds.mpi.flavours import Flavour
@@ -36,17 +42,26 @@ WAIT_TIMEOUT_EXIT = SSH_WAIT_TIMEOUT_EXIT
 # environment scripts do, `mpiHome/bin` goes first on PATH and `mpiHome/lib` on
 # LD_LIBRARY_PATH, so the launcher is that installation's and so are the libraries of the ranks
 # Hydra starts with the launcher's environment.
-LAUNCHER_SCRIPT = (
-    ssh_wait_script("JOBCORE_MPI_HOSTFILE", HOSTFILE, "JOBCORE_MPI_WAIT_SECONDS")
-    + r"""if [ -n "${JOBCORE_MPI_HOME:-}" ]; then
+_MPI_HOME_SCRIPT = r"""if [ -n "${JOBCORE_MPI_HOME:-}" ]; then
   export PATH="$JOBCORE_MPI_HOME/bin:$PATH"
   export LD_LIBRARY_PATH="$JOBCORE_MPI_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
-echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: $*"
+"""
+LAUNCHER_SCRIPT = (
+    ssh_wait_script("JOBCORE_MPI_HOSTFILE", HOSTFILE, "JOBCORE_MPI_WAIT_SECONDS")
+    + _MPI_HOME_SCRIPT
+    + r"""echo "jobcore: all ${#workers[@]} worker(s) reachable; starting: $*"
 exec "$@"
 """
 )
-_OPEN_MPI_SCRIPT = open_mpi_env_script("mpirun") + LAUNCHER_SCRIPT
+AGENT_LAUNCHER_SCRIPT = (
+    _MPI_HOME_SCRIPT
+    + r"""echo "jobcore: starting: $*"
+exec "$@"
+"""
+)
+"""With the agent, which has waited for every worker's agent before it runs this."""
+_OPEN_MPI_CHECK = open_mpi_env_script("mpirun")
 """Open MPI's launcher refuses, first, an environment it would copy unsafely to the workers."""
 
 
@@ -78,11 +93,23 @@ def launcher_args(
     return [*args, *extra_mpi_args, *cmd]
 
 
-def launcher_command(launcher: Sequence[str], mpi: Flavour) -> list[str]:
+def launcher_command(
+    launcher: Sequence[str], mpi: Flavour, transport: Transport = "ssh", port: int = AGENT_PORT
+) -> list[str]:
     """bash runs the wait script, then `exec "$@"` with the launcher as positional args;
-    for Open MPI, it first checks the environment (`open_mpi_env_script`)."""
-    script = _OPEN_MPI_SCRIPT if mpi.open_mpi else LAUNCHER_SCRIPT
-    return ["/bin/bash", "-c", script, "jobcore-mpi-launcher", *launcher]
+    for Open MPI, it first checks the environment (`open_mpi_env_script`). With the agent,
+    the agent waits for the workers' agents instead, then runs that bash."""
+    script = AGENT_LAUNCHER_SCRIPT if transport == "agent" else LAUNCHER_SCRIPT
+    command = [
+        "/bin/bash",
+        "-c",
+        _OPEN_MPI_CHECK + script if mpi.open_mpi else script,
+        "jobcore-mpi-launcher",
+        *launcher,
+    ]
+    if transport == "agent":
+        return agent_launch_command(command, hostfile=HOSTFILE, timeout=WAIT_SECONDS, port=port)
+    return command
 
 
 def launcher_env(
@@ -92,6 +119,7 @@ def launcher_env(
     ssh: SSHAccess,
     mpi_home: str | None,
     host_network: bool,
+    transport: Transport = "ssh",
 ) -> list[dict[str, Any]]:
     """The launch script's settings and the implementation's: hostfile, slots, ssh options.
 
@@ -99,8 +127,13 @@ def launcher_env(
     `open_mpi_env`'s. Hydra (MPICH and Intel MPI) is told to bootstrap over ssh with the
     hostfile, each under its own names; MPICH's takes no ssh options and reads them from the
     Secret's ssh config. Unless the launcher shares its node's network, Hydra's proxies call
-    it back at its pod's address (`hydra_callback_env`), not at a name.
+    it back at its pod's address (`hydra_callback_env`), not at a name. With the agent, each
+    is given the agent as its remote shell instead of ssh, and the agent's settings.
     """
+    if transport == "agent":
+        return _agent_launcher_env(
+            mpi, slots_per_host=slots_per_host, mpi_home=mpi_home, host_network=host_network
+        )
     ssh_args = f"-o ConnectionAttempts=10 {ssh_client_args(ssh)}"
     values = {
         "JOBCORE_MPI_HOSTFILE": HOSTFILE,
@@ -118,6 +151,33 @@ def launcher_env(
             "I_MPI_HYDRA_BOOTSTRAP": "ssh",
             "I_MPI_HYDRA_HOST_FILE": HOSTFILE,
             "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": ssh_args,
+        }
+        if not host_network:
+            values |= hydra_callback_env()
+    return [{"name": name, "value": value} for name, value in values.items()]
+
+
+def _agent_launcher_env(
+    mpi: Flavour, *, slots_per_host: int, mpi_home: str | None, host_network: bool
+) -> list[dict[str, Any]]:
+    """`launcher_env` for the agent: Open MPI's `plm_rsh_agent` (ORTE) and `plm_ssh_agent`
+    (PRRTE) are `jobcore-agent rsh`; Hydra's launcher exec, which takes one program path, is
+    the agent under its rsh name."""
+    values = {"JOBCORE_MPI_HOSTFILE": HOSTFILE, **agent_client_env()}
+    if mpi_home:
+        values["JOBCORE_MPI_HOME"] = mpi_home
+    if mpi.open_mpi:
+        values |= open_mpi_env(
+            hostfile=HOSTFILE, slots_per_host=slots_per_host, agent=f"{AGENT} rsh"
+        )
+    else:
+        values |= {
+            "HYDRA_LAUNCHER": "ssh",
+            "HYDRA_LAUNCHER_EXEC": AGENT_RSH,
+            "HYDRA_HOST_FILE": HOSTFILE,
+            "I_MPI_HYDRA_BOOTSTRAP": "ssh",
+            "I_MPI_HYDRA_BOOTSTRAP_EXEC": AGENT_RSH,
+            "I_MPI_HYDRA_HOST_FILE": HOSTFILE,
         }
         if not host_network:
             values |= hydra_callback_env()

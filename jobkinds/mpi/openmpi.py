@@ -159,14 +159,17 @@ def remote_shell_errors(args: Sequence[str]) -> list[str]:
     return errors
 
 
-def open_mpi_env(*, hostfile: str, slots_per_host: int, ssh_args: str) -> dict[str, str]:
-    """Open MPI's hostfile, slots per host and ssh options, under the names of Open MPI 4
-    (ORTE) and of Open MPI 5 (PRRTE): each ignores the other's.
+def open_mpi_env(
+    *, hostfile: str, slots_per_host: int, ssh_args: str = "", agent: str | None = None
+) -> dict[str, str]:
+    """Open MPI's hostfile, slots per host and ssh options (or, with `agent`, the remote shell
+    in ssh's place), under the names of Open MPI 4 (ORTE) and of Open MPI 5 (PRRTE): each
+    ignores the other's.
 
     Without `keep_fqdn_hostnames` both cut `w-0.job.ns.svc.cluster.local` to `w-0`, which does
     not resolve.
     """
-    return {
+    values = {
         "OMPI_MCA_orte_default_hostfile": hostfile,
         "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
         "OMPI_MCA_orte_set_default_slots": str(slots_per_host),
@@ -176,3 +179,7 @@ def open_mpi_env(*, hostfile: str, slots_per_host: int, ssh_args: str) -> dict[s
         "PRTE_MCA_prte_set_default_slots": str(slots_per_host),
         "PRTE_MCA_plm_ssh_args": ssh_args,
     }
+    if agent is not None:
+        del values["OMPI_MCA_plm_rsh_args"], values["PRTE_MCA_plm_ssh_args"]
+        values |= {"OMPI_MCA_plm_rsh_agent": agent, "PRTE_MCA_plm_ssh_agent": agent}
+    return values

@@ -13,10 +13,13 @@ from typing import Any
 from jobcore import Object
 from jobcore.jobs import Job
 from jobcore.launcher import SSHAccess
+from jobcore.launcher import agent_worker_pod
 from jobcore.launcher import child_meta
 from jobcore.launcher import copied_launcher_pod
 from jobcore.launcher import hostfile_name
+from jobcore.launcher import ssh_secret_name
 from jobcore.launcher import sshd_worker_pod
+from jobcore.launcher import with_agent
 from jobcore.launcher import worker_host
 from jobkinds.mpi.flavours import flavour
 from jobkinds.mpi.flavours import hostfile_text
@@ -56,7 +59,10 @@ def hostfile_configmap(job: Job[MPIJobSpec]) -> Object:
 
 
 def worker_pod(job: Job[MPIJobSpec], index: int, ssh: SSHAccess) -> Object:
-    """sshd in place of the mpi-worker container's command; Ready once its port answers."""
+    """sshd, or with spec.transport agent jobcore's agent, in place of the mpi-worker
+    container's command; Ready once its port answers."""
+    if job.spec.transport == "agent":
+        return agent_worker_pod(job, index, container=WORKER_CONTAINER)
     return sshd_worker_pod(job, index, container=WORKER_CONTAINER, ssh=ssh)
 
 
@@ -87,7 +93,7 @@ def launcher_pod(job: Job[MPIJobSpec], ssh: SSHAccess) -> Object:
             extra_mpi_args=spec.worker.extra_mpi_args,
             cmd=spec.worker.cmd,
         )
-        return launcher_command(launcher, mpi)
+        return launcher_command(launcher, mpi, spec.transport)
 
     pod = copied_launcher_pod(
         job,
@@ -103,9 +109,12 @@ def launcher_pod(job: Job[MPIJobSpec], ssh: SSHAccess) -> Object:
             ssh=ssh,
             mpi_home=spec.mpi_home,
             host_network=bool(spec.worker.template.api["spec"].get("hostNetwork")),
+            transport=spec.transport,
         ),
         command=command,
     )
+    if spec.transport == "agent":
+        with_agent(pod, job.agent, ssh_secret_name(job), [LAUNCHER_CONTAINER])
     for key in ("hostname", "subdomain"):
         pod["spec"].pop(key, None)
     return pod

@@ -20,6 +20,7 @@ from jobcore.launcher import SSH_PORT
 from jobcore.launcher import WORKER
 from jobcore.launcher import SSHDPath
 from jobcore.launcher import SSHPort
+from jobcore.launcher import Transport
 from jobcore.launcher import WorkerCount
 from jobkinds import t9kshape
 from jobkinds.mpi.flavours import Implementation
@@ -127,6 +128,12 @@ class MPIJobSpec(JobSpec):
         "and Open MPI also gets it as `mpirun --prefix`.",
     )
     ssh: SSHSpec = Field(default_factory=SSHSpec, description="sshd and key locations.")
+    transport: Transport = Field(
+        default="ssh",
+        description="How the launcher reaches the workers: ssh (the workers run spec.ssh's "
+        "sshd) or agent (jobcore's agent, copied into the pods by the controller: the image "
+        "needs no sshd, and spec.ssh is not used).",
+    )
     replica_specs: list[t9kshape.ReplicaSpec] | None = Field(
         default=None,
         description="T9k's current shape: a worker entry (container named worker) and an "
