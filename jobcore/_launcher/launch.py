@@ -26,9 +26,11 @@ from jobcore._launcher.agent import AGENT_KEY
 from jobcore._launcher.agent import AGENT_PORT
 from jobcore._launcher.agent import agent_key
 from jobcore._launcher.agent import agent_serve_command
+from jobcore._launcher.agent import launched
 from jobcore._launcher.agent import with_agent
 from jobcore._launcher.pods import is_ready
 from jobcore._launcher.pods import launcher_outcome
+from jobcore._launcher.pods import name_list
 from jobcore._launcher.ssh import SSHAccess
 from jobcore._launcher.ssh import ssh_access
 from jobcore._launcher.ssh import ssh_secret
@@ -74,6 +76,8 @@ SSHPort = Annotated[
 SSHDPath = Annotated[str, Field(description="Absolute path of sshd in the worker image.")]
 """spec.ssh.sshdPath of every kind."""
 SSH_VOLUME = "jobcore-ssh"
+WORKERS_NOT_LAUNCHED = "WorkersNotLaunched"
+"""The reason of a job whose launcher succeeded without reaching the workers its ranks need."""
 """The volume of the job's ssh Secret, in every pod of every kind."""
 
 
@@ -306,12 +310,38 @@ class LauncherWorkersKind:
         return {LAUNCHER: 1, WORKER: job.spec.worker.replicas}
 
     def interpret(self, job: Job[Any], observed: Observed) -> Outcome:
-        """The launcher's exit decides; a worker that stops first fails the job."""
+        """The launcher's exit decides; a worker that stops first fails the job. Launched
+        through the agent, a launcher that succeeded without reaching every worker its ranks
+        need (`needs_workers`) fails it."""
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
-        return launcher_outcome(
-            observed.get(PODS, launcher_name(job)),
+        launcher = observed.get(PODS, launcher_name(job))
+        outcome = launcher_outcome(
+            launcher,
             {name: observed.get(PODS, name) for name in names},
             launcher_container=self.containers[LAUNCHER],
             worker_container=self.containers[WORKER],
             ssh_port=job.spec.ssh.port,
         )
+        if outcome.state != "succeeded" or getattr(job.spec, "transport", "ssh") != "agent":
+            return outcome
+        needed = self.needs_workers(job)
+        reached = launched(launcher, self.containers[LAUNCHER])
+        if needed is None or reached is None:
+            return outcome
+        if missing := [name for name in needed if name not in reached]:
+            return Outcome(
+                "failed",
+                WORKERS_NOT_LAUNCHED,
+                f"The launcher exited 0, but its launch reached {len(needed) - len(missing)} "
+                f"of the {len(needed)} workers its ranks need; never reached: "
+                f"{name_list(missing)}. The ranks ran elsewhere, likely all on the launcher: "
+                "check the launcher's MPI settings.",
+                replica_failure=f"Pod[{launcher_name(job)}] launched nothing on "
+                f"{name_list(missing)}",
+            )
+        return outcome
+
+    def needs_workers(self, job: Job[Any]) -> Sequence[str] | None:
+        """The workers a launch through the agent must have reached for the job to succeed:
+        every one; None to check nothing (a kind whose ranks may leave workers idle)."""
+        return [worker_name(job, i) for i in range(job.spec.worker.replicas)]

@@ -23,6 +23,7 @@ from jobcore.launcher import mount_errors
 from jobcore.launcher import path_errors
 from jobcore.launcher import template_container
 from jobcore.launcher import worker_name
+from jobkinds.mpi.flavours import flag_values
 from jobkinds.mpi.flavours import flavour
 from jobkinds.mpi.flavours import npernode_errors
 from jobkinds.mpi.mpirun import HOSTFILE_DIR
@@ -38,6 +39,9 @@ from jobkinds.mpijob.spec import LAUNCHER_CONTAINER
 from jobkinds.mpijob.spec import WORKER_CONTAINER
 from jobkinds.mpijob.spec import MPIJobSpec
 
+PROCESS_COUNT_FLAGS = ("-np", "--np", "-n", "--n", "-c")
+"""mpirun's and mpiexec's flags for the number of ranks."""
+
 
 class MPIJobKind(LauncherWorkersKind):
     """MPIJob: see the package docstring; satisfies `jobcore.JobKind[MPIJobSpec]`."""
@@ -46,6 +50,13 @@ class MPIJobKind(LauncherWorkersKind):
     short_names: Sequence[str] = ("mj", "mpij")
     spec_model: type[MPIJobSpec] = MPIJobSpec
     containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
+
+    def needs_workers(self, job: Job[MPIJobSpec]) -> Sequence[str] | None:
+        """Every worker, unless extraMPIArgs sets a process count: where an MPI puts fewer
+        ranks than the workers' slots is its own, and not checked."""
+        if flag_values(job.spec.worker.extra_mpi_args, PROCESS_COUNT_FLAGS):
+            return None
+        return super().needs_workers(job)
 
     def validate(self, job: Job[MPIJobSpec]) -> list[FieldError]:
         """What the schema cannot say and would otherwise fail at pod creation or in mpirun."""

@@ -1,0 +1,119 @@
+"""MPIJob with spec.transport agent, on plain objects: what its pods run instead of ssh, and
+a launch that reached too few workers failing the job."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from typing import Any
+
+import pytest
+
+from jobcore import Object
+from jobcore.jobs import AgentSource
+from jobcore.jobs import Job
+from jobcore.launcher import AGENT
+from jobcore.launcher import AGENT_KEY
+from jobcore.launcher import AGENT_RSH
+from jobcore.testing import by_name
+from jobcore.testing import container_named
+from jobcore.testing import env_of
+from jobcore.testing import job_manifest
+from jobcore.testing import job_of
+from jobcore.testing import observed_of
+from jobcore.testing import pod_of
+from jobcore.testing import terminated
+from jobkinds.mpijob import MPIJobKind
+from jobkinds.mpijob.spec import MPIJobSpec
+
+KIND = MPIJobKind()
+SOURCE = AgentSource(image="registry.example/jobcore:1.2", path="/bin/jobcore-agent")
+
+
+def agent_job(mpi: str = "OpenMPI", args: list[str] | None = None) -> Job[MPIJobSpec]:
+    spec = {
+        "transport": "agent",
+        "mpiImplementation": mpi,
+        "worker": {
+            "replicas": 2,
+            "extraMPIArgs": args or [],
+            "cmd": ["./pi"],
+            "template": {"spec": {"containers": [{"name": "mpi-worker", "image": "mpi:1"}]}},
+        },
+    }
+    return dataclasses.replace(
+        job_of(KIND, job_manifest(KIND, spec, name="pi", namespace="ns")), agent=SOURCE
+    )
+
+
+def rendered(job: Job[MPIJobSpec]) -> dict[str, Object]:
+    ready = [pod_of(job, f"pi-worker-{i}", "worker", i, ready=True) for i in range(2)]
+    return by_name(KIND.render(job, observed_of(*ready)))
+
+
+def test_workers_serve_the_agent_copied_from_the_controllers_image_and_run_no_sshd() -> None:
+    children = rendered(agent_job())
+    worker = children["pi-worker-0"]
+    init = worker["spec"]["initContainers"][0]
+    assert (init["image"], init["command"]) == (
+        SOURCE.image,
+        [SOURCE.path, "install", "/jobcore/agent"],
+    )
+    main = container_named(worker, "mpi-worker")
+    assert main["command"][:2] == [AGENT, "serve"]
+    assert main["readinessProbe"]["tcpSocket"]["port"] == 2222
+    assert not any("sshd" in " ".join(c.get("command", ())) for c in worker["spec"]["containers"])
+    key = base64.b64decode(children["pi-ssh"]["data"][AGENT_KEY])
+    assert len(base64.b64decode(key)) == 32
+
+
+@pytest.mark.parametrize(
+    ("mpi", "expected"),
+    [
+        (
+            "OpenMPI",
+            {"OMPI_MCA_plm_rsh_agent": f"{AGENT} rsh", "PRTE_MCA_plm_ssh_agent": f"{AGENT} rsh"},
+        ),
+        ("MPICH", {"HYDRA_LAUNCHER_EXEC": AGENT_RSH}),
+        ("IntelMPI", {"I_MPI_HYDRA_BOOTSTRAP_EXEC": AGENT_RSH}),
+    ],
+)
+def test_the_launchers_mpi_gets_the_agent_as_its_remote_shell(
+    mpi: str, expected: dict[str, str]
+) -> None:
+    launcher = container_named(rendered(agent_job(mpi))["pi-launcher"], "mpi-launcher")
+    env = env_of(launcher)
+    assert expected.items() <= env.items()
+    assert not any("ssh_args" in name or "EXTRA_ARGS" in name for name in env)
+    assert launcher["command"][:3] == [AGENT, "launch", "--hostfile"]
+    assert "--" in launcher["command"]
+
+
+def finished(job: Job[MPIJobSpec], message: str | None) -> list[Object]:
+    status = terminated("mpi-launcher", 0, reason="Completed", message=message or "")
+    launcher = pod_of(job, "pi-launcher", "launcher", phase="Succeeded", containers=[status])
+    workers = [pod_of(job, f"pi-worker-{i}", "worker", i, ready=True) for i in range(2)]
+    return [launcher, *workers]
+
+
+def outcome_of(job: Job[MPIJobSpec], message: str | None) -> Any:
+    return KIND.interpret(job, observed_of(*finished(job, message)))
+
+
+def test_a_launcher_that_reached_every_worker_succeeds() -> None:
+    assert outcome_of(agent_job(), "launched: pi-worker-1,pi-worker-0").state == "succeeded"
+
+
+def test_a_launcher_that_exited_0_without_reaching_a_worker_fails_the_job_naming_it() -> None:
+    outcome = outcome_of(agent_job(), "launched: pi-worker-0\n")
+    assert (outcome.state, outcome.reason) == ("failed", "WorkersNotLaunched")
+    assert "reached 1 of the 2 workers" in outcome.message
+    assert "pi-worker-1" in outcome.message and "pi-worker-0" not in outcome.message
+    none = outcome_of(agent_job(), "launched:")
+    assert "reached 0 of the 2 workers" in none.message
+
+
+def test_a_job_that_sets_its_process_count_or_says_nothing_is_not_checked() -> None:
+    assert outcome_of(agent_job(args=["-np", "1"]), "launched:").state == "succeeded"
+    assert outcome_of(agent_job(), None).state == "succeeded"
+    assert outcome_of(agent_job(), "launched: pi-worker-0,+1 more").state == "succeeded"
