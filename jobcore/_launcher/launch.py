@@ -326,22 +326,19 @@ class LauncherWorkersKind:
             return outcome
         needed = self.needs_workers(job)
         reached = launched(launcher, self.containers[LAUNCHER])
-        if needed is None or reached is None:
+        if needed is None or reached is None or len(set(names) & set(reached)) >= needed:
             return outcome
-        if missing := [name for name in needed if name not in reached]:
-            return Outcome(
-                "failed",
-                WORKERS_NOT_LAUNCHED,
-                f"The launcher exited 0, but its launch reached {len(needed) - len(missing)} "
-                f"of the {len(needed)} workers its ranks need; never reached: "
-                f"{name_list(missing)}. The ranks ran elsewhere, likely all on the launcher: "
-                "check the launcher's MPI settings.",
-                replica_failure=f"Pod[{launcher_name(job)}] launched nothing on "
-                f"{name_list(missing)}",
-            )
-        return outcome
+        missing = [name for name in names if name not in reached]
+        return Outcome(
+            "failed",
+            WORKERS_NOT_LAUNCHED,
+            f"The launcher exited 0, but its launch reached {len(names) - len(missing)} of "
+            f"the {needed} workers its ranks need; never reached: {name_list(missing)}. "
+            "The ranks ran elsewhere, likely on the launcher: check its MPI settings.",
+            replica_failure=f"Pod[{launcher_name(job)}] launched nothing on {name_list(missing)}",
+        )
 
-    def needs_workers(self, job: Job[Any]) -> Sequence[str] | None:
-        """The workers a launch through the agent must have reached for the job to succeed:
-        every one; None to check nothing (a kind whose ranks may leave workers idle)."""
-        return [worker_name(job, i) for i in range(job.spec.worker.replicas)]
+    def needs_workers(self, job: Job[Any]) -> int | None:
+        """How many workers a launch through the agent must have reached for the job to
+        succeed: every one; None to check nothing."""
+        return int(job.spec.worker.replicas)

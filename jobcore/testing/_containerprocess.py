@@ -49,10 +49,12 @@ async def start(run: PodRun, c: ContainerRun) -> None:
 
 def exited(c: ContainerRun, returncode: int) -> None:
     """Record the exit as the kubelet does: the code (128 + signal when killed), the reason,
-    and with FallbackToLogsOnError the end of the log as the message (reads the log)."""
+    and as the message what the container wrote to its termination message file, else with
+    FallbackToLogsOnError the end of a failed container's log (reads both)."""
     code = returncode if returncode >= 0 else 128 - returncode
-    message = None
-    if code != 0 and c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+    message = _podrun.message_written(c.message_file) or None
+    fallback = c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError"
+    if message is None and code != 0 and fallback:
         message = _podrun.termination_message(c.log)
     started = c.state.get("running", {}).get("startedAt", now())
     c.state = _podrun.terminated(code, "Completed" if code == 0 else "Error", started, message)

@@ -26,6 +26,8 @@ from jobcore.testing._netns import Sandbox
 FINAL_PHASES = ("Succeeded", "Failed")
 _TAIL_LINES, _TAIL_BYTES = 80, 2048
 """What the kubelet keeps of the log as a FallbackToLogsOnError termination message."""
+_MESSAGE_BYTES = 4096
+"""The most of a termination message file the kubelet reads."""
 NO_COMMAND = (
     "ProcessNode runs host binaries and has no image to read an entrypoint from: "
     "give the container a command"
@@ -66,6 +68,12 @@ class ContainerRun:
         return self.directory / f"{self.name}.previous.log"
 
     @property
+    def message_file(self) -> Path:
+        """Bound at the container's terminationMessagePath: what it writes there is its
+        termination message, as the kubelet reads it."""
+        return self.directory / f"{self.name}.termination-log"
+
+    @property
     def started(self) -> Path:
         """Touched by the wrapper once the mounts are in place, just before the command runs."""
         return self.directory / f"{self.name}.started"
@@ -84,6 +92,8 @@ class ContainerRun:
         with contextlib.suppress(FileNotFoundError):
             os.replace(self.log, self.previous_log)
         self.started.unlink(missing_ok=True)  # Ready again once the new run's mounts are made
+        with contextlib.suppress(FileNotFoundError):
+            os.truncate(self.message_file, 0)  # each run writes its own
 
     def status(self) -> dict[str, Any]:
         status = {
@@ -227,6 +237,16 @@ def tail_bytes(path: Path, size: int) -> bytes:
             return file.read()
     except OSError:
         return b""
+
+
+def message_written(path: Path) -> str:
+    """What a container wrote to its termination message file, cut at the kubelet's 4096
+    bytes; empty if nothing (blocking)."""
+    try:
+        with path.open("rb") as file:
+            return file.read(_MESSAGE_BYTES).decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def termination_message(log: Path) -> str:

@@ -35,6 +35,8 @@ from jobcore._runtime.resources import Resource
 from jobcore.testing import _podidentity
 from jobcore.testing._netns import tool
 
+DEFAULT_MESSAGE_PATH = "/dev/termination-log"
+"""Where a container writes its termination message unless it says otherwise."""
 RESOLV_CONF = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
 """No DNS server: a name missing from the hosts file fails at once (127.0.0.1:53 refuses)
 instead of after the host resolver's timeouts (20 s measured), unreachable from a pod's netns."""
@@ -340,6 +342,7 @@ def wrapper_script(
     working_dir: str | None,
     started: Path,
     user: _podidentity.Identity,
+    message: Sequence[Mount] = (),
 ) -> str:
     """The script run in the pod's namespaces; it ends with `exec "$@"` (the command), through
     `setpriv` unless the container runs as root with no extra groups.
@@ -356,7 +359,7 @@ def wrapper_script(
         "set -eu",
         f"echo {q(host)} >/proc/sys/kernel/hostname",
     ]
-    for m in [*mounts, Mount(hosts, "/etc/hosts", False, True)]:
+    for m in [*mounts, Mount(hosts, "/etc/hosts", False, True), *message]:
         target = q(m.target)
         if m.is_file:
             parent = q(str(Path(m.target).parent))
@@ -388,8 +391,16 @@ def write_wrapper(
     hosts: Path,
     resolv: Path,
     started: Path,
+    message_file: Path | None = None,
 ) -> None:
-    """Write the container's wrapper script, executable (blocking: run it in a thread)."""
+    """Write the container's wrapper script, executable (blocking: run it in a thread), with
+    `message_file` (created empty, writable by any user) at its terminationMessagePath."""
+    message = []
+    if message_file is not None:
+        message_file.touch(mode=0o666)
+        message_file.chmod(0o666)
+        target = str(container.get("terminationMessagePath") or DEFAULT_MESSAGE_PATH)
+        message.append(Mount(message_file, target, False, True))
     script = wrapper_script(
         host=hostname(pod),
         mounts=container_mounts(container, volumes),
@@ -398,6 +409,7 @@ def write_wrapper(
         working_dir=container.get("workingDir"),
         started=started,
         user=_podidentity.identity(pod, container),
+        message=message,
     )
     path.write_text(script)
     path.chmod(0o755)

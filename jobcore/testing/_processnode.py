@@ -5,7 +5,8 @@ from) and `args` run as host binaries, in a network namespace per Pod (`_netns`)
 UTS namespace per container, behind a wrapper that mounts the Pod's volumes, hosts file and
 resolv.conf (`_podsetup`), then runs the command as the securityContext's user and groups
 (`_podidentity`). Readiness probes run for real (`_probes`); exits become
-`state.terminated` and the Pod's phase (`_podrun`). A container that exits is started again as
+`state.terminated`, with what the container wrote at its terminationMessagePath (a file per
+container, bound there), and the Pod's phase (`_podrun`). A container that exits is started again as
 its Pod's restartPolicy says, after the kubelet's back-off (shortened); init containers are not
 restarted. Liveness and startup probes, resources, security
 contexts beyond their user, groups and fsGroup, hostNetwork, and updates of a mounted Secret or
@@ -276,6 +277,7 @@ class ProcessNode(NodeBase):
                 hosts=run.hosts,
                 resolv=run.resolv,
                 started=c.started,
+                message_file=c.message_file,
             )
         run.warnings = [
             f"ProcessNode skipped {what}: {', '.join(items)}"

@@ -26,6 +26,7 @@ from jobcore.launcher import worker_name
 from jobkinds.mpi.flavours import flag_values
 from jobkinds.mpi.flavours import flavour
 from jobkinds.mpi.flavours import npernode_errors
+from jobkinds.mpi.flavours import slots
 from jobkinds.mpi.mpirun import HOSTFILE_DIR
 from jobkinds.mpi.openmpi import MCA_NAME
 from jobkinds.mpi.openmpi import mca_value_error
@@ -51,12 +52,19 @@ class MPIJobKind(LauncherWorkersKind):
     spec_model: type[MPIJobSpec] = MPIJobSpec
     containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
 
-    def needs_workers(self, job: Job[MPIJobSpec]) -> Sequence[str] | None:
-        """Every worker, unless extraMPIArgs sets a process count: where an MPI puts fewer
-        ranks than the workers' slots is its own, and not checked."""
-        if flag_values(job.spec.worker.extra_mpi_args, PROCESS_COUNT_FLAGS):
+    def needs_workers(self, job: Job[MPIJobSpec]) -> int | None:
+        """Every worker, or with a process count in extraMPIArgs as many as hold that many
+        ranks at the workers' slots: any MPI that oversubscribes no host needs that many
+        hosts, whichever it picks (unchecked if the count is not a number)."""
+        args = job.spec.worker.extra_mpi_args
+        counts = flag_values(args, PROCESS_COUNT_FLAGS)
+        if not counts:
+            return super().needs_workers(job)
+        count = counts[-1][1]
+        if count is None or not count.isdigit():
             return None
-        return super().needs_workers(job)
+        per_worker = slots(args, flavour(job.spec.mpi_implementation))
+        return min(job.spec.worker.replicas, -(-int(count) // per_worker))
 
     def validate(self, job: Job[MPIJobSpec]) -> list[FieldError]:
         """What the schema cannot say and would otherwise fail at pod creation or in mpirun."""

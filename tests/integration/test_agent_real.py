@@ -16,9 +16,11 @@ import pytest
 
 from controllers import frameworks
 from controllers import realjobs
+from jobcore import PODS
 from jobcore import Client
 from jobcore import Controller
 from jobcore.jobs import AgentSource
+from jobcore.launcher import launched
 from jobcore.testing import ProcessNode
 from jobcore.testing import condition
 from jobcore.testing import job_controller
@@ -76,6 +78,8 @@ async def test_an_mpijob_runs_its_ranks_on_both_workers_through_the_agent(
     assert status["phase"] == "Succeeded", log
     if mpi != "intel":
         assert ranks(log) == on_two_workers("agent"), log
+    launcher = await client.get(PODS, "agent-launcher", namespace)
+    assert sorted(launched(launcher, "mpi-launcher") or ()) == ["agent-worker-0", "agent-worker-1"]
 
 
 @pytest.mark.usefixtures("controller")

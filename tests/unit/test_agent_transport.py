@@ -113,7 +113,22 @@ def test_a_launcher_that_exited_0_without_reaching_a_worker_fails_the_job_naming
     assert "reached 0 of the 2 workers" in none.message
 
 
-def test_a_job_that_sets_its_process_count_or_says_nothing_is_not_checked() -> None:
-    assert outcome_of(agent_job(args=["-np", "1"]), "launched:").state == "succeeded"
+@pytest.mark.parametrize(
+    ("args", "reached", "state"),
+    [
+        (["-np", "1"], "", "failed"),  # one rank needs one worker
+        (["-np", "1"], "pi-worker-1", "succeeded"),  # whichever the MPI picked
+        (["-N", "2", "-np", "3"], "pi-worker-0", "failed"),  # 3 ranks at 2 slots need 2
+        (["-N", "2", "-np", "2"], "pi-worker-0", "succeeded"),
+        (["-np", "many"], "", "succeeded"),  # not a number: not checked
+    ],
+)
+def test_a_process_count_needs_as_many_workers_as_hold_its_ranks(
+    args: list[str], reached: str, state: str
+) -> None:
+    assert outcome_of(agent_job(args=args), f"launched: {reached}").state == state
+
+
+def test_a_launcher_that_says_nothing_or_too_many_to_list_is_not_checked() -> None:
     assert outcome_of(agent_job(), None).state == "succeeded"
     assert outcome_of(agent_job(), "launched: pi-worker-0,+1 more").state == "succeeded"
