@@ -312,7 +312,7 @@ class LauncherWorkersKind:
     def interpret(self, job: Job[Any], observed: Observed) -> Outcome:
         """The launcher's exit decides; a worker that stops first fails the job. Launched
         through the agent, a launcher that succeeded without reaching every worker its ranks
-        need (`needs_workers`) fails it."""
+        need (`_needs_workers`) fails it."""
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         launcher = observed.get(PODS, launcher_name(job))
         outcome = launcher_outcome(
@@ -324,7 +324,7 @@ class LauncherWorkersKind:
         )
         if outcome.state != "succeeded" or getattr(job.spec, "transport", "ssh") != "agent":
             return outcome
-        needed = self.needs_workers(job)
+        needed = self._needs_workers(job)
         reached = launched(launcher, self.containers[LAUNCHER])
         if needed is None or reached is None or len(set(names) & set(reached)) >= needed:
             return outcome
@@ -338,7 +338,7 @@ class LauncherWorkersKind:
             replica_failure=f"Pod[{launcher_name(job)}] launched nothing on {name_list(missing)}",
         )
 
-    def needs_workers(self, job: Job[Any]) -> int | None:
+    def _needs_workers(self, job: Job[Any]) -> int | None:
         """How many workers a launch through the agent must have reached for the job to
         succeed: every one; None to check nothing."""
         return int(job.spec.worker.replicas)

@@ -52,14 +52,14 @@ class MPIJobKind(LauncherWorkersKind):
     spec_model: type[MPIJobSpec] = MPIJobSpec
     containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
 
-    def needs_workers(self, job: Job[MPIJobSpec]) -> int | None:
+    def _needs_workers(self, job: Job[MPIJobSpec]) -> int | None:
         """Every worker, or with a process count in extraMPIArgs as many as hold that many
         ranks at the workers' slots: any MPI that oversubscribes no host needs that many
         hosts, whichever it picks (unchecked if the count is not a number)."""
         args = job.spec.worker.extra_mpi_args
         counts = flag_values(args, PROCESS_COUNT_FLAGS)
         if not counts:
-            return super().needs_workers(job)
+            return super()._needs_workers(job)
         count = counts[-1][1]
         if count is None or not count.isdigit():
             return None
