@@ -149,8 +149,8 @@ async def test_a_container_is_restarted_as_its_restart_policy_says(
     assert node.logs(namespace, "retried", "main", previous=True) == "first\n"
 
     async def restarted(times: int) -> bool:
-        found = await status(client, namespace, "always")
-        return bool(found) and found["containerStatuses"][0]["restartCount"] >= times
+        statuses = (await status(client, namespace, "always")).get("containerStatuses") or []
+        return bool(statuses) and statuses[0]["restartCount"] >= times  # none before it ran
 
     await eventually(lambda: restarted(2), timeout=20)  # exit 0 too: Always restarts it
     assert await phase("always") == "Running"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from jobcore import CONFIGMAPS
 from jobcore import PODS
 from jobcore import Client
 from jobcore import Object
@@ -29,6 +30,7 @@ from jobcore.testing import resync
 from jobcore.testing import temporary_namespace
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_for_pods
+from tests.integration.test_informer import configmap
 from tests.kindjobs import MPIJOB
 from tests.mpijobs import MPIJOBS
 from tests.mpijobs import mpijob
@@ -43,8 +45,12 @@ async def other_namespace(client: Client, namespace: str) -> AsyncIterator[str]:
         yield name
 
 
-def impostor(namespace: str, job: Object, worker: Object) -> Object:
-    """A pod in `namespace` dressed as `job`'s launcher: its name, labels and controller."""
+def impostor(namespace: str, job: Object, worker: Object, anchor: Object) -> Object:
+    """A pod in `namespace` dressed as `job`'s launcher: its name, labels and controller.
+
+    `anchor`, an object of its own namespace, owns it too: Kubernetes' garbage collector
+    deletes a dependent only once none of its owners exists in its namespace, and would
+    otherwise take the impostor away before it could pass for a launcher that exited 0."""
     container = worker["spec"]["containers"][0]
     labels = dict(worker["metadata"]["labels"])
     labels.pop(REPLICA_INDEX_LABEL, None)
@@ -55,7 +61,7 @@ def impostor(namespace: str, job: Object, worker: Object) -> Object:
             "name": f"{job['metadata']['name']}-launcher",
             "namespace": namespace,
             "labels": {**labels, REPLICA_TYPE_LABEL: "launcher"},
-            "ownerReferences": [owner_reference(job)],
+            "ownerReferences": [owner_reference(job), owner_reference(anchor, controller=False)],
         },
         "spec": {"containers": [{"name": "launcher", "image": container["image"]}]},
     }
@@ -88,7 +94,8 @@ async def test_a_pod_in_another_namespace_naming_a_job_as_its_controller_is_not_
         job = await client.create(MPIJOBS, mpijob(namespace, "train"))
         workers = {"train-worker-0", "train-worker-1"}
         ours = await wait_for_pods(client, namespace, workers, phase="Running")
-        await client.create(PODS, impostor(other_namespace, job, ours["train-worker-0"]))
+        anchor = await client.create(CONFIGMAPS, configmap(other_namespace, "anchor"))
+        await client.create(PODS, impostor(other_namespace, job, ours["train-worker-0"], anchor))
         await theirs.succeed(other_namespace, "train-launcher")  # "the launcher exited 0"
         await asyncio.sleep(1)
         await resync(controller, Request(namespace, "train"))  # as any event of its pods does
@@ -107,8 +114,7 @@ async def test_a_pod_in_another_namespace_naming_a_job_as_its_controller_is_not_
         await wait_for_pods(client, namespace, {*workers, "train-launcher"}, phase="Running")
         await unready_node.succeed(namespace, "train-launcher")
         await wait_for_phase(client, MPIJOBS, namespace, "train", "Succeeded")
-    # Kubernetes' garbage collector may delete the impostor (its owner is not in its
-    # namespace); the controller writes nothing there, its clean-up included.
+    # The controller writes nothing there, its clean-up included.
     elsewhere = [w for w in proxy.writes if f"/namespaces/{other_namespace}/" in w[1]]
     print(f"the controller's writes to the other namespace: {len(elsewhere)}")
     assert elsewhere == []
