@@ -8,6 +8,8 @@ import struct
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "agent.sh"
 
@@ -40,5 +42,6 @@ def test_the_agent_builds_static_and_reports_its_source_hash() -> None:
     assert version.stdout.strip() == binary.parent.name
 
 
+@pytest.mark.timeout(900)  # go vet, go test and three fuzz targets: over a minute loaded
 def test_the_agents_go_tests_and_fuzz_targets_pass() -> None:
     agent_sh("--test", timeout=900)
