@@ -10,6 +10,7 @@ from jobcore import Resource
 from jobcore.jobs import FieldError
 from jobcore.jobs import Job
 from jobcore.jobs import Observed
+from jobcore.launcher import AGENT_PORT
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import SSH_VOLUME
 from jobcore.launcher import WORKER
@@ -102,7 +103,8 @@ class MPIJobKind(LauncherWorkersKind):
         secret, ssh = job_ssh(
             job, observed, mount_path=job.spec.ssh.ssh_auth_mount_path, port=job.spec.ssh.port
         )
-        children = [secret, hostfile_configmap(job), headless_service(job, ssh.port)]
+        port = AGENT_PORT if job.spec.transport == "agent" else ssh.port
+        children = [secret, hostfile_configmap(job), headless_service(job, port)]
         children += [worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
         if launcher_due(job, observed):
             children.append(launcher_pod(job, ssh))
