@@ -1,12 +1,13 @@
-"""Building blocks of a job whose launcher pod reaches sshd workers: names, pods and the kind.
+"""Building blocks of a job whose launcher pod reaches its workers: names, pods and the kind.
 
 Child names, the headless Service, pods made from the worker template with the ssh Secret
-mounted, the sshd worker, a launcher copied from the worker container, when the launcher is
-due, and `LauncherWorkersKind`, what such kinds declare alike (the bundled MPIJob,
-ColossalAIJob and HorovodJob are built from them). They read a spec with `worker.replicas`,
-`worker.template` (a `PodTemplateSpec`), `ssh.port` and `ssh.sshd_path`; what differs between
-kinds (container names, volumes, commands, environment) is passed in by keyword. Run modes
-are jobcore's, applied on top.
+mounted, the sshd worker or the agent's (`agent_worker_pod`), a launcher copied from the
+worker container, when the launcher is due, and `LauncherWorkersKind`, what such kinds
+declare alike (the bundled MPIJob, ColossalAIJob and HorovodJob are built from them), with
+the check of a launch through the agent. They read a spec with `worker.replicas`,
+`worker.template` (a `PodTemplateSpec`), `ssh.port`, `ssh.sshd_path` and, if it has one,
+`transport`; what differs between kinds (container names, volumes, commands, environment) is
+passed in by keyword. Run modes are jobcore's, applied on top.
 """
 
 from __future__ import annotations
