@@ -1,4 +1,4 @@
-"""The launcher-over-ssh API: for kinds whose launcher pod reaches sshd workers.
+"""The launcher API: for kinds whose launcher pod reaches its workers, over ssh or the agent.
 
 A kind of this shape (the bundled MPIJob, ColossalAIJob and HorovodJob are three) runs sshd
 in `spec.worker.replicas` worker pods made from `spec.worker.template`, and one launcher pod
