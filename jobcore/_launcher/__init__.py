@@ -1,5 +1,4 @@
-"""The launcher helpers: for kinds whose launcher pod reaches its workers, over ssh or jobcore's
-agent.
+"""The launcher helpers: for kinds whose launcher pod reaches its workers, over ssh or the agent.
 
 Layers, bottom up (import-linter checks that each imports only those below it):
 
