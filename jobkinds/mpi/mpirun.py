@@ -98,18 +98,15 @@ def launcher_command(
 ) -> list[str]:
     """bash runs the wait script, then `exec "$@"` with the launcher as positional args;
     for Open MPI, it first checks the environment (`open_mpi_env_script`). With the agent,
-    the agent waits for the workers' agents instead, then runs that bash."""
-    script = AGENT_LAUNCHER_SCRIPT if transport == "agent" else LAUNCHER_SCRIPT
-    command = [
-        "/bin/bash",
-        "-c",
-        _OPEN_MPI_CHECK + script if mpi.open_mpi else script,
-        "jobcore-mpi-launcher",
-        *launcher,
-    ]
-    if transport == "agent":
-        return agent_launch_command(command, hostfile=HOSTFILE, timeout=WAIT_SECONDS, port=port)
-    return command
+    the agent waits for the workers' agents instead, then runs the rest: in bash for Open
+    MPI's check, else in sh (AGENT_LAUNCHER_SCRIPT is POSIX)."""
+    if transport != "agent":
+        script = _OPEN_MPI_CHECK + LAUNCHER_SCRIPT if mpi.open_mpi else LAUNCHER_SCRIPT
+        return ["/bin/bash", "-c", script, "jobcore-mpi-launcher", *launcher]
+    # Open MPI's check reads the environment as bash alone can; Hydra's launcher needs only sh.
+    shell, script = ("/bin/bash", _OPEN_MPI_CHECK) if mpi.open_mpi else ("/bin/sh", "")
+    command = [shell, "-c", script + AGENT_LAUNCHER_SCRIPT, "jobcore-mpi-launcher", *launcher]
+    return agent_launch_command(command, hostfile=HOSTFILE, timeout=WAIT_SECONDS, port=port)
 
 
 def launcher_env(

@@ -85,8 +85,10 @@ def test_the_launchers_mpi_gets_the_agent_as_its_remote_shell(
     env = env_of(launcher)
     assert expected.items() <= env.items()
     assert not any("ssh_args" in name or "EXTRA_ARGS" in name for name in env)
-    assert launcher["command"][:3] == [AGENT, "launch", "--hostfile"]
-    assert "--" in launcher["command"]
+    command = launcher["command"]
+    assert command[:3] == [AGENT, "launch", "--hostfile"]
+    shell = command[command.index("--") + 1]
+    assert shell == ("/bin/bash" if mpi == "OpenMPI" else "/bin/sh")  # Hydra's needs no bash
 
 
 def finished(job: Job[MPIJobSpec], message: str | None) -> list[Object]:
