@@ -125,57 +125,37 @@ def launcher_env(
     hostfile, each under its own names; MPICH's takes no ssh options and reads them from the
     Secret's ssh config. Unless the launcher shares its node's network, Hydra's proxies call
     it back at its pod's address (`hydra_callback_env`), not at a name. With the agent, each
-    is given the agent as its remote shell instead of ssh, and the agent's settings.
+    is given the agent as its remote shell instead of ssh (Open MPI's `plm_rsh_agent` and
+    `plm_ssh_agent`; Hydra's launcher exec, under the agent's rsh name), and the agent's
+    settings.
     """
-    if transport == "agent":
-        return _agent_launcher_env(
-            mpi, slots_per_host=slots_per_host, mpi_home=mpi_home, host_network=host_network
-        )
-    ssh_args = f"-o ConnectionAttempts=10 {ssh_client_args(ssh)}"
-    values = {
-        "JOBCORE_MPI_HOSTFILE": HOSTFILE,
-        "JOBCORE_MPI_WAIT_SECONDS": str(WAIT_SECONDS),
-        SSH_PORT_ENV: str(ssh.port),
-    }
-    if mpi_home:
-        values["JOBCORE_MPI_HOME"] = mpi_home
-    if mpi.open_mpi:
-        values |= open_mpi_env(hostfile=HOSTFILE, slots_per_host=slots_per_host, ssh_args=ssh_args)
+    agent = transport == "agent"
+    values = {"JOBCORE_MPI_HOSTFILE": HOSTFILE}
+    if agent:  # the agent waits, on its own port
+        values |= agent_client_env()
     else:
-        values |= {
-            "HYDRA_LAUNCHER": "ssh",
-            "HYDRA_HOST_FILE": HOSTFILE,
-            "I_MPI_HYDRA_BOOTSTRAP": "ssh",
-            "I_MPI_HYDRA_HOST_FILE": HOSTFILE,
-            "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": ssh_args,
-        }
-        if not host_network:
-            values |= hydra_callback_env()
-    return [{"name": name, "value": value} for name, value in values.items()]
-
-
-def _agent_launcher_env(
-    mpi: Flavour, *, slots_per_host: int, mpi_home: str | None, host_network: bool
-) -> list[dict[str, Any]]:
-    """`launcher_env` for the agent: Open MPI's `plm_rsh_agent` (ORTE) and `plm_ssh_agent`
-    (PRRTE) are `jobcore-agent rsh`; Hydra's launcher exec, which takes one program path, is
-    the agent under its rsh name."""
-    values = {"JOBCORE_MPI_HOSTFILE": HOSTFILE, **agent_client_env()}
+        values |= {"JOBCORE_MPI_WAIT_SECONDS": str(WAIT_SECONDS), SSH_PORT_ENV: str(ssh.port)}
+    ssh_args = "" if agent else f"-o ConnectionAttempts=10 {ssh_client_args(ssh)}"
     if mpi_home:
         values["JOBCORE_MPI_HOME"] = mpi_home
     if mpi.open_mpi:
+        remote_shell = f"{AGENT} rsh" if agent else None
         values |= open_mpi_env(
-            hostfile=HOSTFILE, slots_per_host=slots_per_host, agent=f"{AGENT} rsh"
+            hostfile=HOSTFILE, slots_per_host=slots_per_host, ssh_args=ssh_args, agent=remote_shell
         )
     else:
         values |= {
             "HYDRA_LAUNCHER": "ssh",
-            "HYDRA_LAUNCHER_EXEC": AGENT_RSH,
             "HYDRA_HOST_FILE": HOSTFILE,
             "I_MPI_HYDRA_BOOTSTRAP": "ssh",
-            "I_MPI_HYDRA_BOOTSTRAP_EXEC": AGENT_RSH,
             "I_MPI_HYDRA_HOST_FILE": HOSTFILE,
         }
+        # Hydra's launcher exec takes one program path: the agent under its rsh name.
+        values |= (
+            {"HYDRA_LAUNCHER_EXEC": AGENT_RSH, "I_MPI_HYDRA_BOOTSTRAP_EXEC": AGENT_RSH}
+            if agent
+            else {"I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": ssh_args}
+        )
         if not host_network:
             values |= hydra_callback_env()
     return [{"name": name, "value": value} for name, value in values.items()]
