@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import socket
 from collections.abc import Awaitable
 from collections.abc import Callable
 
@@ -131,8 +132,11 @@ class ProbeServer:
         assert runner.server is not None
         guard = connlimits.ConnectionGuard(runner.server, self._limits)
         try:
+            # The kernel's largest accept queue: a burst of connections waits there for the
+            # guard rather than having its SYNs dropped, which would delay a probe by the
+            # client's 1 s retransmission, as long as the kubelet's default probe timeout.
             self._server = await asyncio.get_running_loop().create_server(
-                guard, self._host, self._requested_port, backlog=128
+                guard, self._host, self._requested_port, backlog=socket.SOMAXCONN
             )
         except BaseException:
             await runner.cleanup()

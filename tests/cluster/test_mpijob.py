@@ -107,10 +107,13 @@ async def test_a_killed_worker_restarts_the_job_which_then_succeeds(
     await eventually(restarting, timeout=30, interval=0.2)
     status = await job_status(cluster_client, MPIJOBS, cluster_namespace, "kill")
     message = condition(status, "Running")["message"]
-    # After the code, the last line of sshd's log (the worker's FallbackToLogsOnError message).
+    # The first failure the kubelet reports: the killed worker (137), or mpirun, which lost it
+    # over ssh (255) and may be reported first. After the code, the last line of the log (the
+    # FallbackToLogsOnError message).
     assert re.fullmatch(
         r"Restart 1 of 1 in 10 s, at \S+Z: recreating every pod after a failure: "
-        r"Pod\[kill-worker-1\] exited with error code 137 \(container mpi-worker\)(: .+)?",
+        r"Pod\[(kill-worker-1\] exited with error code 137 \(container mpi-worker"
+        r"|kill-launcher\] exited with error code 255 \(container mpi-launcher)\)(: .+)?",
         message,
     ), message
 

@@ -29,6 +29,8 @@ RSS_GROWTH_LIMIT_MB = 20.0
 HEADER_TIMEOUT = 5.0
 PROBE_TIMEOUT = 1.0
 """The kubelet's default `timeoutSeconds`."""
+FAILURE_THRESHOLD = 3
+"""The kubelet's default `failureThreshold`."""
 
 
 def free_port() -> int:
@@ -127,4 +129,7 @@ async def test_unfinished_requests_cost_little_and_are_dropped_while_healthz_ans
     )
     assert growth < RSS_GROWTH_LIMIT_MB, f"the controller's peak RSS grew by {growth:.1f} MB"
     assert not kept, f"{len(kept)} of {CONNECTIONS} connections still open after {within:g} s"
-    assert statuses and set(statuses) == {200}, statuses
+    # The kubelet restarts a container after `failureThreshold` (3) probes in a row fail; here
+    # they come every 0.2 s, not every 10 s, so three in a row is 0.6 s without an answer.
+    runs = "".join("." if status == 200 else "x" for status in statuses)
+    assert statuses and "x" * FAILURE_THRESHOLD not in runs, statuses
