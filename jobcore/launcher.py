@@ -10,10 +10,12 @@ that reaches them over ssh once they are Ready. What such kinds share lives here
   accept ssh (`ssh_wait_script`).
 - children: their names (`worker_name`, `launcher_name`, `worker_host`...), the headless
   Service, sshd worker pods (`sshd_worker_pod`), a launcher copied from the worker container
-  (`copied_launcher_pod`), and when it is due (`launcher_due`).
+  (`copied_launcher_pod`), a container serving the launcher in place of its command
+  (`serving`), and when the launcher is due (`launcher_due`).
 - the agent, in place of ssh (`Transport`): jobcore's agent copied into the pods
   (`with_agent`), workers serving it (`agent_worker_pod`), and the launcher's command under
-  it (`agent_launch_command`) and what it reports (`launched`).
+  it (`agent_launch_command`), what it reports (`launched`) and the failure of a launch that
+  reached too few workers (`unlaunched`).
 - the kind: `LauncherWorkersKind`, the members such a kind declares alike, with the outcome
   of a static launch (`launcher_outcome`); reading pods (`pod_phase`, `is_ready`,
   `failure_message`, T9k's `Pod[name] exited with error code N`, `pod_problems`).
@@ -32,6 +34,7 @@ from jobcore._launcher.agent import AGENT_PORT
 from jobcore._launcher.agent import AGENT_RSH
 from jobcore._launcher.agent import Transport
 from jobcore._launcher.agent import agent_client_env
+from jobcore._launcher.agent import agent_key
 from jobcore._launcher.agent import agent_launch_command
 from jobcore._launcher.agent import agent_serve_command
 from jobcore._launcher.agent import launched
@@ -63,9 +66,11 @@ from jobcore._launcher.launch import hostfile_name
 from jobcore._launcher.launch import job_ssh
 from jobcore._launcher.launch import launcher_due
 from jobcore._launcher.launch import launcher_name
+from jobcore._launcher.launch import serving
 from jobcore._launcher.launch import ssh_mount
 from jobcore._launcher.launch import ssh_secret_name
 from jobcore._launcher.launch import sshd_worker_pod
+from jobcore._launcher.launch import unlaunched
 from jobcore._launcher.launch import worker_host
 from jobcore._launcher.launch import worker_name
 from jobcore._launcher.pods import clip
@@ -121,6 +126,7 @@ __all__ = [
     "Transport",
     "WorkerCount",
     "agent_client_env",
+    "agent_key",
     "agent_launch_command",
     "agent_serve_command",
     "agent_worker_pod",
@@ -147,6 +153,7 @@ __all__ = [
     "pod_ended",
     "pod_phase",
     "pod_problems",
+    "serving",
     "ssh_client_args",
     "ssh_mount",
     "ssh_secret",
@@ -158,6 +165,7 @@ __all__ = [
     "summarize",
     "template_container",
     "unique_name_errors",
+    "unlaunched",
     "with_agent",
     "worker_host",
     "worker_name",

@@ -25,6 +25,7 @@ from jobcore import Controller
 from jobcore import NotFoundError
 from jobcore import Object
 from jobcore import Resource
+from jobcore.jobs import AgentSource
 from jobcore.testing import ControlPlane
 from jobcore.testing import eventually
 from jobcore.testing import job_controller
@@ -145,13 +146,15 @@ spec:
 
 @contextlib.asynccontextmanager
 async def kubeflow_controller(
-    client: Client, namespace: str, control_plane: object
+    client: Client, namespace: str, control_plane: object, agent: AgentSource | None = None
 ) -> AsyncIterator[Controller]:
-    """The kind's controller for `namespace`, Kubernetes' Job controller running beside it
-    (it runs the launcher Job's pods; k3s and real clusters have one of their own)."""
+    """The kind's controller for `namespace` (copying `agent` into jobs launched through it),
+    Kubernetes' Job controller running beside it (it runs the launcher Job's pods; k3s and
+    real clusters have one of their own)."""
     if isinstance(control_plane, ControlPlane):
         await control_plane.start_controller_manager()
-    async with job_controller(client, KIND, namespace=namespace) as controller:
+    options = {} if agent is None else {"agent": agent}
+    async with job_controller(client, KIND, namespace=namespace, **options) as controller:
         yield controller
 
 

@@ -188,7 +188,7 @@ def sshd_worker_pod(
     for c in pod["spec"]["containers"]:
         if c["name"] == container:
             c["volumeMounts"] = [*c.get("volumeMounts", ()), ssh_mount(SSH_VOLUME, ssh.mount_path)]
-            _serving(c, sshd_command(job.spec.ssh.sshd_path, ssh), ssh.port)
+            serving(c, sshd_command(job.spec.ssh.sshd_path, ssh), ssh.port)
     return pod
 
 
@@ -202,7 +202,7 @@ def agent_worker_pod(
     )
     for c in pod["spec"]["containers"]:
         if c["name"] == container:
-            _serving(c, agent_serve_command(), AGENT_PORT)
+            serving(c, agent_serve_command(), AGENT_PORT)
     return pod
 
 
@@ -218,8 +218,9 @@ def _worker_pod(job: Job[Any], index: int, restart_policy: str | None) -> Object
     return pod
 
 
-def _serving(container: dict[str, Any], command: Sequence[str], port: int) -> None:
-    """`container` running `command`, which serves the launcher on `port`, in place of its own."""
+def serving(container: dict[str, Any], command: Sequence[str], port: int) -> None:
+    """`container` running `command`, which serves the launcher on `port`, in place of its own;
+    Ready once the port answers."""
     container.pop("args", None)
     container["command"] = list(command)
     container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
@@ -325,21 +326,29 @@ class LauncherWorkersKind:
         )
         if outcome.state != "succeeded" or getattr(job.spec, "transport", "ssh") != "agent":
             return outcome
-        needed = self._needs_workers(job)
         reached = launched(launcher, self.containers[LAUNCHER])
-        if needed is None or reached is None or len(set(names) & set(reached)) >= needed:
-            return outcome
-        missing = [name for name in names if name not in reached]
-        return Outcome(
-            "failed",
-            WORKERS_NOT_LAUNCHED,
-            f"The launcher exited 0, but its launch reached {len(names) - len(missing)} of "
-            f"the {needed} workers its ranks need; never reached: {name_list(missing)}. "
-            "The ranks ran elsewhere, likely on the launcher: check its MPI settings.",
-            replica_failure=f"Pod[{launcher_name(job)}] launched nothing on {name_list(missing)}",
-        )
+        return unlaunched(names, reached, self._needs_workers(job), launcher_name(job)) or outcome
 
     def _needs_workers(self, job: Job[Any]) -> int | None:
         """How many workers a launch through the agent must have reached for the job to
         succeed: every one; None to check nothing."""
         return int(job.spec.worker.replicas)
+
+
+def unlaunched(
+    workers: Sequence[str], reached: Sequence[str] | None, needed: int | None, launcher: str
+) -> Outcome | None:
+    """The failure of a launch whose `launcher` pod succeeded through the agent having reached
+    (`launched`) fewer of `workers` than the `needed` its ranks need; None if it reached
+    enough, or when either count is unknown."""
+    if needed is None or reached is None or len(set(workers) & set(reached)) >= needed:
+        return None
+    missing = [name for name in workers if name not in reached]
+    return Outcome(
+        "failed",
+        WORKERS_NOT_LAUNCHED,
+        f"The launcher exited 0, but its launch reached {len(workers) - len(missing)} of "
+        f"the {needed} workers its ranks need; never reached: {name_list(missing)}. "
+        "The ranks ran elsewhere, likely on the launcher: check its MPI settings.",
+        replica_failure=f"Pod[{launcher}] launched nothing on {name_list(missing)}",
+    )

@@ -19,10 +19,15 @@ from jobcore import SECRETS
 from jobcore import Object
 from jobcore.jobs import Job
 from jobcore.jobs import Observed
+from jobcore.launcher import AGENT
+from jobcore.launcher import AGENT_KEY
+from jobcore.launcher import AGENT_RSH
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import SSH_SECRET_MODE
 from jobcore.launcher import SSH_UNPINNED_OPTIONS
 from jobcore.launcher import WORKER
+from jobcore.launcher import agent_client_env
+from jobcore.launcher import agent_key
 from jobcore.launcher import child_meta
 from jobcore.launcher import generate_keypair
 from jobcore.launcher import launcher_name
@@ -33,6 +38,9 @@ from jobcore.launcher import worker_name
 from jobkinds.kubeflow.spec import DEFAULT_SSH_AUTH_MOUNT_PATH
 from jobkinds.kubeflow.spec import MPIJobSpec
 from jobkinds.kubeflow.spec import ReplicaSpec
+from jobkinds.kubeflow.transport import agent_launcher
+from jobkinds.kubeflow.transport import agent_worker
+from jobkinds.kubeflow.transport import transport
 from jobkinds.kubeflow.wait import wait_container
 from jobkinds.mpi.flavours import Flavour
 from jobkinds.mpi.flavours import flavour
@@ -125,18 +133,21 @@ def config_map(job: Job[MPIJobSpec], observed: Observed) -> Object:
 
 
 def ssh_secret(job: Job[MPIJobSpec], observed: Observed) -> Object:
-    """The existing Secret as observed, else one with a fresh keypair (running pods hold it)."""
+    """The existing Secret as observed, else one with a fresh keypair and agent key (running
+    pods hold them)."""
     existing = observed.get(SECRETS, ssh_secret_name(job))
     if existing is not None:
         return existing
     private, public = generate_keypair()
     files = {PRIVATE_KEY: private, PUBLIC_KEY: public + "\n"}
+    data = {key: base64.b64encode(value.encode()).decode() for key, value in files.items()}
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": _owned_child_meta(job, ssh_secret_name(job)),
         "type": "kubernetes.io/ssh-auth",
-        "data": {key: base64.b64encode(value.encode()).decode() for key, value in files.items()},
+        # The agent's key whichever the transport: the Secret is never changed once made.
+        "data": data | {AGENT_KEY: agent_key()},
     }
 
 
@@ -211,7 +222,8 @@ def _add_volume(
 
 def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
     """A worker from the Worker template: sshd in the foreground unless the first container
-    says its own command, which must run sshd itself (e.g. on another port)."""
+    says its own command, which must run sshd itself (e.g. on another port); with the agent,
+    the agent in place of either."""
     replica = job.spec.mpi_replica_specs.worker
     assert replica is not None  # only rendered for a job with workers
     pod_meta, spec = _pod_template(
@@ -221,7 +233,8 @@ def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
     container = spec["containers"][0]
     if not container.get("command") and not container.get("args"):
         container["command"] = list(SSHD_COMMAND)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
+    return agent_worker(job, pod) if transport(job) == "agent" else pod
 
 
 def launcher_env(job: Job[MPIJobSpec], launcher: ReplicaSpec) -> list[dict[str, str]]:
@@ -229,28 +242,37 @@ def launcher_env(job: Job[MPIJobSpec], launcher: ReplicaSpec) -> list[dict[str, 
 
     Open MPI gets Open MPI 5's (PRRTE) names as well as Open MPI 4's, which Kubeflow sets
     alone; MPICH gets HYDRA_LAUNCHER_EXTRA_ARGS, the name its Hydra reads, beside Kubeflow's
-    HYDRA_LAUNCH_EXTRA_ARGS, which it does not. Hydra's proxies call the launcher back at its
-    pod's address (`hydra_callback_env`) unless it shares its node's network or the launcher
-    container sets those variables itself. Unless the launcher is a worker too, its GPUs are
-    hidden from it.
+    HYDRA_LAUNCH_EXTRA_ARGS, which it does not. With the agent (`transport`), the agent is
+    each MPI's remote shell instead, as for jobcore's MPIJob. Hydra's proxies call the
+    launcher back at its pod's address (`hydra_callback_env`) unless it shares its node's
+    network or the launcher container sets those variables itself. Unless the launcher is a
+    worker too, its GPUs are hidden from it.
     """
     slots = job.spec.slots_per_worker
     template = launcher.template.api["spec"]
-    values = {ROLE_ENV: LAUNCHER}
+    agent = transport(job) == "agent"
+    ssh_args = "" if agent else SSH_ARGS
+    values = {ROLE_ENV: LAUNCHER} | (agent_client_env() if agent else {})
     if job.spec.mpi_implementation == "OpenMPI":
-        values |= open_mpi_env(hostfile=HOSTFILE, slots_per_host=slots, ssh_args=SSH_ARGS)
+        remote_shell = f"{AGENT} rsh" if agent else None
+        values |= open_mpi_env(
+            hostfile=HOSTFILE, slots_per_host=slots, ssh_args=ssh_args, agent=remote_shell
+        )
     elif job.spec.mpi_implementation == "Intel":
-        values |= {
-            "I_MPI_HYDRA_HOST_FILE": HOSTFILE,
-            "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": SSH_ARGS,
-            "I_MPI_PERHOST": str(slots),
-        }
+        values["I_MPI_HYDRA_HOST_FILE"] = HOSTFILE
+        values |= (
+            {"I_MPI_HYDRA_BOOTSTRAP": "ssh", "I_MPI_HYDRA_BOOTSTRAP_EXEC": AGENT_RSH}
+            if agent
+            else {"I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": ssh_args}
+        )
+        values["I_MPI_PERHOST"] = str(slots)
     else:
-        values |= {
-            "HYDRA_HOST_FILE": HOSTFILE,
-            "HYDRA_LAUNCH_EXTRA_ARGS": SSH_ARGS,
-            "HYDRA_LAUNCHER_EXTRA_ARGS": SSH_ARGS,
-        }
+        values |= {"HYDRA_HOST_FILE": HOSTFILE}
+        values |= (
+            {"HYDRA_LAUNCHER": "ssh", "HYDRA_LAUNCHER_EXEC": AGENT_RSH}
+            if agent
+            else {"HYDRA_LAUNCH_EXTRA_ARGS": ssh_args, "HYDRA_LAUNCHER_EXTRA_ARGS": ssh_args}
+        )
     if job.spec.mpi_implementation != "OpenMPI" and not template.get("hostNetwork"):
         user = {e.get("name") for c in template["containers"][:1] for e in c.get("env") or ()}
         values |= {k: v for k, v in hydra_callback_env().items() if k not in user}
@@ -262,7 +284,8 @@ def launcher_env(job: Job[MPIJobSpec], launcher: ReplicaSpec) -> list[dict[str, 
 def launcher_job(job: Job[MPIJobSpec]) -> Object:
     """The launcher: a batch/v1 Job of one pod from the Launcher template, with the hostfile at
     /etc/mpi and the implementation's environment, whose command starts once every worker's
-    name resolves (`wait_container`, the last init container); Kubernetes' Job controller
+    name resolves (`wait_container`, the last init container; with the agent, once every
+    worker's agent answers too); Kubernetes' Job controller
     retries it under runPolicy.backoffLimit and stops it at runPolicy.activeDeadlineSeconds."""
     replica = job.spec.mpi_replica_specs.launcher
     assert replica is not None  # validation requires it
@@ -282,6 +305,8 @@ def launcher_job(job: Job[MPIJobSpec]) -> Object:
     mount = {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True}
     wait = wait_container(spec["containers"][0], HOSTFILE, [mount])
     spec["initContainers"] = [*spec.get("initContainers", ()), wait]
+    if transport(job) == "agent":
+        agent_launcher(job, spec)
     template_meta = {k: v for k, v in pod_meta.items() if k in ("labels", "annotations")}
     policy = job.spec.run_policy
     job_spec: dict[str, Any] = {

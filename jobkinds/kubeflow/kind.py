@@ -48,11 +48,13 @@ from jobcore.launcher import WORKER
 from jobcore.launcher import clip
 from jobcore.launcher import is_ready
 from jobcore.launcher import job_name_errors
+from jobcore.launcher import launched
 from jobcore.launcher import launcher_name
 from jobcore.launcher import path_errors
 from jobcore.launcher import pod_phase
 from jobcore.launcher import pod_problems
 from jobcore.launcher import unique_name_errors
+from jobcore.launcher import unlaunched
 from jobcore.launcher import worker_name
 from jobkinds.kubeflow import events
 from jobkinds.kubeflow import metrics
@@ -68,6 +70,9 @@ from jobkinds.kubeflow.spec import MPIJobSpec
 from jobkinds.kubeflow.spec import SchedulingPolicy
 from jobkinds.kubeflow.status import EVICTED
 from jobkinds.kubeflow.status import KubeflowStatus
+from jobkinds.kubeflow.transport import transport
+from jobkinds.kubeflow.transport import transport_errors
+from jobkinds.mpi.flavours import workers_needed
 
 _CLEAN_UP: dict[str | None, CleanUpPolicy | None] = {
     None: None,
@@ -160,7 +165,7 @@ class MPIJobKind:
         if spec.run_policy.managed_by not in (None, "", MPI_OPERATOR, MULTIKUEUE):
             message = f'Unsupported value: supported values: "{MPI_OPERATOR}", "{MULTIKUEUE}"'
             errors.append(FieldError("spec.runPolicy.managedBy", message))
-        return errors
+        return errors + transport_errors(job)
 
     def replicas(self, job: Job[MPIJobSpec]) -> Mapping[str, int]:
         """The launcher and the workers: under a gang scheduler, its PodGroup's members."""
@@ -194,11 +199,14 @@ class MPIJobKind:
         return all(is_ready(observed.get(PODS, name)) for name in names)
 
     def interpret(self, job: Job[MPIJobSpec], observed: Observed) -> Outcome:
-        """The launcher Job's end decides; evicted workers fail the job; it runs once a
-        launcher pod and every worker run."""
+        """The launcher Job's end decides (a success through the agent that reached too few
+        workers fails: `_unlaunched`); evicted workers fail the job; it runs once a launcher
+        pod and every worker run."""
         name = f"{job.namespace}/{job.name}"
         launcher = observed.get(BATCH_JOBS, launcher_name(job))
         if _job_condition(launcher, "Complete") is not None:
+            if (short := _unlaunched(job, observed.pods_of(LAUNCHER))) is not None:
+                return short
             return Outcome("succeeded", "MPIJobSucceeded", f"MPIJob {name} successfully completed.")
         if (failed := _job_condition(launcher, "Failed")) is not None:
             return _launcher_failure(failed, observed.pods_of(LAUNCHER), name)
@@ -261,6 +269,24 @@ def _min_resources(spec: MPIJobSpec, min_available: int | None) -> dict[str, str
             workers = max(0, min(workers, min_available - len(members)))
         members.append((replicas.worker.template.spec, workers))
     return summed_requests(members)
+
+
+def _unlaunched(job: Job[MPIJobSpec], launchers: Sequence[Object]) -> Outcome | None:
+    """Through the agent, the failure of a launch whose succeeded launcher pod reached fewer
+    workers than its command's rank count needs at slotsPerWorker (`workers_needed`)."""
+    succeeded = [pod for pod in launchers if pod_phase(pod) == "Succeeded"]
+    launcher = job.spec.mpi_replica_specs.launcher
+    if transport(job) != "agent" or not succeeded or launcher is None:
+        return None
+    container = launcher.template.api["spec"]["containers"][0]
+    command = [*(container.get("command") or ()), *(container.get("args") or ())]
+    names = [worker_name(job, i) for i in range(worker_count(job))]
+    return unlaunched(
+        names,
+        launched(succeeded[-1], container["name"]),
+        workers_needed(command, len(names), job.spec.slots_per_worker),
+        succeeded[-1]["metadata"]["name"],
+    )
 
 
 def _job_condition(batch_job: Object | None, kind: str) -> dict[str, Any] | None:

@@ -136,3 +136,21 @@ def flag_values(args: Sequence[str], flags: Sequence[str]) -> list[tuple[str, st
         elif arg in flags:
             found.append((arg, args[i + 1] if i + 1 < len(args) else None))
     return found
+
+
+PROCESS_COUNT_FLAGS = ("-np", "--np", "-n", "--n", "-c")
+"""mpirun's and mpiexec's flags for the number of ranks."""
+
+
+def workers_needed(mpi_args: Sequence[str], workers: int, per_worker: int) -> int | None:
+    """How many of `workers` hosts, each of `per_worker` slots, a launch must reach for the
+    rank count `mpi_args` give (the first `-np`, `-n`, `-c`...): any MPI that oversubscribes
+    no host needs that many, whichever it picks. Every worker when no count is given; None
+    (unknown) when the count is not a number."""
+    counts = flag_values(mpi_args, PROCESS_COUNT_FLAGS)
+    if not counts:
+        return workers
+    count = counts[0][1]
+    if count is None or not count.isdigit():
+        return None
+    return min(workers, -(-int(count) // per_worker))

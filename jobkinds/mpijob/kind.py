@@ -24,10 +24,10 @@ from jobcore.launcher import mount_errors
 from jobcore.launcher import path_errors
 from jobcore.launcher import template_container
 from jobcore.launcher import worker_name
-from jobkinds.mpi.flavours import flag_values
 from jobkinds.mpi.flavours import flavour
 from jobkinds.mpi.flavours import npernode_errors
 from jobkinds.mpi.flavours import slots
+from jobkinds.mpi.flavours import workers_needed
 from jobkinds.mpi.mpirun import HOSTFILE_DIR
 from jobkinds.mpi.openmpi import MCA_NAME
 from jobkinds.mpi.openmpi import mca_value_error
@@ -41,9 +41,6 @@ from jobkinds.mpijob.spec import LAUNCHER_CONTAINER
 from jobkinds.mpijob.spec import WORKER_CONTAINER
 from jobkinds.mpijob.spec import MPIJobSpec
 
-PROCESS_COUNT_FLAGS = ("-np", "--np", "-n", "--n", "-c")
-"""mpirun's and mpiexec's flags for the number of ranks."""
-
 
 class MPIJobKind(LauncherWorkersKind):
     """MPIJob: see the package docstring; satisfies `jobcore.JobKind[MPIJobSpec]`."""
@@ -54,18 +51,11 @@ class MPIJobKind(LauncherWorkersKind):
     containers: Mapping[str, str] = {LAUNCHER: LAUNCHER_CONTAINER, WORKER: WORKER_CONTAINER}
 
     def _needs_workers(self, job: Job[MPIJobSpec]) -> int | None:
-        """Every worker, or with a process count in extraMPIArgs as many as hold that many
-        ranks at the workers' slots: any MPI that oversubscribes no host needs that many
-        hosts, whichever it picks (unchecked if the count is not a number)."""
+        """As many workers as hold the ranks extraMPIArgs ask for at their slots; every one if
+        it sets no count (`workers_needed`)."""
         args = job.spec.worker.extra_mpi_args
-        counts = flag_values(args, PROCESS_COUNT_FLAGS)
-        if not counts:
-            return super()._needs_workers(job)
-        count = counts[-1][1]
-        if count is None or not count.isdigit():
-            return None
         per_worker = slots(args, flavour(job.spec.mpi_implementation))
-        return min(job.spec.worker.replicas, -(-int(count) // per_worker))
+        return workers_needed(args, job.spec.worker.replicas, per_worker)
 
     def validate(self, job: Job[MPIJobSpec]) -> list[FieldError]:
         """What the schema cannot say and would otherwise fail at pod creation or in mpirun."""

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from jobcore import Client
 from jobcore import Controller
+from jobcore.jobs import AgentSource
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from tests.kubeflowjobs import kubeflow_controller
@@ -32,3 +35,13 @@ async def unready_node(client: Client, namespace: str) -> AsyncIterator[Simulate
     async with background(node.run()):
         await node.pods.wait_for_sync()
         yield node
+
+
+@pytest.fixture(scope="session")
+def agent_source() -> AgentSource:
+    """jobcore's agent as `scripts/agent.sh` builds it (cached by its sources' hash), for a
+    process node, which ignores images: each pod's init container runs the host's agent."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "agent.sh"
+    built = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr
+    return AgentSource(image="jobcore:test", path=built.stdout.strip().splitlines()[-1])

@@ -368,7 +368,7 @@ def test_a_new_secret_holds_a_fresh_keypair_and_an_existing_one_is_kept() -> Non
     secret = render(make_job())[f"{NAME}-ssh"]
     assert secret["type"] == "kubernetes.io/ssh-auth"
     files = secret_text(secret)
-    assert sorted(files) == ["ssh-privatekey", "ssh-publickey"]
+    assert sorted(files) == ["agent-key", "ssh-privatekey", "ssh-publickey"]
     key = serialization.load_ssh_private_key(files["ssh-privatekey"].encode(), password=None)
     public = key.public_key().public_bytes(
         serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
