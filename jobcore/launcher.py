@@ -13,7 +13,8 @@ that reaches them over ssh once they are Ready. What such kinds share lives here
   (`copied_launcher_pod`), and when it is due (`launcher_due`).
 - the agent, in place of ssh (`Transport`): jobcore's agent copied into the pods
   (`with_agent`), workers serving it (`agent_worker_pod`), and the launcher's command under
-  it (`agent_launch_command`) and what it reports (`launched`).
+  it (`agent_launch_command`), what it reports (`launched`) and a launch that reached too
+  few workers (`unlaunched`).
 - the kind: `LauncherWorkersKind`, the members such a kind declares alike, with the outcome
   of a static launch (`launcher_outcome`); reading pods (`pod_phase`, `is_ready`,
   `failure_message`, T9k's `Pod[name] exited with error code N`, `pod_problems`).
@@ -66,6 +67,7 @@ from jobcore._launcher.launch import launcher_name
 from jobcore._launcher.launch import ssh_mount
 from jobcore._launcher.launch import ssh_secret_name
 from jobcore._launcher.launch import sshd_worker_pod
+from jobcore._launcher.launch import unlaunched
 from jobcore._launcher.launch import worker_host
 from jobcore._launcher.launch import worker_name
 from jobcore._launcher.pods import clip
@@ -158,6 +160,7 @@ __all__ = [
     "summarize",
     "template_container",
     "unique_name_errors",
+    "unlaunched",
     "with_agent",
     "worker_host",
     "worker_name",

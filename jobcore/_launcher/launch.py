@@ -283,6 +283,34 @@ def launcher_due(job: Job[Any], observed: Observed, *, ready_needed: int | None 
     return ready >= (replicas if ready_needed is None else ready_needed)
 
 
+def unlaunched(
+    job: Job[Any],
+    outcome: Outcome,
+    launcher: Object | None,
+    *,
+    workers: Sequence[str],
+    needed: int | None,
+    container: str = LAUNCHER,
+) -> Outcome | None:
+    """The failure of a succeeded launch through the agent (`outcome`) whose launcher reached
+    fewer than `needed` of `workers`, as its `container` reports (`launched`); None if it
+    reached enough, reported nothing, or `needed` is None."""
+    reached = launched(launcher, container)
+    if outcome.state != "succeeded" or needed is None or reached is None:
+        return None
+    if len(set(workers) & set(reached)) >= needed:
+        return None
+    missing = [name for name in workers if name not in reached]
+    return Outcome(
+        "failed",
+        WORKERS_NOT_LAUNCHED,
+        f"The launcher exited 0, but its launch reached {len(workers) - len(missing)} of "
+        f"the {needed} workers its ranks need; never reached: {name_list(missing)}. "
+        "The ranks ran elsewhere, likely on the launcher: check its MPI settings.",
+        replica_failure=f"Pod[{launcher_name(job)}] launched nothing on {name_list(missing)}",
+    )
+
+
 # The kind ----------------------------------------------------------------------------------
 
 
@@ -323,21 +351,14 @@ class LauncherWorkersKind:
             worker_container=self.containers[WORKER],
             ssh_port=job.spec.ssh.port,
         )
-        if outcome.state != "succeeded" or getattr(job.spec, "transport", "ssh") != "agent":
+        if getattr(job.spec, "transport", "ssh") != "agent":
             return outcome
         needed = self._needs_workers(job)
-        reached = launched(launcher, self.containers[LAUNCHER])
-        if needed is None or reached is None or len(set(names) & set(reached)) >= needed:
-            return outcome
-        missing = [name for name in names if name not in reached]
-        return Outcome(
-            "failed",
-            WORKERS_NOT_LAUNCHED,
-            f"The launcher exited 0, but its launch reached {len(names) - len(missing)} of "
-            f"the {needed} workers its ranks need; never reached: {name_list(missing)}. "
-            "The ranks ran elsewhere, likely on the launcher: check its MPI settings.",
-            replica_failure=f"Pod[{launcher_name(job)}] launched nothing on {name_list(missing)}",
+        container = self.containers[LAUNCHER]
+        checked = unlaunched(
+            job, outcome, launcher, workers=names, needed=needed, container=container
         )
+        return checked or outcome
 
     def _needs_workers(self, job: Job[Any]) -> int | None:
         """How many workers a launch through the agent must have reached for the job to
