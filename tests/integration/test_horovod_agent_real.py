@@ -66,7 +66,11 @@ async def run_elastic(
     def log() -> str:
         return launcher_log(node, namespace, "elastic")
 
-    await eventually(lambda: "size=2 ranks=2" in log(), timeout=60, interval=0.3)
+    try:
+        await eventually(lambda: "size=2 ranks=2" in log(), timeout=60, interval=0.3)
+    except TimeoutError as exc:
+        exc.add_note(f"no training on both workers; the launcher's output:\n{log()}")
+        raise
     stop.touch()  # every rank reads the host's files
     status = await wait_for_end(client, KIND.resource, namespace, "elastic", explain=log)
     return status, log()
