@@ -104,22 +104,13 @@ def agent_serve_command(port: int = AGENT_PORT) -> list[str]:
 
 
 def agent_launch_command(
-    command: Sequence[str], *, hostfile: str, timeout: int, port: int = AGENT_PORT
+    command: Sequence[str], *, hostfile: str | None, timeout: int, port: int = AGENT_PORT
 ) -> list[str]:
     """The launcher's `command` once every `hostfile` host's agent answers (else exit 124
-    after `timeout` seconds), reporting the workers it reached when it ends."""
-    return [
-        AGENT,
-        "launch",
-        "--hostfile",
-        hostfile,
-        "--timeout",
-        str(timeout),
-        "--port",
-        str(port),
-        "--",
-        *command,
-    ]
+    after `timeout` seconds), reporting the workers it reached when it ends. With no
+    hostfile it waits for none: a launcher whose hosts come and go waits in its own way."""
+    wait = [] if hostfile is None else ["--hostfile", hostfile, "--timeout", str(timeout)]
+    return [AGENT, "launch", *wait, "--port", str(port), "--", *command]
 
 
 def agent_client_env(port: int = AGENT_PORT) -> dict[str, str]:

@@ -6,7 +6,9 @@ spec.elastic and spec.ssh. A static job lists its workers in a hostfile, and its
 starts once every worker is Ready and waits again for each to accept ssh. An elastic job
 (spec.elastic, Gloo only) hands horovodrun a host discovery script that probes which workers
 accept ssh; it scales with spec.worker.replicas and replaces a lost worker instead of failing.
-Either way the launcher's exit code decides the outcome.
+Either way the launcher's exit code decides the outcome. With spec.transport agent, jobcore's
+agent serves on the workers in sshd's place and is horovodrun's `ssh` (and mpirun's remote
+shell); a launch that reached too few workers then fails the job.
 
 Modules: `spec` the API models, `children` what a job creates, `kind` the kind.
 """

@@ -12,6 +12,9 @@ from typing import Any
 
 from jobcore import Object
 from jobcore.jobs import Job
+from jobcore.launcher import AGENT
+from jobcore.launcher import AGENT_DIR
+from jobcore.launcher import AGENT_PORT
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import SSH_PORT
 from jobcore.launcher import SSH_PORT_ENV
@@ -19,12 +22,17 @@ from jobcore.launcher import SSH_PRIVATE_KEY
 from jobcore.launcher import SSH_WAIT_SECONDS
 from jobcore.launcher import WORKER
 from jobcore.launcher import SSHAccess
+from jobcore.launcher import agent_client_env
+from jobcore.launcher import agent_launch_command
+from jobcore.launcher import agent_worker_pod
 from jobcore.launcher import child_meta
 from jobcore.launcher import copied_launcher_pod
 from jobcore.launcher import hostfile_name
 from jobcore.launcher import ssh_client_args
+from jobcore.launcher import ssh_secret_name
 from jobcore.launcher import ssh_wait_script
 from jobcore.launcher import sshd_worker_pod
+from jobcore.launcher import with_agent
 from jobcore.launcher import worker_host
 from jobkinds.horovodjob.spec import DEFAULT_SSH_MOUNT
 from jobkinds.horovodjob.spec import HorovodJobSpec
@@ -53,7 +61,15 @@ LAUNCHER_SCRIPT = (
 exec horovodrun "$@"
 """
 )
-_MPI_SCRIPT = open_mpi_env_script("horovodrun") + LAUNCHER_SCRIPT
+AGENT_LAUNCHER_SCRIPT = r"""echo "jobcore: starting: horovodrun $*"
+exec horovodrun "$@"
+"""
+"""With the agent, which has waited for every hostfile host's agent before it runs this."""
+AGENT_PATH_SCRIPT = f"""export PATH="{AGENT_DIR}:$PATH"
+"""
+"""With the agent, the `ssh` that horovodrun runs (for its ssh check, its task servers and,
+with gloo, every rank) is the agent's, installed under that name in AGENT_DIR."""
+_OPEN_MPI_CHECK = open_mpi_env_script("horovodrun")
 """With `--mpi`, the environment horovodrun hands to Open MPI's mpirun is checked first."""
 SOCKET_TIMEOUT_SECONDS = 5
 """How long an elastic horovodrun's sockets wait, e.g. its connect to a rank that is gone."""
@@ -97,6 +113,15 @@ def elastic(job: Job[HorovodJobSpec]) -> bool:
     return job.spec.elastic is not None
 
 
+def through_agent(job: Job[HorovodJobSpec]) -> bool:
+    return job.spec.transport == "agent"
+
+
+def launch_port(job: Job[HorovodJobSpec]) -> int:
+    """The port the launcher reaches the workers on: the agent's, or sshd's."""
+    return AGENT_PORT if through_agent(job) else job.spec.ssh.port
+
+
 # horovodrun ------------------------------------------------------------------------------
 
 
@@ -110,6 +135,8 @@ def _common_args(job: Job[HorovodJobSpec]) -> list[str]:
     if horovod.gloo_timeout_seconds is not None:
         args += ["--gloo-timeout-seconds", str(horovod.gloo_timeout_seconds)]
     ssh = job.spec.ssh
+    if through_agent(job):  # the agent's ssh takes neither
+        return args
     mount = ssh.ssh_auth_mount_path.rstrip("/")
     if mount != DEFAULT_SSH_MOUNT:
         args += ["--ssh-identity-file", f"{mount}/{SSH_PRIVATE_KEY}"]
@@ -148,16 +175,32 @@ def launcher_command(job: Job[HorovodJobSpec]) -> list[str]:
     """Static: wait for every hostfile host, then exec horovodrun (with `mpi`, once Open MPI's
     environment passed `open_mpi_env_script`). Elastic (gloo only): horovodrun at
     once, as it waits for `--min-np` slots from the discovery script itself, with a default
-    socket timeout (ELASTIC_SCRIPT)."""
+    socket timeout (ELASTIC_SCRIPT).
+
+    With the agent, the agent waits for a static job's workers (`agent_launch_command`) and
+    reports those reached; an elastic job's it does not wait for: the controller starts its
+    launcher once minReplicas workers are Ready, which is their agents answering, and
+    horovodrun waits for `--min-np` slots itself, as with ssh.
+    """
+    agent = through_agent(job)
     if elastic(job):
         script = ELASTIC_SCRIPT
     else:
-        script = _MPI_SCRIPT if job.spec.horovod.backend == "mpi" else LAUNCHER_SCRIPT
-    return ["/bin/bash", "-c", script, "jobcore-horovod-launcher", *horovodrun_args(job)]
+        script = AGENT_LAUNCHER_SCRIPT if agent else LAUNCHER_SCRIPT
+        if job.spec.horovod.backend == "mpi":
+            script = _OPEN_MPI_CHECK + script
+    if agent:
+        script = AGENT_PATH_SCRIPT + script
+    command = ["/bin/bash", "-c", script, "jobcore-horovod-launcher", *horovodrun_args(job)]
+    if not agent:
+        return command
+    hostfile = None if elastic(job) else HOSTFILE
+    return agent_launch_command(command, hostfile=hostfile, timeout=SSH_WAIT_SECONDS)
 
 
 def discovery_text(hosts: Sequence[str], slots: int, port: int = SSH_PORT) -> str:
-    """bash printing `host:slots` for each of `hosts` that accepts a connection on `port` now.
+    """bash printing `host:slots` for each of `hosts` that accepts a connection on `port` (its
+    sshd's or its agent's) now.
 
     horovodrun runs it every second. It probes the workers rather than list those the
     controller saw Ready: a running pod sees a changed ConfigMap only after the kubelet's next
@@ -166,7 +209,7 @@ def discovery_text(hosts: Sequence[str], slots: int, port: int = SSH_PORT) -> st
     """
     lines = [
         "#!/bin/bash",
-        "# The job's workers whose sshd accepts connections now, as host:slots lines.",
+        f"# The job's workers that accept connections on port {port} now, as host:slots lines.",
         f"slots={slots}",
         "probe() {",
         f'  timeout {PROBE_SECONDS} bash -c \'exec 3<>"/dev/tcp/$0/{port}"\' "$1" 2>/dev/null \\',
@@ -196,7 +239,7 @@ def config_configmap(job: Job[HorovodJobSpec]) -> Object:
     """The static hostfile, or the elastic discovery script probing every possible worker."""
     slots = job.spec.worker.slots_per_worker
     if elastic(job):
-        script = discovery_text(candidate_hosts(job), slots, job.spec.ssh.port)
+        script = discovery_text(candidate_hosts(job), slots, launch_port(job))
         return _configmap(job, discovery_name(job), {DISCOVERY_KEY: script})
     hosts = [worker_host(job, i) for i in range(job.spec.worker.replicas)]
     hostfile = "".join(f"{host} slots={slots}\n" for host in hosts)  # Horovod's, as Open MPI's
@@ -204,32 +247,36 @@ def config_configmap(job: Job[HorovodJobSpec]) -> Object:
 
 
 def worker_pod(job: Job[HorovodJobSpec], index: int, ssh: SSHAccess) -> Object:
-    """sshd in place of the worker container's command; Ready once its port answers.
+    """sshd, or with spec.transport agent jobcore's agent, in place of the worker container's
+    command; Ready once its port answers.
 
-    A restarted sshd cannot rejoin a running horovodrun; elastic jobs replace the pod.
+    A restarted worker cannot rejoin a running horovodrun; elastic jobs replace the pod.
     """
-    return sshd_worker_pod(
-        job,
-        index,
-        container=WORKER_CONTAINER,
-        ssh=ssh,
-    )
+    if through_agent(job):
+        return agent_worker_pod(job, index, container=WORKER_CONTAINER)
+    return sshd_worker_pod(job, index, container=WORKER_CONTAINER, ssh=ssh)
 
 
 def _launcher_env(job: Job[HorovodJobSpec], ssh: SSHAccess) -> list[dict[str, Any]]:
-    """The wait script's settings; with `--mpi`, Open MPI 4 and 5 told to keep FQDN hosts."""
-    values = {
-        HOSTFILE_ENV: HOSTFILE,
-        WAIT_SECONDS_ENV: str(SSH_WAIT_SECONDS),
-        SSH_PORT_ENV: str(ssh.port),
-    }
-    if job.spec.horovod.backend == "mpi":
+    """The wait script's settings, or the agent's; with `--mpi`, Open MPI 4 and 5 told to keep
+    FQDN hosts, and to pass ssh options or to start their daemons through the agent."""
+    if through_agent(job):
+        values = agent_client_env()
+        agent = f"{AGENT} rsh"
+        remote_shell = {"OMPI_MCA_plm_rsh_agent": agent, "PRTE_MCA_plm_ssh_agent": agent}
+    else:
+        values = {
+            HOSTFILE_ENV: HOSTFILE,
+            WAIT_SECONDS_ENV: str(SSH_WAIT_SECONDS),
+            SSH_PORT_ENV: str(ssh.port),
+        }
         ssh_args = f"-o ConnectionAttempts=10 {ssh_client_args(ssh)}"
+        remote_shell = {"OMPI_MCA_plm_rsh_args": ssh_args, "PRTE_MCA_plm_ssh_args": ssh_args}
+    if job.spec.horovod.backend == "mpi":
         values |= {
             "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-            "OMPI_MCA_plm_rsh_args": ssh_args,
             "PRTE_MCA_prte_keep_fqdn_hostnames": "true",
-            "PRTE_MCA_plm_ssh_args": ssh_args,
+            **remote_shell,
         }
     return [{"name": name, "value": value} for name, value in values.items()]
 
@@ -241,7 +288,7 @@ def launcher_pod(job: Job[HorovodJobSpec], ssh: SSHAccess) -> Object:
         source = {"name": discovery_name(job), "defaultMode": DISCOVERY_MODE}
     else:
         source = {"name": hostfile_name(job)}
-    return copied_launcher_pod(
+    pod = copied_launcher_pod(
         job,
         worker_container=WORKER_CONTAINER,
         launcher_container=LAUNCHER_CONTAINER,
@@ -252,3 +299,6 @@ def launcher_pod(job: Job[HorovodJobSpec], ssh: SSHAccess) -> Object:
         env=_launcher_env(job, ssh),
         command=lambda _worker: launcher_command(job),
     )
+    if through_agent(job):
+        with_agent(pod, job.agent, ssh_secret_name(job), [LAUNCHER_CONTAINER])
+    return pod

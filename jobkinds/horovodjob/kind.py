@@ -23,6 +23,7 @@ from jobcore.launcher import headless_service
 from jobcore.launcher import is_ready
 from jobcore.launcher import job_name_errors
 from jobcore.launcher import job_ssh
+from jobcore.launcher import launched
 from jobcore.launcher import launcher_due
 from jobcore.launcher import launcher_name
 from jobcore.launcher import mount_errors
@@ -33,13 +34,16 @@ from jobcore.launcher import pod_phase
 from jobcore.launcher import pod_problems
 from jobcore.launcher import summarize
 from jobcore.launcher import template_container
+from jobcore.launcher import unlaunched
 from jobcore.launcher import worker_name
 from jobkinds.horovodjob.children import CONFIG_DIR
 from jobkinds.horovodjob.children import CONFIG_VOLUME
 from jobkinds.horovodjob.children import LAUNCHER_CONTAINER
 from jobkinds.horovodjob.children import WORKER_CONTAINER
 from jobkinds.horovodjob.children import config_configmap
+from jobkinds.horovodjob.children import launch_port
 from jobkinds.horovodjob.children import launcher_pod
+from jobkinds.horovodjob.children import through_agent
 from jobkinds.horovodjob.children import worker_pod
 from jobkinds.horovodjob.spec import HorovodJobSpec
 from jobkinds.mpi.openmpi import open_mpi_env_errors
@@ -87,7 +91,7 @@ class HorovodJobKind(LauncherWorkersKind):
             port=job.spec.ssh.port,
             tunnel=True,
         )
-        children = [secret, config_configmap(job), headless_service(job, ssh.port)]
+        children = [secret, config_configmap(job), headless_service(job, launch_port(job))]
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         elastic = job.spec.elastic
         children += [
@@ -100,7 +104,8 @@ class HorovodJobKind(LauncherWorkersKind):
         return children
 
     def interpret(self, job: Job[HorovodJobSpec], observed: Observed) -> Outcome:
-        """The launcher's exit decides; a static job's worker that stops first fails it.
+        """The launcher's exit decides; a static job's worker that stops first fails it; a
+        launch through the agent that reached too few workers fails it (`_launch_checked`).
 
         While an elastic job runs, its Running condition says how many workers are Ready,
         which is what a scale or a lost worker changes.
@@ -110,7 +115,8 @@ class HorovodJobKind(LauncherWorkersKind):
         workers = {name: observed.get(PODS, name) for name in names}
         launcher_phase = pod_phase(launcher)
         if launcher_phase == "Succeeded":
-            return Outcome("succeeded", "Succeeded", "The job has finished successfully.")
+            done = Outcome("succeeded", "Succeeded", "The job has finished successfully.")
+            return _launch_checked(job, done, launcher)
         if launcher is not None and launcher_phase == "Failed":
             failure = failure_message(launcher, LAUNCHER_CONTAINER, last_line=False)
             return Outcome(
@@ -136,6 +142,24 @@ class HorovodJobKind(LauncherWorkersKind):
         return Outcome("pending", reason, message, replica_failure=replica_failure)
 
 
+def _launch_checked(
+    job: Job[HorovodJobSpec], succeeded: Outcome, launcher: Object | None
+) -> Outcome:
+    """`succeeded`, unless the launcher's agent reached too few workers: a static job's every
+    worker (horovodrun places `-np` = every slot), an elastic job's minReplicas of those it may
+    have. An elastic horovodrun starts no rank before `--min-np` slots, one host's slots each,
+    so a run that succeeded reached at least minReplicas hosts, whichever came and went; more
+    is not required, as a job scaled down or that lost workers legitimately ends on fewer."""
+    if not through_agent(job):
+        return succeeded
+    elastic = job.spec.elastic
+    replicas = job.spec.worker.replicas
+    most, needed = (elastic.max_replicas, elastic.min_replicas) if elastic else (replicas, replicas)
+    names = [worker_name(job, i) for i in range(most)]
+    reached = launched(launcher, LAUNCHER_CONTAINER)
+    return unlaunched(names, reached, needed, launcher_name(job)) or succeeded
+
+
 def _pending(
     job: Job[HorovodJobSpec], launcher: Object | None, workers: Mapping[str, Object | None]
 ) -> tuple[str, str]:
@@ -152,10 +176,11 @@ def _pending(
             "WorkersCreating",
             f"Waiting for {len(missing)} worker(s) to be created: {name_list(missing)}.",
         )
+    server = "the agent" if through_agent(job) else "sshd"
     return (
         "WorkersNotReady",
-        f"Waiting for {needed} of {len(workers)} worker(s) to become Ready (sshd accepting "
-        f"connections on port {job.spec.ssh.port}); not Ready: {name_list(unready)}.",
+        f"Waiting for {needed} of {len(workers)} worker(s) to become Ready ({server} accepting "
+        f"connections on port {launch_port(job)}); not Ready: {name_list(unready)}.",
     )
 
 

@@ -12,6 +12,7 @@ from jobcore.jobs import PodTemplateSpec
 from jobcore.launcher import SSH_PORT
 from jobcore.launcher import SSHDPath
 from jobcore.launcher import SSHPort
+from jobcore.launcher import Transport
 from jobcore.launcher import WorkerCount
 
 DEFAULT_SSH_MOUNT = "/root/.ssh"
@@ -111,3 +112,9 @@ class HorovodJobSpec(JobSpec):
         description="Run elastic Horovod: workers may come and go within [min, max] replicas.",
     )
     ssh: SSHSpec = Field(default_factory=SSHSpec, description="sshd and key locations.")
+    transport: Transport = Field(
+        default="ssh",
+        description="How the launcher reaches the workers: ssh (the workers run spec.ssh's "
+        "sshd) or agent (jobcore's agent, copied into the pods by the controller: the image "
+        "needs no sshd, and spec.ssh is not used).",
+    )

@@ -15,6 +15,8 @@ from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from tests.kubeflowjobs import kubeflow_controller
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 @pytest.fixture
 async def kubeflow(

@@ -31,7 +31,6 @@ from tests.mpioutput import ranks
 from tests.realruns import run_to_end
 
 KIND = MPIJobKind()
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.integration]
 
