@@ -20,6 +20,7 @@ from jobcore.launcher import SSH_PORT
 from jobcore.launcher import WORKER
 from jobcore.launcher import SSHDPath
 from jobcore.launcher import SSHPort
+from jobcore.launcher import Transport
 from jobcore.launcher import WorkerCount
 from jobkinds import t9kshape
 
@@ -110,6 +111,12 @@ class ColossalAIJobSpec(JobSpec):
 
     ssh: ColossalAISSHSpec = Field(
         default_factory=ColossalAISSHSpec, description="sshd and key locations."
+    )
+    transport: Transport = Field(
+        default="ssh",
+        description="How the launcher reaches the workers: ssh (the workers run spec.ssh's "
+        "sshd) or agent (jobcore's agent, copied into the pods by the controller: the image "
+        "needs no sshd, and spec.ssh is not used).",
     )
     launcher: LauncherSpec = Field(description="The pod that runs colossalai run.")
     worker: ColossalAIWorkerSpec = Field(description="The workers, and the script they run.")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +13,8 @@ from jobcore import Controller
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from tests.kubeflowjobs import kubeflow_controller
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -32,3 +36,13 @@ async def unready_node(client: Client, namespace: str) -> AsyncIterator[Simulate
     async with background(node.run()):
         await node.pods.wait_for_sync()
         yield node
+
+
+@pytest.fixture(scope="session")
+def agent_binary() -> str:
+    """The agent as scripts/agent.sh builds it (cached by its sources' hash)."""
+    built = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "agent.sh")], capture_output=True, text=True, check=False
+    )
+    assert built.returncode == 0, built.stderr
+    return built.stdout.strip().splitlines()[-1]

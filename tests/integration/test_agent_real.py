@@ -7,7 +7,6 @@ with the agent as its remote shell. No sshd runs anywhere.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -32,19 +31,8 @@ from tests.mpioutput import ranks
 from tests.realruns import run_to_end
 
 KIND = MPIJobKind()
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.integration]
-
-
-@pytest.fixture(scope="session")
-def agent_binary() -> str:
-    """The agent as scripts/agent.sh builds it (cached by its sources' hash)."""
-    built = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "agent.sh")], capture_output=True, text=True, check=False
-    )
-    assert built.returncode == 0, built.stderr
-    return built.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture
