@@ -59,7 +59,11 @@ class ColossalAISSHSpec(ApiModel):
 class LauncherSpec(ApiModel):
     """The launcher pod that runs `colossalai run`."""
 
-    image: str = Field(min_length=1, description="Image of the launcher; needs colossalai.")
+    image: str = Field(
+        min_length=1,
+        description="Image of the launcher; needs colossalai (with spec.transport agent, "
+        "only /bin/sh).",
+    )
     working_dir: str | None = Field(
         default=None,
         description="The launcher's working directory; colossalai run starts the training "
@@ -92,7 +96,8 @@ class ColossalAIWorkerSpec(ApiModel):
     )
     template: PodTemplateSpec = Field(
         description="Pod template of the workers; needs a container named worker, whose "
-        "command and args are replaced by sshd. restartPolicy is always Never."
+        "command and args are replaced by sshd (or jobcore's agent). restartPolicy is always "
+        "Never."
     )
 
 
