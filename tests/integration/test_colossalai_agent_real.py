@@ -78,11 +78,18 @@ async def test_a_rank_exiting_3_fails_the_job_as_colossalai_run_would(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
     status, log = await run_agent_job(
-        client, process_node, tmp_path, name="caiagentfail", namespace=namespace, failing_rank=3
+        client,
+        process_node,
+        tmp_path,
+        name="caiagentfail",
+        namespace=namespace,
+        procs=1,
+        failing_rank=1,
     )
     assert status["phase"] == "Failed", log
     failure = condition(status, "ReplicaFailure")
-    # torchrun on worker 1 reports its rank's code (3) and exits 1, as over ssh.
+    # torchrun on worker 1 reports its rank's code (3) and exits 1, as over ssh; the launcher
+    # exits with it once worker 0 has ended too.
     assert "caiagentfail-launcher" in failure["message"], failure
     assert "exited with error code 1" in failure["message"], (failure, log)
     assert re.search(r"exitcode\s*: 3", log), log
