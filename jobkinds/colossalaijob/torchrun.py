@@ -26,7 +26,8 @@ FANOUT_SCRIPT = r"""agent=$1
 shift
 pids=
 hosts=
-trap 'kill -TERM $pids 2>/dev/null' TERM INT
+stopped=0
+trap 'stopped=143; kill -TERM $pids 2>/dev/null' TERM INT
 echo "jobcore: starting torchrun on $(($# / 2)) worker(s) through the agent"
 while [ $# -ge 2 ]; do
   "$agent" rsh -n "$1" "$2" &
@@ -53,8 +54,11 @@ for pid in $pids; do
   fi
   shift
 done
-if [ "$code" -ne 0 ]; then
+[ "$code" -ne 0 ] || code=$stopped
+if [ "$failed" ]; then
   echo "jobcore: torchrun failed on:$failed; exit code $code, the first one's"
+elif [ "$code" -ne 0 ]; then
+  echo "jobcore: stopped by a signal; torchrun ended on every worker"
 else
   echo "jobcore: torchrun succeeded on every worker"
 fi
@@ -64,7 +68,8 @@ exit "$code"
 agent, all at once, and once every one has ended (colossalai run too waits for every host)
 exits with the code of the first host, in the given order, whose command failed; its last
 line, the launcher's termination message, names every failed host. SIGTERM and
-SIGINT are passed on to every rsh, which passes them on to its worker's torchrun."""
+SIGINT are passed on to every rsh, which passes them on to its worker's torchrun; a launch so
+stopped never exits 0 (143 if every worker's torchrun did)."""
 
 
 def torchrun_words(job: Job[ColossalAIJobSpec], hosts: Sequence[str], rank: int) -> list[str]:

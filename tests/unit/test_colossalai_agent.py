@@ -9,6 +9,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from jobcore import Object
 from jobcore.jobs import AgentSource
 from jobcore.jobs import Job
@@ -165,12 +167,12 @@ def test_the_fanout_runs_every_worker_at_once_and_exits_with_the_first_failing_o
     assert lines[-1] == "jobcore: torchrun failed on: h1 h2; exit code 3, the first one's"
 
 
-def test_the_fanout_passes_sigterm_on_to_every_worker(tmp_path: Path) -> None:
-    stop = [
-        "sh",
-        "-c",
-        'trap "echo TERM on $0; exit 7" TERM; echo ready; while :; do sleep 0.1; done',
-    ]
+@pytest.mark.parametrize(("on_term", "code"), [(7, 7), (0, 143)])
+def test_the_fanout_passes_sigterm_on_to_every_worker_and_never_exits_0_after_it(
+    tmp_path: Path, on_term: int, code: int
+) -> None:
+    loop = f'trap "echo TERM on $0; exit {on_term}" TERM; echo ready; while :; do sleep 0.1; done'
+    stop = ["sh", "-c", loop]
     process = subprocess.Popen(
         fanout(tmp_path, [*stop, "h0"], [*stop, "h1"]), stdout=subprocess.PIPE, text=True
     )
@@ -179,5 +181,5 @@ def test_the_fanout_passes_sigterm_on_to_every_worker(tmp_path: Path) -> None:
     assert started[1:] == ["ready\n", "ready\n"], started
     process.send_signal(signal.SIGTERM)
     output, _ = process.communicate(timeout=30)
-    assert process.returncode == 7
+    assert process.returncode == code
     assert {"TERM on h0", "TERM on h1"} <= set(output.splitlines())
