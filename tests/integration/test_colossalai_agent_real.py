@@ -7,6 +7,7 @@ agent from `scripts/agent.sh`; under CI, without them, these tests fail.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from controllers import realjobs
 from jobcore import PODS
 from jobcore import Client
 from jobcore import Controller
+from jobcore import Object
 from jobcore.jobs import AgentSource
 from jobcore.launcher import launched
 from jobcore.testing import ProcessNode
@@ -45,52 +47,43 @@ async def controller(
         yield controller
 
 
-async def run_agent_job(
-    client: Client, node: ProcessNode, folder: Path, **options: Any
-) -> tuple[dict[str, Any], str]:
+def agent_job(folder: Path, **options: Any) -> Object:
+    """`realjobs.colossalai_job` in its own new `folder`, launched through the agent."""
+    folder.mkdir()
     job = realjobs.colossalai_job(folder, **options)
     job["spec"]["transport"] = "agent"
     del job["spec"]["ssh"]
-    return await run_to_end(client, node, KIND.resource, job, container="launcher", timeout=150)
+    return job
 
 
 @pytest.mark.usefixtures("controller")
 @pytest.mark.timeout(180)
-async def test_torchrun_runs_on_both_workers_through_the_agent(
+async def test_torchrun_runs_on_both_workers_through_the_agent_and_a_rank_exiting_3_fails_it(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
-    status, log = await run_agent_job(
-        client, process_node, tmp_path, name="caiagent", namespace=namespace
+    ok = agent_job(tmp_path / "ok", name="caiagent", namespace=namespace)
+    fail = agent_job(
+        tmp_path / "fail", name="caiagentfail", namespace=namespace, procs=1, failing_rank=1
+    )
+    # Both at once, to save the suite's time.
+    (status, log), (failed, failed_log) = await asyncio.gather(
+        *(
+            run_to_end(client, process_node, KIND.resource, job, container="launcher", timeout=150)
+            for job in (ok, fail)
+        )
     )
     assert status["phase"] == "Succeeded", log
     # Every worker's output is in the launcher's log: torchrun tees each rank's stdout.
     assert mpioutput.ranks(log, prefix=".*") == mpioutput.on_two_workers("caiagent"), log
     launcher = await client.get(PODS, "caiagent-launcher", namespace)
-    assert sorted(launched(launcher, "launcher") or ()) == [
-        "caiagent-worker-0",
-        "caiagent-worker-1",
-    ]
+    workers = ["caiagent-worker-0", "caiagent-worker-1"]
+    assert sorted(launched(launcher, "launcher") or ()) == workers
 
-
-@pytest.mark.usefixtures("controller")
-@pytest.mark.timeout(180)
-async def test_a_rank_exiting_3_fails_the_job_as_colossalai_run_would(
-    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
-) -> None:
-    status, log = await run_agent_job(
-        client,
-        process_node,
-        tmp_path,
-        name="caiagentfail",
-        namespace=namespace,
-        procs=1,
-        failing_rank=1,
-    )
-    assert status["phase"] == "Failed", log
-    failure = condition(status, "ReplicaFailure")
+    assert failed["phase"] == "Failed", failed_log
+    failure = condition(failed, "ReplicaFailure")
     # torchrun on worker 1 reports its rank's code (3) and exits 1, as over ssh; the launcher
     # exits with it once worker 0 has ended too.
     assert "caiagentfail-launcher" in failure["message"], failure
-    assert "exited with error code 1" in failure["message"], (failure, log)
-    assert re.search(r"exitcode\s*: 3", log), log
-    assert re.search(r"torchrun on caiagentfail-worker-1\S* exited with code 1", log), log
+    assert "exited with error code 1" in failure["message"], (failure, failed_log)
+    assert "torchrun failed on: caiagentfail-worker-1;" in failure["message"], failure
+    assert re.search(r"exitcode\s*: 3", failed_log), failed_log
