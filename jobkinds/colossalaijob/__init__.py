@@ -6,9 +6,12 @@ waits again for each worker to resolve and accept ssh (the wait MPIJob uses), th
 `colossalai run --hostfile ... --nproc_per_node <procPerWorker> --master_addr <worker-0>
 --master_port 29500 [--extra_launch_args <torchArgs>] -- <command>`. `colossalai run`
 cannot re-admit a restarted worker, so workers never restart and any worker that stops fails
-the job; the launcher's exit code decides otherwise.
+the job; the launcher's exit code decides otherwise. With `spec.transport: agent` the workers
+serve jobcore's agent instead of sshd, and the launcher starts through it, on every worker, the
+torchrun `colossalai run` would have started there.
 
-Modules: `spec` the API models, `children` what a job creates, `kind` the kind.
+Modules: `spec` the API models, `children` what a job creates, `torchrun` the launch through
+the agent, `kind` the kind.
 """
 
 from jobkinds.colossalaijob.kind import ColossalAIJobKind

@@ -1,7 +1,9 @@
 """ColossalAIJob's children: hostfile, headless Service, worker and launcher pods, launch command.
 
-Split from the kind so the launcher's command reads, and runs in tests, on
-its own. Every user-provided string reaches `colossalai run` as a positional argument of
+Split from the kind so the launcher's command reads, and runs in tests, on its own. With
+spec.transport agent the launcher starts torchrun on the workers itself (see
+`jobkinds.colossalaijob.torchrun`); what follows is `colossalai run`'s, over ssh.
+Every user-provided string reaches `colossalai run` as a positional argument of
 `bash -c`, never as script text; the script, its arguments and the torchrun options are
 escaped once more, because `colossalai run` joins them into the shell command it runs on every
 worker. It also writes its working directory and environment into that command: the kind
@@ -21,6 +23,8 @@ from jobcore.launcher import LAUNCHER
 from jobcore.launcher import SSH_PORT_ENV
 from jobcore.launcher import SSH_VOLUME
 from jobcore.launcher import SSHAccess
+from jobcore.launcher import agent_client_env
+from jobcore.launcher import agent_worker_pod
 from jobcore.launcher import child_meta
 from jobcore.launcher import hostfile_name
 from jobcore.launcher import launcher_name
@@ -29,16 +33,18 @@ from jobcore.launcher import ssh_secret_name
 from jobcore.launcher import ssh_secret_volume
 from jobcore.launcher import ssh_wait_script
 from jobcore.launcher import sshd_worker_pod
+from jobcore.launcher import with_agent
 from jobcore.launcher import worker_host
 from jobkinds.colossalaijob.spec import LAUNCHER_CONTAINER
 from jobkinds.colossalaijob.spec import WORKER_CONTAINER
 from jobkinds.colossalaijob.spec import ColossalAIJobSpec
+from jobkinds.colossalaijob.torchrun import MASTER_PORT
+from jobkinds.colossalaijob.torchrun import agent_launcher_command
 
 HOSTFILE_VOLUME = "jobcore-hostfile"
 HOSTFILE_DIR = "/etc/colossalai"
 HOSTFILE_KEY = "hostfile"
 HOSTFILE = f"{HOSTFILE_DIR}/{HOSTFILE_KEY}"
-MASTER_PORT = 29500
 RESERVED_TORCH_ARGS = frozenset(
     {"nproc_per_node", "nnodes", "node_rank", "master_addr", "master_port"}
 )
@@ -159,11 +165,15 @@ def hostfile_configmap(job: Job[ColossalAIJobSpec]) -> Object:
 
 
 def worker_pod(job: Job[ColossalAIJobSpec], index: int, ssh: SSHAccess) -> Object:
-    """The template with sshd in place of the worker container's command; Ready on its port.
+    """The template with sshd (or, with spec.transport agent, jobcore's agent) in place of the
+    worker container's command; Ready on its port.
 
     restartPolicy is always Never: `colossalai run` cannot re-admit a restarted worker, so a
     worker's failure is the job's.
     """
+    if job.spec.transport == "agent":
+        pod = agent_worker_pod(job, index, container=WORKER_CONTAINER, restart_policy="Never")
+        return _with_launcher_env(job, pod)
     return sshd_worker_pod(
         job,
         index,
@@ -173,8 +183,24 @@ def worker_pod(job: Job[ColossalAIJobSpec], index: int, ssh: SSHAccess) -> Objec
     )
 
 
+def _with_launcher_env(job: Job[ColossalAIJobSpec], pod: Object) -> Object:
+    """`pod` (changed in place) whose worker container has spec.launcher's env (its values
+    winning) and workingDir: the agent starts torchrun in that environment and directory, as
+    colossalai run would have exported and `cd`ed to them."""
+    launcher = job.spec.launcher
+    names = {str(e.get("name")) for e in launcher.env}
+    for container in pod["spec"]["containers"]:
+        if container["name"] == WORKER_CONTAINER:
+            own = [e for e in container.get("env", ()) if e.get("name") not in names]
+            container["env"] = [*own, *copy.deepcopy(launcher.env)]
+            if launcher.working_dir:
+                container["workingDir"] = launcher.working_dir
+    return pod
+
+
 def launcher_pod(job: Job[ColossalAIJobSpec], ssh: SSHAccess) -> Object:
-    """spec.launcher's container running `colossalai run` once every worker accepts ssh.
+    """spec.launcher's container running `colossalai run` once every worker accepts ssh (with
+    spec.transport agent, torchrun on every worker through the agent: see `torchrun`).
 
     colossalai run hands its own environment (less HOSTNAME: see LAUNCHER_SCRIPT) to the
     training processes and `cd`s them into its working directory, so spec.launcher.env and
@@ -183,9 +209,15 @@ def launcher_pod(job: Job[ColossalAIJobSpec], ssh: SSHAccess) -> Object:
     launcher runs as the workers' pod securityContext says (user, groups, fsGroup).
     """
     launcher = job.spec.launcher
-    command = launcher_command(colossalai_args(job))
-    ours = {"JOBCORE_COLOSSALAI_HOSTFILE": HOSTFILE, SSH_PORT_ENV: str(ssh.port)}
+    agent = job.spec.transport == "agent"
+    if agent:
+        command = agent_launcher_command(job, worker_hosts(job), hostfile=HOSTFILE)
+        ours = agent_client_env()
+    else:
+        command = launcher_command(colossalai_args(job))
+        ours = {"JOBCORE_COLOSSALAI_HOSTFILE": HOSTFILE, SSH_PORT_ENV: str(ssh.port)}
     user_names = {str(e.get("name")) for e in launcher.env}
+    hostfile_mount = {"name": HOSTFILE_VOLUME, "mountPath": HOSTFILE_DIR, "readOnly": True}
     container: dict[str, Any] = {
         "name": LAUNCHER_CONTAINER,
         "image": launcher.image,
@@ -195,31 +227,33 @@ def launcher_pod(job: Job[ColossalAIJobSpec], ssh: SSHAccess) -> Object:
             *({"name": k, "value": v} for k, v in ours.items() if k not in user_names),
             *copy.deepcopy(launcher.env),
         ],
-        "volumeMounts": [
-            ssh_mount(SSH_VOLUME, ssh.mount_path),
-            {"name": HOSTFILE_VOLUME, "mountPath": HOSTFILE_DIR, "readOnly": True},
-        ],
+        "volumeMounts": [hostfile_mount]
+        if agent
+        else [ssh_mount(SSH_VOLUME, ssh.mount_path), hostfile_mount],
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
     if launcher.working_dir:
         container["workingDir"] = launcher.working_dir
     if launcher.resources:
         container["resources"] = copy.deepcopy(launcher.resources)
+    hostfile_volume = {"name": HOSTFILE_VOLUME, "configMap": {"name": hostfile_name(job)}}
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "containers": [container],
-        "volumes": [
-            ssh_secret_volume(SSH_VOLUME, ssh_secret_name(job)),
-            {"name": HOSTFILE_VOLUME, "configMap": {"name": hostfile_name(job)}},
-        ],
+        "volumes": [hostfile_volume]
+        if agent
+        else [ssh_secret_volume(SSH_VOLUME, ssh_secret_name(job)), hostfile_volume],
     }
     # As the workers' user, whose ~/.ssh the keys are mounted at: fabric reads them there.
     security = job.spec.worker.template.api["spec"].get("securityContext")
     if security:
         spec["securityContext"] = security
-    return {
+    pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": child_meta(job, launcher_name(job), job.labels(LAUNCHER, 0)),
         "spec": spec,
     }
+    if agent:
+        with_agent(pod, job.agent, ssh_secret_name(job), [LAUNCHER_CONTAINER])
+    return pod

@@ -10,6 +10,7 @@ from jobcore import Resource
 from jobcore.jobs import FieldError
 from jobcore.jobs import Job
 from jobcore.jobs import Observed
+from jobcore.launcher import AGENT_PORT
 from jobcore.launcher import SSH_VOLUME
 from jobcore.launcher import LauncherWorkersKind
 from jobcore.launcher import container_errors
@@ -74,7 +75,8 @@ class ColossalAIJobKind(LauncherWorkersKind):
             port=job.spec.ssh.port,
             tunnel=True,
         )
-        children = [secret, hostfile_configmap(job), headless_service(job, ssh.port)]
+        port = AGENT_PORT if job.spec.transport == "agent" else ssh.port
+        children = [secret, hostfile_configmap(job), headless_service(job, port)]
         children += [worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
         if launcher_due(job, observed):
             children.append(launcher_pod(job, ssh))

@@ -20,6 +20,7 @@ from jobcore.launcher import SSH_PORT
 from jobcore.launcher import WORKER
 from jobcore.launcher import SSHDPath
 from jobcore.launcher import SSHPort
+from jobcore.launcher import Transport
 from jobcore.launcher import WorkerCount
 from jobkinds import t9kshape
 
@@ -58,7 +59,11 @@ class ColossalAISSHSpec(ApiModel):
 class LauncherSpec(ApiModel):
     """The launcher pod that runs `colossalai run`."""
 
-    image: str = Field(min_length=1, description="Image of the launcher; needs colossalai.")
+    image: str = Field(
+        min_length=1,
+        description="Image of the launcher; needs colossalai (with spec.transport agent, "
+        "only /bin/sh).",
+    )
     working_dir: str | None = Field(
         default=None,
         description="The launcher's working directory; colossalai run starts the training "
@@ -91,7 +96,8 @@ class ColossalAIWorkerSpec(ApiModel):
     )
     template: PodTemplateSpec = Field(
         description="Pod template of the workers; needs a container named worker, whose "
-        "command and args are replaced by sshd. restartPolicy is always Never."
+        "command and args are replaced by sshd (or jobcore's agent). restartPolicy is always "
+        "Never."
     )
 
 
@@ -110,6 +116,12 @@ class ColossalAIJobSpec(JobSpec):
 
     ssh: ColossalAISSHSpec = Field(
         default_factory=ColossalAISSHSpec, description="sshd and key locations."
+    )
+    transport: Transport = Field(
+        default="ssh",
+        description="How the launcher reaches the workers: ssh (the workers run spec.ssh's "
+        "sshd) or agent (jobcore's agent, copied into the pods by the controller: the image "
+        "needs no sshd, and spec.ssh is not used).",
     )
     launcher: LauncherSpec = Field(description="The pod that runs colossalai run.")
     worker: ColossalAIWorkerSpec = Field(description="The workers, and the script they run.")
