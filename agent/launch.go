@@ -13,6 +13,10 @@ import (
 	"time"
 )
 
+// waitSecondsEnv, set in the launcher container's environment, replaces --timeout: the
+// controller renders the flag, the user sets the environment.
+const waitSecondsEnv = "JOBCORE_AGENT_WAIT_SECONDS"
+
 // launchMain is `jobcore-agent launch`: it runs the launcher's command (no shell), forwards
 // SIGTERM and SIGINT to it, and once it has succeeded writes which workers rsh reached to the
 // message file (the container's termination message, which the controller reads to check the
@@ -20,7 +24,8 @@ import (
 // tail there instead (FallbackToLogsOnError): what failed says more than where it ran.
 // The launched file is emptied first, so a restarted launcher reports only its own run. With
 // --hostfile, the command starts only once the agent of every host it lists answers (as
-// `wait`), so that the launcher's image needs no shell to wait with.
+// `wait`, for --timeout seconds or $JOBCORE_AGENT_WAIT_SECONDS), so that the launcher's image
+// needs no shell to wait with.
 func launchMain(args []string) int {
 	flags := flag.NewFlagSet("launch", flag.ContinueOnError)
 	messageFile := flags.String("message-file", "/dev/termination-log", "file to write the launched line to")
@@ -30,6 +35,14 @@ func launchMain(args []string) int {
 	if err := flags.Parse(args); err != nil || flags.NArg() == 0 || *timeout < 0 {
 		fmt.Fprintln(os.Stderr, "usage: jobcore-agent launch [--message-file FILE] [--hostfile FILE [--timeout 300] [--port 2222]] -- COMMAND ARGS...")
 		return 2
+	}
+	if given, ok := os.LookupEnv(waitSecondsEnv); ok {
+		seconds, err := strconv.ParseFloat(given, 64)
+		if err != nil || seconds < 0 {
+			fmt.Fprintf(os.Stderr, "jobcore-agent launch: %s must be a number of seconds, not %q\n", waitSecondsEnv, given)
+			return 2
+		}
+		*timeout = seconds
 	}
 	launched := os.Getenv("JOBCORE_AGENT_LAUNCHED")
 	if launched != "" {

@@ -129,6 +129,26 @@ func TestLaunchGivesUpWith124NamingTheHostsWhoseAgentNeverAnswers(t *testing.T) 
 	}
 }
 
+func TestLaunchWaitsAsLongAsTheEnvironmentSaysOverTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	hostfile := filepath.Join(dir, "hostfile")
+	if err := os.WriteFile(hostfile, []byte("127.0.0.1 slots=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	launch := func(wait string) result {
+		cmd := exec.Command(agentBin, "launch", "--message-file", filepath.Join(dir, "m"),
+			"--hostfile", hostfile, "--port", freePort(t), "--timeout", "300", "--", "true")
+		cmd.Env = append(os.Environ(), "JOBCORE_AGENT_WAIT_SECONDS="+wait)
+		return run(t, cmd, "")
+	}
+	if got := launch("0.5"); got.code != 124 || !strings.Contains(got.stderr, "gave up after 0.5s") {
+		t.Fatalf("got %+v", got)
+	}
+	if got := launch("soon"); got.code != 2 || !strings.Contains(got.stderr, "JOBCORE_AGENT_WAIT_SECONDS must be a number") {
+		t.Fatalf("got %+v", got)
+	}
+}
+
 func TestInstallCopiesTheAgentWithItsRshNames(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
 	if got := run(t, exec.Command(agentBin, "install", dir), ""); got.code != 0 {

@@ -96,6 +96,9 @@ class AgentSource:
 
 
 DEFAULT_AGENT = AgentSource()
+AGENT_INIT_CONTAINER = "jobcore-agent"
+"""The init container that copies the agent into a pod: kept when a run mode skips the pod's
+init containers, as the pod's own commands may run the agent."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jobcore._jobs.kind import AGENT_INIT_CONTAINER
 from jobcore._jobs.kind import REPLICA_TYPE_LABEL
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
@@ -220,7 +221,7 @@ def _debug(kind: JobKind[Any], job: Job[Any], pod: Object, replica_type: str) ->
         for probe in _PROBES:
             container.pop(probe, None)
     if entry is not None and entry.skip_init_container:
-        pod["spec"].pop("initContainers", None)
+        _skip_init_containers(pod)
     pod["metadata"].setdefault("labels", {})[RUN_MODE_LABEL] = "debug"
 
 
@@ -247,4 +248,11 @@ def _resume(
         if entry.args is not None:
             container["args"] = list(entry.args)
     if entry.skip_init_container:
-        pod["spec"].pop("initContainers", None)
+        _skip_init_containers(pod)
+
+
+def _skip_init_containers(pod: Object) -> None:
+    """The pod without its init containers but jobcore's agent's, which its commands use."""
+    kept = [c for c in pod["spec"].pop("initContainers", ()) if c["name"] == AGENT_INIT_CONTAINER]
+    if kept:
+        pod["spec"]["initContainers"] = kept

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 from typing import Literal
 
+from jobcore._jobs.kind import AGENT_INIT_CONTAINER
 from jobcore._jobs.kind import AgentSource
 from jobcore._runtime.resources import Object
 
@@ -40,7 +41,7 @@ AGENT_PORT = 2222
 """The port the workers' agents listen on: above 1023, so any user may bind it."""
 AGENT_VOLUME = "jobcore-agent"
 AGENT_KEY_VOLUME = "jobcore-agent-key"
-AGENT_CONTAINER = "jobcore-agent"
+AGENT_CONTAINER = AGENT_INIT_CONTAINER
 """The init container that copies the agent into AGENT_DIR."""
 _LAUNCHED = "launched:"
 

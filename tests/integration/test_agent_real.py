@@ -7,6 +7,7 @@ with the agent as its remote shell. No sshd runs anywhere.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,11 @@ from jobcore.jobs import AgentSource
 from jobcore.launcher import launched
 from jobcore.testing import ProcessNode
 from jobcore.testing import condition
+from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import require
 from jobcore.testing import spec_with
+from jobcore.testing import wait_for_end
 from jobkinds.mpijob import MPIJobKind
 from tests.mpioutput import on_two_workers
 from tests.mpioutput import ranks
@@ -89,3 +92,98 @@ async def test_a_rank_exiting_3_through_the_agent_fails_the_job_with_its_exit_co
     assert status["phase"] == "Failed", log
     failure = condition(status, "ReplicaFailure")
     assert "exited with error code 3" in failure["message"], (failure, log)
+
+
+SILENT_AGENT = """#!/bin/bash
+# Installed as the pods' jobcore-agent: a worker's `serve` accepts connections and never says a
+# word; every other use (the launcher's launch and rsh, by any of its names) is the real agent's.
+if [ "$1" = serve ]; then
+  exec python3 -c '
+import socket
+server = socket.create_server(("", 2222), reuse_port=True)
+held = []
+while True:
+    held.append(server.accept()[0])
+'
+fi
+exec -a "$0" "$(dirname "$0")/real-agent" "$@"
+"""
+SILENT_INSTALL = """#!/bin/bash
+# `install DIR`, as the agent's init container runs it: the real agent, then the silent one
+# in its place.
+set -e
+"$REAL" install "$2"
+mv "$2/jobcore-agent" "$2/real-agent"
+cp "$SILENT" "$2/jobcore-agent"
+"""
+
+
+@pytest.fixture
+def silent_agent(agent_source: AgentSource, tmp_path: Path) -> AgentSource:
+    """An agent whose workers' side never answers (SILENT_INSTALL)."""
+    silent, install = tmp_path / "silent-agent", tmp_path / "install"
+    silent.write_text(SILENT_AGENT)
+    real, copied = shlex.quote(agent_source.path), shlex.quote(str(silent))
+    install.write_text(SILENT_INSTALL.replace('"$REAL"', real).replace('"$SILENT"', copied))
+    for path in (silent, install, tmp_path):
+        path.chmod(0o755)
+    return AgentSource(image="jobcore:test", path=str(install))
+
+
+@pytest.fixture
+async def silent_controller(
+    client: Client, namespace: str, silent_agent: AgentSource
+) -> AsyncIterator[Controller]:
+    async with job_controller(client, KIND, namespace=namespace, agent=silent_agent) as controller:
+        yield controller
+
+
+@pytest.mark.usefixtures("silent_controller")
+async def test_workers_whose_agent_never_answers_fail_the_job_once_the_launchers_wait_ends(
+    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
+) -> None:
+    """The workers accept connections (and are Ready) but their agent never greets: the
+    launcher's wait gives up after JOBCORE_AGENT_WAIT_SECONDS (here 3 s, set by the user in
+    the container's env) with 124, naming the workers; mpirun never starts."""
+    require(frameworks.missing("openmpi4"))
+    command = realjobs.mpi_program("openmpi", tmp_path)
+    job = realjobs.mpi_job("openmpi", tmp_path, command, name="silent", namespace=namespace)
+    job["spec"]["transport"] = "agent"
+    container = job["spec"]["worker"]["template"]["spec"]["containers"][0]
+    container["env"].append({"name": "JOBCORE_AGENT_WAIT_SECONDS", "value": "3"})
+    status, log = await run_to_end(
+        client, process_node, KIND.resource, job, container="mpi-launcher"
+    )
+    assert status["phase"] == "Failed", log
+    assert "jobcore: starting" not in log, log
+    failure = condition(status, "ReplicaFailure")["message"]
+    assert failure.startswith(
+        "Pod[silent-launcher] exited with error code 124 (container mpi-launcher): "
+        "jobcore-agent launch: gave up after 3s; agents not reached: silent-worker-0."
+    ), failure
+
+
+@pytest.mark.usefixtures("controller")
+async def test_a_worker_killed_mid_run_through_the_agent_fails_the_job_naming_it(
+    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
+) -> None:
+    require(frameworks.missing("openmpi4"))
+    job = realjobs.mpi_job(
+        "openmpi", tmp_path, ["sleep", "600"], name="killed", namespace=namespace
+    )
+    job["spec"]["transport"] = "agent"
+    await client.create(KIND.resource, job)
+
+    def ranks_running() -> bool:
+        try:
+            log = process_node.logs(namespace, "killed-launcher", "mpi-launcher")
+        except KeyError:  # not started yet
+            return False
+        return "jobcore: starting" in log
+
+    await eventually(ranks_running, timeout=60, interval=0.2)
+    await client.delete(PODS, "killed-worker-1", namespace, grace_period_seconds=1)
+    status = await wait_for_end(client, KIND.resource, namespace, "killed")
+    assert status["phase"] == "Failed", status
+    failure = condition(status, "ReplicaFailure")["message"]
+    assert "killed-worker-1" in failure, failure

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from jobcore import Object
+from jobcore._jobs.plan import plan
 from jobcore.jobs import AgentSource
 from jobcore.jobs import Job
 from jobcore.launcher import AGENT
@@ -134,3 +135,20 @@ def test_a_process_count_needs_as_many_workers_as_hold_its_ranks(
 def test_a_launcher_that_says_nothing_or_too_many_to_list_is_not_checked() -> None:
     assert outcome_of(agent_job(), None).state == "succeeded"
     assert outcome_of(agent_job(), "launched: pi-worker-0,+1 more").state == "succeeded"
+
+
+def test_debug_mode_keeps_the_agent_for_a_launch_by_hand_even_skipping_init_containers() -> None:
+    """The launcher sleeps, with the agent and its settings, so that `mpirun` typed in it
+    reaches the workers' agents; a worker whose init containers are skipped keeps the agent's,
+    which its command runs."""
+    job = agent_job()
+    debug = {"enabled": True, "replicaSpecs": [{"type": "worker", "skipInitContainer": True}]}
+    spec = {**job.obj["spec"], "runMode": {"debug": debug}}
+    job = job_of(KIND, job_manifest(KIND, spec, name="pi", namespace="ns"))
+    planned = by_name(plan(KIND, dataclasses.replace(job, agent=SOURCE), observed_of()))
+    launcher = container_named(planned["pi-launcher"], "mpi-launcher")
+    assert launcher["command"] == ["sleep", "inf"]
+    assert env_of(launcher)["OMPI_MCA_plm_rsh_agent"] == f"{AGENT} rsh"
+    worker = planned["pi-worker-0"]
+    assert [c["name"] for c in worker["spec"]["initContainers"]] == ["jobcore-agent"]
+    assert container_named(worker, "mpi-worker")["command"][:2] == [AGENT, "serve"]
