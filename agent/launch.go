@@ -22,6 +22,7 @@ const waitSecondsEnv = "JOBCORE_AGENT_WAIT_SECONDS"
 // message file (the container's termination message, which the controller reads to check the
 // launch). A command that failed leaves the file empty, so that the kubelet puts its log's
 // tail there instead (FallbackToLogsOnError): what failed says more than where it ran.
+// With --env-check, an environment that breaks the check's rules starts nothing (checkEnv).
 // The launched file is emptied first, so a restarted launcher reports only its own run. With
 // --hostfile, the command starts only once the agent of every host it lists answers (as
 // `wait`, for --timeout seconds or $JOBCORE_AGENT_WAIT_SECONDS), so that the launcher's image
@@ -32,8 +33,9 @@ func launchMain(args []string) int {
 	hostfile := flags.String("hostfile", "", "wait first for the agents of this hostfile's hosts")
 	timeout := flags.Float64("timeout", 300, "seconds to wait for them")
 	port := flags.Int("port", 2222, "agents' TCP port")
+	envRules := flags.String("env-check", "", "JSON rules the environment must pass first (envCheck)")
 	if err := flags.Parse(args); err != nil || flags.NArg() == 0 || *timeout < 0 {
-		fmt.Fprintln(os.Stderr, "usage: jobcore-agent launch [--message-file FILE] [--hostfile FILE [--timeout 300] [--port 2222]] -- COMMAND ARGS...")
+		fmt.Fprintln(os.Stderr, "usage: jobcore-agent launch [--message-file FILE] [--env-check JSON] [--hostfile FILE [--timeout 300] [--port 2222]] -- COMMAND ARGS...")
 		return 2
 	}
 	if given, ok := os.LookupEnv(waitSecondsEnv); ok {
@@ -43,6 +45,12 @@ func launchMain(args []string) int {
 			return 2
 		}
 		*timeout = seconds
+	}
+	if *envRules != "" {
+		if code, message := checkEnv(*envRules, os.Environ()); code != 0 {
+			fmt.Fprintln(os.Stderr, message)
+			return code
+		}
 	}
 	launched := os.Getenv("JOBCORE_AGENT_LAUNCHED")
 	if launched != "" {

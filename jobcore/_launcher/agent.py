@@ -105,13 +105,20 @@ def agent_serve_command(port: int = AGENT_PORT) -> list[str]:
 
 
 def agent_launch_command(
-    command: Sequence[str], *, hostfile: str | None, timeout: int, port: int = AGENT_PORT
+    command: Sequence[str],
+    *,
+    hostfile: str | None,
+    timeout: int,
+    port: int = AGENT_PORT,
+    env_check: str | None = None,
 ) -> list[str]:
     """The launcher's `command` once every `hostfile` host's agent answers (else exit 124
     after `timeout` seconds), reporting the workers it reached when it ends. With no
-    hostfile it waits for none: a launcher whose hosts come and go waits in its own way."""
+    hostfile it waits for none: a launcher whose hosts come and go waits in its own way.
+    `env_check`, the agent's JSON rules for the environment, refuses an unsafe one first."""
+    check = [] if env_check is None else ["--env-check", env_check]
     wait = [] if hostfile is None else ["--hostfile", hostfile, "--timeout", str(timeout)]
-    return [AGENT, "launch", *wait, "--port", str(port), "--", *command]
+    return [AGENT, "launch", *wait, "--port", str(port), *check, "--", *command]
 
 
 def agent_client_env(port: int = AGENT_PORT) -> dict[str, str]:

@@ -27,6 +27,7 @@ from jobcore.launcher import ssh_wait_script
 from jobkinds.mpi.flavours import Flavour
 from jobkinds.mpi.flavours import hydra_callback_env
 from jobkinds.mpi.openmpi import open_mpi_env
+from jobkinds.mpi.openmpi import open_mpi_env_check
 from jobkinds.mpi.openmpi import open_mpi_env_script
 
 HOSTFILE_DIR = "/etc/mpi"
@@ -98,15 +99,16 @@ def launcher_command(
 ) -> list[str]:
     """bash runs the wait script, then `exec "$@"` with the launcher as positional args;
     for Open MPI, it first checks the environment (`open_mpi_env_script`). With the agent,
-    the agent waits for the workers' agents instead, then runs the rest: in bash for Open
-    MPI's check, else in sh (AGENT_LAUNCHER_SCRIPT is POSIX)."""
+    the agent checks Open MPI's environment (`open_mpi_env_check`) and waits for the
+    workers' agents instead, then runs the rest in sh (AGENT_LAUNCHER_SCRIPT is POSIX)."""
     if transport != "agent":
         script = _OPEN_MPI_CHECK + LAUNCHER_SCRIPT if mpi.open_mpi else LAUNCHER_SCRIPT
         return ["/bin/bash", "-c", script, "jobcore-mpi-launcher", *launcher]
-    # Open MPI's check reads the environment as bash alone can; Hydra's launcher needs only sh.
-    shell, script = ("/bin/bash", _OPEN_MPI_CHECK) if mpi.open_mpi else ("/bin/sh", "")
-    command = [shell, "-c", script + AGENT_LAUNCHER_SCRIPT, "jobcore-mpi-launcher", *launcher]
-    return agent_launch_command(command, hostfile=HOSTFILE, timeout=WAIT_SECONDS, port=port)
+    command = ["/bin/sh", "-c", AGENT_LAUNCHER_SCRIPT, "jobcore-mpi-launcher", *launcher]
+    check = open_mpi_env_check("mpirun") if mpi.open_mpi else None
+    return agent_launch_command(
+        command, hostfile=HOSTFILE, timeout=WAIT_SECONDS, port=port, env_check=check
+    )
 
 
 def launcher_env(

@@ -11,6 +11,7 @@ options.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Iterable
@@ -98,13 +99,7 @@ def open_mpi_env_script(launcher: str) -> str:
     It reads the environment as the process received it, names that are no shell variable
     included; `launcher` names the program it would start, for the message.
     """
-    # The names first: a job's ReplicaFailure shows the line's first 200 characters.
-    before = f"jobcore: not starting {launcher}: unsafe for the workers' shell:"
-    after = (
-        " (Open MPI writes these variables, from the container's env, envFrom or image, into "
-        "the command the workers' shell runs; an MCA name may hold letters, digits and _, an "
-        f"MCA value {MCA_VALUE_CHARACTERS}, {' and '.join(PREFIX_ENV_NAMES)} {PATH_CHARACTERS})"
-    )
+    before, after = _refusal(launcher)
     bad_name, bad_value, bad_path = (
         shlex.quote(f"*[!{c}]*") for c in (_MCA_NAME_CLASS, _MCA_VALUE_CLASS, SAFE_PATH_CLASS)
     )
@@ -127,6 +122,40 @@ if [[ -n $unsafe ]]; then
   exit {UNSAFE_ENV_EXIT}
 fi
 """
+
+
+def open_mpi_env_check(launcher: str) -> str:
+    """`open_mpi_env_script`'s rules and message as `jobcore-agent launch --env-check`'s
+    JSON: the same check, made by the agent, so that the launcher needs no bash."""
+    mca = "|".join(MCA_ENV_PREFIXES)
+    before, after = _refusal(launcher)
+    rules = [
+        {
+            "select": mca,
+            "name": f"(?:{mca})[{_MCA_NAME_CLASS}]+",
+            "value": f"[{_MCA_VALUE_CLASS}]*",
+        },
+        {
+            "select": f"(?:{'|'.join(PREFIX_ENV_NAMES)})$",
+            "name": ".*",
+            "value": f"[{SAFE_PATH_CLASS}]*",
+        },
+    ]
+    check = {"rules": rules, "before": before, "after": after, "exit": UNSAFE_ENV_EXIT}
+    return json.dumps(check, separators=(",", ":"))
+
+
+def _refusal(launcher: str) -> tuple[str, str]:
+    """What is said before and after the unsafe variables' names when `launcher` is not
+    started. The names come first: a job's ReplicaFailure shows the line's first 200
+    characters."""
+    before = f"jobcore: not starting {launcher}: unsafe for the workers' shell:"
+    after = (
+        " (Open MPI writes these variables, from the container's env, envFrom or image, into "
+        "the command the workers' shell runs; an MCA name may hold letters, digits and _, an "
+        f"MCA value {MCA_VALUE_CHARACTERS}, {' and '.join(PREFIX_ENV_NAMES)} {PATH_CHARACTERS})"
+    )
+    return before, after
 
 
 def remote_shell_errors(args: Sequence[str]) -> list[str]:

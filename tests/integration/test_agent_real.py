@@ -16,6 +16,7 @@ import pytest
 
 from controllers import frameworks
 from controllers import realjobs
+from jobcore import CONFIGMAPS
 from jobcore import PODS
 from jobcore import Client
 from jobcore import Controller
@@ -187,3 +188,33 @@ async def test_a_worker_killed_mid_run_through_the_agent_fails_the_job_naming_it
     assert status["phase"] == "Failed", status
     failure = condition(status, "ReplicaFailure")["message"]
     assert "killed-worker-1" in failure, failure
+
+
+@pytest.mark.usefixtures("controller")
+async def test_the_agent_refuses_an_environment_open_mpi_would_hand_to_the_workers_shell(
+    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
+) -> None:
+    """envFrom brings what validation never sees: a launch agent that Open MPI 4 would hand
+    to the workers' shell. `jobcore-agent launch` checks the environment (no bash needed),
+    starts nothing, and the job says why."""
+    canary = tmp_path / "canary"
+    settings = {"OMPI_MCA_btl": "^openib", "OMPI_MCA_orte_launch_agent": f"orted;touch {canary};"}
+    metadata = {"name": "mpi-settings", "namespace": namespace}
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": settings}
+    await client.create(CONFIGMAPS, configmap)
+    require(frameworks.missing("openmpi4"))
+    command = realjobs.mpi_program("openmpi", tmp_path)
+    job = realjobs.mpi_job("openmpi", tmp_path, command, name="unsafe", namespace=namespace)
+    job["spec"]["transport"] = "agent"
+    container = job["spec"]["worker"]["template"]["spec"]["containers"][0]
+    container["envFrom"] = [{"configMapRef": {"name": "mpi-settings"}}]
+    status, log = await run_to_end(
+        client, process_node, KIND.resource, job, container="mpi-launcher"
+    )
+    assert status["phase"] == "Failed", log
+    failure = condition(status, "ReplicaFailure")["message"]
+    assert failure.startswith(
+        "Pod[unsafe-launcher] exited with error code 65 (container mpi-launcher): jobcore: not "
+        "starting mpirun: unsafe for the workers' shell: OMPI_MCA_orte_launch_agent (Open MPI"
+    ), failure
+    assert not canary.exists()

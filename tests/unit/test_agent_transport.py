@@ -89,7 +89,8 @@ def test_the_launchers_mpi_gets_the_agent_as_its_remote_shell(
     command = launcher["command"]
     assert command[:3] == [AGENT, "launch", "--hostfile"]
     shell = command[command.index("--") + 1]
-    assert shell == ("/bin/bash" if mpi == "OpenMPI" else "/bin/sh")  # Hydra's needs no bash
+    assert shell == "/bin/sh"  # no bash: the agent checks Open MPI's environment
+    assert ("--env-check" in command) == (mpi == "OpenMPI")
 
 
 def finished(job: Job[MPIJobSpec], message: str | None) -> list[Object]:
