@@ -320,3 +320,29 @@ def test_render_names_workers_in_the_cluster_domain(
         cli.main(["render", path, "--cluster-domain", "Not_A_Domain"])
     assert refused.value.code == 2
     assert "--cluster-domain: invalid cluster_domain value" in capsys.readouterr().err
+
+
+def test_render_shows_the_agent_from_the_image_given_in_place_of_sshd(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("mpijob-agent", "kubeflow-mpijob-agent"):
+        argv = ["render", "--workers-ready", "--agent-image", "registry.example/jobcore:9"]
+        code, out, err = run_cli(capsys, *argv, str(SAMPLES_DIR / f"{name}.yaml"))
+        assert code == 0, err
+        pods = [c for c in yaml.safe_load_all(out) if c["kind"] in ("Pod", "Job")]
+        for pod in pods:
+            spec = pod["spec"].get("template", pod)["spec"]
+            assert spec["initContainers"][0]["image"] == "registry.example/jobcore:9"
+            command = " ".join(spec["containers"][0]["command"])
+            assert "sshd" not in command and command.startswith("/jobcore/agent/jobcore-agent ")
+
+
+def test_validate_names_an_unknown_transport(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    sample = (SAMPLES_DIR / "kubeflow-mpijob-agent.yaml").read_text()
+    path = tmp_path / "job.yaml"
+    path.write_text(sample.replace("jobcore.dev/transport: agent", "jobcore.dev/transport: rsh"))
+    code, out, err = run_cli(capsys, "validate", str(path))
+    assert code == 1
+    assert 'metadata.annotations[jobcore.dev/transport]: Unsupported value: "rsh"' in out + err
