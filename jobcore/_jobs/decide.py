@@ -306,19 +306,24 @@ def retry_hold(previous: JobStatus, lifecycle: Lifecycle, now: float) -> Hold | 
 
 
 def restart_recorded(previous: JobStatus, pods: Iterable[Object]) -> bool:
-    """Whether the failed pods' restart is already in the status: it says Restarting and
-    lists as Failed every one of them that is not being deleted (a pass that recorded the
-    restart, then could not delete them all). A pod that the restart deleted may fail on its
-    way out (the kubelet gives a deleted pod a final phase): its failure is the restart's."""
+    """Whether the ended pods' restart is already in the status: it says Restarting and lists
+    as ended every one of them that is not being deleted (a pass that recorded the restart,
+    then could not delete them all). A pod that the restart deleted may end on its way out
+    (the kubelet gives a deleted pod a final phase): its end is the restart's. Succeeded
+    counts as well as Failed: a worker that stops, even with 0, before its launcher fails the
+    job, as does a launcher that succeeded without reaching its workers."""
     running = previous.condition("Running")
     if running is None or running.reason != RESTARTING:
         return False
-    failed = [pod for pod in pods if (pod.get("status") or {}).get("phase") == "Failed"]
+    ended = [pod for pod in pods if (pod.get("status") or {}).get("phase") in _ENDED]
     staying = {
-        pod["metadata"]["uid"] for pod in failed if not pod["metadata"].get("deletionTimestamp")
+        pod["metadata"]["uid"] for pod in ended if not pod["metadata"].get("deletionTimestamp")
     }
-    recorded = {r.uid for task in previous.tasks for r in task.status if r.phase == "Failed"}
-    return bool(failed) and staying <= recorded
+    recorded = {r.uid for task in previous.tasks for r in task.status if r.phase in _ENDED}
+    return bool(ended) and staying <= recorded
+
+
+_ENDED = ("Failed", "Succeeded")
 
 
 def soonest(*delays: float | None) -> float | None:

@@ -88,6 +88,18 @@ def test_a_pod_the_restart_deleted_failing_on_its_way_out_is_not_counted_again()
     assert (again.restart, again.lifecycle.restarts) == ("recorded", 1)
 
 
+def test_a_worker_that_stopped_with_0_and_is_deleted_by_the_restart_is_not_counted_again() -> None:
+    """A worker whose server exits 0 on SIGTERM stops before its launcher: a failure, and a
+    restart; the deleted pod Succeeded on its way out is that restart's, not a second one."""
+    stopped = with_uid(pod("w-1", phase="Succeeded"), "u1")
+    pods = {"w-1": stopped, "l": with_uid(pod("l", "launcher"), "u2")}
+    first = decide(FAILURE, JobStatus(), pods)
+    written = status_of(first.outcome, pods, first.lifecycle)
+    stopped["metadata"]["deletionTimestamp"] = "2026-11-21T10:01:40Z"
+    again = decide(FAILURE, written, pods, restarts=1)
+    assert (again.restart, again.lifecycle.restarts) == ("recorded", 1)
+
+
 def test_a_new_failure_after_a_restart_is_counted() -> None:
     old = {"w-1": with_uid(failed("w-1", 1), "u1")}
     first = decide(FAILURE, JobStatus(), old)
