@@ -8,7 +8,7 @@ end on a process node (real processes, real network namespaces: sshd or `jobcore
 in every worker). Prints, as medians of --rounds: submit to all ranks started; the launch's
 overhead, from the launcher pod's creation (first seen by polling every 20 ms) to all ranks
 started, which covers the launcher's start, its wait for the workers and mpirun's daemons
-started through sshd or the agent; and each worker's server memory (VmRSS of its sshd, or
+started through sshd or the agent; the agent's size; and each worker's server memory (VmRSS of its sshd, or
 agent, once the job runs: the listener and the session serving the rank). Target (issue 32):
 the agent no slower than ssh, under 5 MB RSS per worker. Needs root and
 `scripts/frameworks.sh`'s Open MPI 4; builds the agent with `scripts/agent.sh`.
@@ -130,7 +130,7 @@ async def one_run(
 async def main(workers: str, rounds: int) -> None:
     print(f"machine: {machine()}")
     agent = agent_source()
-    rows = []
+    rows = [("agent binary (static, stripped)", f"{os.path.getsize(agent.path):,} B")]
     async with cluster(NAMESPACE) as client:
         node = ProcessNode(client, name="bench-launch", namespace=NAMESPACE)
         async with background(node.run()):
