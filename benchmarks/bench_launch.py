@@ -8,9 +8,9 @@ end on a process node (real processes, real network namespaces: sshd or `jobcore
 in every worker). Prints, as medians of --rounds: submit to all ranks started; the launch's
 overhead, from the launcher pod's creation (first seen by polling every 20 ms) to all ranks
 started, which covers the launcher's start, its wait for the workers and mpirun's daemons
-started through sshd or the agent; the agent's size; and each worker's server memory (VmRSS of its sshd, or
-agent, once the job runs: the listener and the session serving the rank). Target (issue 32):
-the agent no slower than ssh, under 5 MB RSS per worker. Needs root and
+started through sshd or the agent; the agent's size; and each worker's server memory (VmRSS
+of its sshd, or agent, once the job runs: the listener and the session serving the rank).
+Target (issue 32): the agent no slower than ssh, under 5 MB RSS per worker. Needs root and
 `scripts/frameworks.sh`'s Open MPI 4; builds the agent with `scripts/agent.sh`.
 """
 
@@ -52,11 +52,13 @@ RANK = ["/bin/sh", "-c", "echo rank-started $(date +%s.%N); sleep 2"]
 """Each rank: its start time, then 2 s alive, so the servers' memory is read mid-session."""
 
 
-def agent_source() -> AgentSource:
+def agent_source() -> tuple[AgentSource, int]:
+    """The agent `scripts/agent.sh` builds, and its size in bytes."""
     built = subprocess.run(
         ["bash", str(ROOT / "scripts" / "agent.sh")], capture_output=True, text=True, check=True
     )
-    return AgentSource(image="jobcore:bench", path=built.stdout.strip().splitlines()[-1])
+    path = built.stdout.strip().splitlines()[-1]
+    return AgentSource(image="jobcore:bench", path=path), os.path.getsize(path)
 
 
 def job(transport: str, workers: int, name: str, folder: Path) -> dict[str, Any]:
@@ -129,8 +131,8 @@ async def one_run(
 
 async def main(workers: str, rounds: int) -> None:
     print(f"machine: {machine()}")
-    agent = agent_source()
-    rows = [("agent binary (static, stripped)", f"{os.path.getsize(agent.path):,} B")]
+    agent, size = agent_source()
+    rows = [("agent binary (static, stripped)", f"{size:,} B")]
     async with cluster(NAMESPACE) as client:
         node = ProcessNode(client, name="bench-launch", namespace=NAMESPACE)
         async with background(node.run()):
