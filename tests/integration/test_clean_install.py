@@ -69,6 +69,8 @@ print(importlib.metadata.version("jobcore-k8s"))
 
 
 def test_jobcore_sandbox_runs_its_sample_job_from_the_plain_install(plain_install: Path) -> None:
+    """The README's main command (`scripts/sandbox.sh` runs `jobcore sandbox`), as a user who
+    installed the package runs it: the status shown live, while the job runs, then its end."""
     output = as_a_user(plain_install / "jobcore", "sandbox", bin_folder=plain_install)
     assert "control plane up: https://127.0.0.1:" in output, output
     assert "mpi-example: phase=Running" in output, output
