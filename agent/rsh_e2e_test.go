@@ -64,6 +64,7 @@ func TestSignalToRshReachesTheRemoteProcessGroup(t *testing.T) {
 }
 
 func TestRemoteIsKilledWhenRshGoes(t *testing.T) {
+	t.Parallel() // mostly waiting (the 5 s grace), beside TestUnreachableAgentIsAnSshFailure's 10 s
 	srv := startServer(t, jobKey)
 	for _, c := range []struct {
 		name, trap string

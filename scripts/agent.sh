@@ -4,7 +4,7 @@
 #
 #   scripts/agent.sh           build if needed; the binary's path is the last line on stdout:
 #                              ~/.cache/jobcore/agent/<hash>/jobcore-agent
-#   scripts/agent.sh --test    go vet, go test, then each fuzz target for $JOBCORE_FUZZTIME (10s)
+#   scripts/agent.sh --test    go vet, go test, then each fuzz target for $JOBCORE_FUZZTIME (4s)
 #   scripts/agent.sh --fuzz D  each fuzz target for D (a Go duration, e.g. 10m): the long run
 #   scripts/agent.sh --measure build, then print the binary's size and a serve process's RSS
 #                              idle and while one session streams 100 MB (loopback, /proc)
@@ -74,7 +74,7 @@ case ${1:-} in
   --test | test)
     go vet ./...
     go test -count=1 ./...
-    fuzz "${JOBCORE_FUZZTIME:-10s}"
+    fuzz "${JOBCORE_FUZZTIME:-4s}"
     exit 0
     ;;
   --fuzz)

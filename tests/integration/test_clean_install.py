@@ -1,8 +1,8 @@
 """`jobcore sandbox` from a plain install: the project's wheel, without the test extra, in a
 fresh virtualenv, as `pip install .` installs the distribution jobcore-k8s for a user.
 
-The wheel is built from the files the Dockerfile builds it from; pip's cache serves the
-dependencies after the first run.
+The wheel is built from the files the Dockerfile builds it from, and the dependencies' come from
+pytest's cache after the first run (tests/wheels.py, shared with the quickstart's test).
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import copy_project
 from tests.commands import run_to_success
+from tests.wheels import GROUP
+from tests.wheels import Wheels
 
-# The install takes its time the first time, before pip's cache holds the dependencies.
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+# The first run fetches every dependency's wheel in the fixture's set-up.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600), pytest.mark.xdist_group(GROUP)]
 
 
 def run(*argv: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
@@ -28,15 +29,14 @@ def run(*argv: str | Path, env: dict[str, str] | None = None, cwd: Path | None =
 
 
 @pytest.fixture(scope="module")
-def plain_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def plain_install(tmp_path_factory: pytest.TempPathFactory, fresh_install_wheels: Wheels) -> Path:
     """A fresh virtualenv holding the project as `pip install .` installs it; its bin folder."""
-    folder = tmp_path_factory.mktemp("clean-install")
-    source = copy_project(folder / "source")
-    venv = folder / "venv"
+    venv = tmp_path_factory.mktemp("clean-install") / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", venv)
     # This interpreter's pip installs into the new one: no pip of its own to bootstrap.
     pip: list[str | Path] = [sys.executable, "-m", "pip", "--python", venv / "bin" / "python"]
-    run(*pip, "install", "--disable-pip-version-check", "--no-input", source)
+    wheels = fresh_install_wheels
+    run(*pip, "install", "--disable-pip-version-check", "--no-input", *wheels.found, wheels.jobcore)
     return venv / "bin"
 
 
@@ -69,6 +69,8 @@ print(importlib.metadata.version("jobcore-k8s"))
 
 
 def test_jobcore_sandbox_runs_its_sample_job_from_the_plain_install(plain_install: Path) -> None:
+    """The README's main command (`scripts/sandbox.sh` runs `jobcore sandbox`), as a user who
+    installed the package runs it: the status shown live, while the job runs, then its end."""
     output = as_a_user(plain_install / "jobcore", "sandbox", bin_folder=plain_install)
     assert "control plane up: https://127.0.0.1:" in output, output
     assert "mpi-example: phase=Running" in output, output

@@ -59,16 +59,6 @@ async def test_run_reconciles_and_stops_gracefully_on_sigterm(
             await process.wait()
 
 
-async def test_sandbox_runs_the_sample_job_to_succeeded_showing_its_status() -> None:
-    """The README's main command: `scripts/sandbox.sh` runs `jobcore sandbox`."""
-    process = await start_jobcore("sandbox")
-    output, _ = await asyncio.wait_for(process.communicate(), 120)
-    text = output.decode()
-    assert process.returncode == 0, text
-    assert "phase=Running" in text  # shown live, while it runs
-    assert "sample job finished: Succeeded" in text
-
-
 BAD_PLUGIN = '''
 from jobcore import Resource
 from jobcore.jobs import T9K_STATUS

@@ -6,6 +6,7 @@ come from `scripts/frameworks.sh colossalai`; under CI, without them, these test
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -41,36 +42,35 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[Controller
 
 @pytest.mark.usefixtures("controller")
 @pytest.mark.timeout(180)
-async def test_two_workers_by_two_processes_all_reduce_over_gloo(
+async def test_two_workers_all_reduce_over_gloo_and_a_failing_script_fails_its_job(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
-    job = realjobs.colossalai_job(tmp_path, name="cai", namespace=namespace)
-    status, log = await run_to_end(
-        client, process_node, JOBS, job, container="launcher", timeout=150
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "fail").mkdir()
+    ok = realjobs.colossalai_job(tmp_path / "ok", name="cai", namespace=namespace)
+    fail = realjobs.colossalai_job(
+        tmp_path / "fail", name="caifail", namespace=namespace, procs=1, failing_rank=1
+    )
+    # Both at once, to save the suite's time.
+    (status, log), (failed, failed_log) = await asyncio.gather(
+        *(
+            run_to_end(client, process_node, JOBS, job, container="launcher", timeout=150)
+            for job in (ok, fail)
+        )
     )
     assert status["phase"] == "Succeeded", log
     assert mpioutput.ranks(log, prefix=".*") == mpioutput.on_two_workers("cai"), log
     await wait_for_events(client, namespace, "cai", "Succeeded")
 
-
-@pytest.mark.usefixtures("controller")
-@pytest.mark.timeout(180)
-async def test_a_failing_training_script_fails_the_job_with_colossalai_runs_exit_code(
-    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
-) -> None:
-    job = realjobs.colossalai_job(tmp_path, name="caifail", namespace=namespace, failing_rank=3)
-    status, log = await run_to_end(
-        client, process_node, JOBS, job, container="launcher", timeout=150
-    )
-    assert status["phase"] == "Failed", log
-    assert condition(status, "Failed")["status"] == "True", status
-    failure = condition(status, "ReplicaFailure")
+    assert failed["phase"] == "Failed", failed_log
+    assert condition(failed, "Failed")["status"] == "True", failed
+    failure = condition(failed, "ReplicaFailure")
     # colossalai run reports the worker whose torchrun failed and exits 1, whatever the code.
     assert "caifail-launcher" in failure["message"], failure
-    assert "exited with error code 1" in failure["message"], (failure, log)
+    assert "exited with error code 1" in failure["message"], (failure, failed_log)
     # The script's own code (3) and the failing worker are only in the launcher's log.
-    assert re.search(r"exitcode\s*: 3", log), log
-    assert re.search(r"caifail-worker-1\S*: failure", log), log
+    assert re.search(r"exitcode\s*: 3", failed_log), failed_log
+    assert re.search(r"caifail-worker-1\S*: failure", failed_log), failed_log
 
 
 ARGS_SCRIPT = """\

@@ -2,12 +2,13 @@
 
 horovodrun runs `ssh` itself (its ssh check, its task servers, every gloo rank) and, with
 `--mpi`, Open MPI's mpirun its own remote shell: both reach the workers' agents, which serve in
-place of sshd. One job per case (static gloo, static `--mpi`, elastic gloo), each run to its
-end once and read for several things.
+place of sshd. One job per case (static gloo, static `--mpi`, elastic gloo), all three at once
+(to save the suite's time), each run to its end once and read for several things.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -74,24 +75,39 @@ async def run_elastic(
     return status, log()
 
 
-@pytest.mark.usefixtures("controller")
-@pytest.mark.parametrize("case", ["gloo", "mpi", "elastic"])
-async def test_a_horovodjob_runs_on_both_workers_through_the_agent_without_sshd(
-    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path, case: str
-) -> None:
-    if case == "elastic":
-        status, log = await run_elastic(client, process_node, namespace, tmp_path)
-    else:
-        cmd = realjobs.horovod_allreduce(tmp_path)
-        job = realjobs.horovod_job(cmd, name=case, namespace=namespace)
-        job["spec"] |= {"horovod": {"backend": case}, "transport": "agent"}
-        status, log = await run_to_end(client, process_node, KIND.resource, job, container=LAUNCHER)
-        assert mpioutput.ranks(log, prefix=".*") == mpioutput.on_two_workers(case), log
+async def run_static(
+    client: Client, node: ProcessNode, namespace: str, folder: Path, backend: str
+) -> tuple[dict[str, Any], str]:
+    """A static job of 2 workers x 2 slots over `backend`, named after it, run to its end; its
+    ranks checked in the launcher's output."""
+    cmd = realjobs.horovod_allreduce(folder)
+    job = realjobs.horovod_job(cmd, name=backend, namespace=namespace)
+    job["spec"] |= {"horovod": {"backend": backend}, "transport": "agent"}
+    status, log = await run_to_end(
+        client, node, KIND.resource, job, container=LAUNCHER, timeout=150
+    )
+    assert mpioutput.ranks(log, prefix=".*") == mpioutput.on_two_workers(backend), log
+    return status, log
 
-    assert status["phase"] == "Succeeded", log
-    workers = [f"{case}-worker-0", f"{case}-worker-1"]
-    for name in workers:  # the agent serves in sshd's place
-        pod = await client.get(PODS, name, namespace)
-        assert container_named(pod, "worker")["command"][:2] == [AGENT, "serve"], pod
-    launcher = await client.get(PODS, f"{case}-launcher", namespace)
-    assert sorted(launched(launcher, LAUNCHER) or ()) == workers, log
+
+@pytest.mark.timeout(240)
+@pytest.mark.usefixtures("controller")
+async def test_horovodjobs_run_on_both_workers_through_the_agent_without_sshd(
+    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
+) -> None:
+    cases = ("gloo", "mpi", "elastic")
+    for case in cases:
+        (tmp_path / case).mkdir()
+    runs = await asyncio.gather(
+        run_static(client, process_node, namespace, tmp_path / "gloo", "gloo"),
+        run_static(client, process_node, namespace, tmp_path / "mpi", "mpi"),
+        run_elastic(client, process_node, namespace, tmp_path / "elastic"),
+    )
+    for case, (status, log) in zip(cases, runs, strict=True):
+        assert status["phase"] == "Succeeded", log
+        workers = [f"{case}-worker-0", f"{case}-worker-1"]
+        for name in workers:  # the agent serves in sshd's place
+            pod = await client.get(PODS, name, namespace)
+            assert container_named(pod, "worker")["command"][:2] == [AGENT, "serve"], pod
+        launcher = await client.get(PODS, f"{case}-launcher", namespace)
+        assert sorted(launched(launcher, LAUNCHER) or ()) == workers, log

@@ -24,11 +24,10 @@ from jobcore.testing import condition
 from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import require
-from jobcore.testing import wait_for_phase
 from jobkinds.horovodjob import HorovodJobKind
 from tests import mpioutput
 from tests.realruns import elastic_horovod_job
-from tests.realruns import launcher_log
+from tests.realruns import run_to_end
 from tests.realruns import scale_up_down_and_replace
 
 pytestmark = pytest.mark.integration
@@ -74,39 +73,36 @@ def horovodjob(namespace: str, name: str, cmd: list[str], **spec: Any) -> Object
 # Static ----------------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(240)
 @pytest.mark.usefixtures("controller")
-@pytest.mark.parametrize("backend", ["gloo", "mpi"])
-async def test_a_static_job_allreduces_on_two_workers_by_two_slots(
-    client: Client, namespace: str, process_node: ProcessNode, programs: Path, backend: str
-) -> None:
-    require(missing("horovod"))
-    cmd = realjobs.horovod_allreduce(programs)
-    await client.create(HOROVODJOBS, horovodjob(namespace, "ar", cmd, horovod={"backend": backend}))
-    try:
-        status = await wait_for_phase(client, HOROVODJOBS, namespace, "ar", "Succeeded", timeout=90)
-    except BaseException as exc:
-        exc.add_note(launcher_log(process_node, namespace, "ar"))
-        raise
-    log = launcher_log(process_node, namespace, "ar")
-    assert condition(status, "Completed")["reason"] == "Succeeded", log
-    started = f"starting: horovodrun -np 4 --hostfile /etc/horovod/hostfile --{backend} python"
-    assert started in log, log
-    assert mpioutput.ranks(log, prefix=".*") == mpioutput.on_two_workers("ar"), log
-
-
-@pytest.mark.usefixtures("controller")
-async def test_a_rank_exiting_3_makes_gloo_horovodrun_exit_1_and_fails_the_job(
+async def test_static_jobs_allreduce_over_gloo_and_mpi_and_a_rank_exiting_3_fails_its_job(
     client: Client, namespace: str, process_node: ProcessNode, programs: Path
 ) -> None:
     require(missing("horovod"))
-    await client.create(
-        HOROVODJOBS, horovodjob(namespace, "f", ["python", str(programs / "fail.py")])
+    cmd = realjobs.horovod_allreduce(programs)
+    backends = ("gloo", "mpi")
+    jobs = [
+        horovodjob(namespace, backend, cmd, horovod={"backend": backend}) for backend in backends
+    ]
+    jobs.append(horovodjob(namespace, "f", ["python", str(programs / "fail.py")]))
+    # All three at once, to save the suite's time.
+    *ended, (failed, failed_log) = await asyncio.gather(
+        *(
+            run_to_end(client, process_node, HOROVODJOBS, job, container="launcher", timeout=180)
+            for job in jobs
+        )
     )
-    status = await wait_for_phase(client, HOROVODJOBS, namespace, "f", "Failed", timeout=90)
-    log = launcher_log(process_node, namespace, "f")
-    assert "Process 1 exit with status code 3." in log, log
-    assert "RuntimeError: Horovod detected that one or more processes exited" in log, log
-    failure = condition(status, "ReplicaFailure")["message"]
+    for backend, (status, log) in zip(backends, ended, strict=True):
+        assert condition(status, "Completed")["reason"] == "Succeeded", log
+        started = f"starting: horovodrun -np 4 --hostfile /etc/horovod/hostfile --{backend} python"
+        assert started in log, log
+        assert mpioutput.ranks(log, prefix=".*") == mpioutput.on_two_workers(backend), log
+
+    # A rank exiting 3 makes gloo's horovodrun exit 1: the job fails with that code.
+    assert failed["phase"] == "Failed", failed_log
+    assert "Process 1 exit with status code 3." in failed_log, failed_log
+    assert "RuntimeError: Horovod detected that one or more processes exited" in failed_log
+    failure = condition(failed, "ReplicaFailure")["message"]
     assert failure == "Pod[f-launcher] exited with error code 1 (container launcher)"
 
 

@@ -7,12 +7,14 @@ the job's keys are mounted at /home/mpiuser/.ssh, sshd listens on 2222. The user
 
 from __future__ import annotations
 
+import asyncio
 import pwd
 import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,8 @@ from controllers import frameworks
 from controllers import realjobs
 from jobcore import PODS
 from jobcore import Client
+from jobcore import Object
+from jobcore.jobs import JobKind
 from jobcore.testing import ProcessNode
 from jobcore.testing import job_controller
 from jobcore.testing import require
@@ -63,59 +67,53 @@ async def assert_sshd_as_user_on_2222(client: Client, namespace: str, pod: str) 
     assert {m["mountPath"] for m in sshd["volumeMounts"]} >= {"/home/mpiuser/.ssh"}
 
 
-@pytest.mark.timeout(180)
-async def test_an_mpijob_runs_open_mpi_as_a_non_root_user(
-    client: Client, namespace: str, process_node: ProcessNode, folder: Path, user: pwd.struct_passwd
-) -> None:
-    require(frameworks.missing("openmpi4"))
-    program = realjobs.mpi_program("openmpi", folder)
-    command = ["/bin/sh", "-c", SAY_WHO, "sh", *program]
-    job = realjobs.mpi_job("openmpi", folder, command, name="nonroot", namespace=namespace)
-    job = realjobs.nonroot(job, user)
-    async with job_controller(client, MPIJobKind(), namespace=namespace):
+async def run_as(
+    client: Client, node: ProcessNode, kind: JobKind[Any], job: Object, container: str
+) -> tuple[dict[str, Any], str, Object]:
+    """`job` run to its end by its kind's controller: its status, its launcher's output and its
+    launcher pod; its first worker checked to run sshd as the user on 2222."""
+    name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+    async with job_controller(client, kind, namespace=namespace):
         status, log = await run_to_end(
-            client, process_node, MPIJobKind.resource, job, container="mpi-launcher"
+            client, node, kind.resource, job, container=container, timeout=180
         )
-        await assert_sshd_as_user_on_2222(client, namespace, "nonroot-worker-0")
-    assert status["phase"] == "Succeeded", log
-    ids = (str(user.pw_uid), str(user.pw_gid))
-    assert who(log) == {(*ids, "nonroot-worker-0"), (*ids, "nonroot-worker-1")}, log
-    ranks = [line for line in log.splitlines() if line.startswith("rank ")]
-    assert len(ranks) == 4 and all(line.endswith("sum=10") for line in ranks), log
+        await assert_sshd_as_user_on_2222(client, namespace, f"{name}-worker-0")
+        launcher = await client.get(PODS, f"{name}-launcher", namespace)
+    return status, log, launcher
 
 
 @pytest.mark.timeout(240)
-async def test_a_horovodjob_runs_horovodrun_as_a_non_root_user(
+async def test_each_kinds_launcher_and_workers_run_as_a_non_root_user(
     client: Client, namespace: str, process_node: ProcessNode, folder: Path, user: pwd.struct_passwd
 ) -> None:
-    require(frameworks.missing("horovod"))
-    command = ["/bin/sh", "-c", SAY_WHO, "sh", *realjobs.horovod_allreduce(folder)]
-    job = realjobs.nonroot(realjobs.horovod_job(command, name="hvd", namespace=namespace), user)
-    async with job_controller(client, HorovodJobKind(), namespace=namespace):
-        status, log = await run_to_end(
-            client, process_node, HorovodJobKind.resource, job, container="launcher", timeout=180
-        )
-        await assert_sshd_as_user_on_2222(client, namespace, "hvd-worker-0")
-    assert status["phase"] == "Succeeded", log
+    for framework in ("openmpi4", "horovod", "colossalai"):
+        require(frameworks.missing(framework))
+    folders = {name: folder / name for name in ("nonroot", "hvd", "cai")}
+    for path in folders.values():
+        path.mkdir(mode=0o755)
+    ranks = ["/bin/sh", "-c", SAY_WHO, "sh", *realjobs.mpi_program("openmpi", folders["nonroot"])]
+    mpi = realjobs.mpi_job(
+        "openmpi", folders["nonroot"], ranks, name="nonroot", namespace=namespace
+    )
+    ranks = ["/bin/sh", "-c", SAY_WHO, "sh", *realjobs.horovod_allreduce(folders["hvd"])]
+    horovod = realjobs.horovod_job(ranks, name="hvd", namespace=namespace)
+    colossalai = realjobs.colossalai_job(folders["cai"], name="cai", namespace=namespace)
+    # The three at once, to save the suite's time.
+    runs = await asyncio.gather(
+        run_as(client, process_node, MPIJobKind(), realjobs.nonroot(mpi, user), "mpi-launcher"),
+        run_as(client, process_node, HorovodJobKind(), realjobs.nonroot(horovod, user), "launcher"),
+        run_as(
+            client,
+            process_node,
+            ColossalAIJobKind(),
+            realjobs.nonroot(colossalai, user),
+            "launcher",
+        ),
+    )
     ids = (str(user.pw_uid), str(user.pw_gid))
-    assert who(log) == {(*ids, "hvd-worker-0"), (*ids, "hvd-worker-1")}, log
-    assert len(re.findall(r"rank \d of 4 on hvd-worker-\d: sum=10", log)) == 4, log
-
-
-@pytest.mark.timeout(240)
-async def test_a_colossalaijob_runs_colossalai_run_as_a_non_root_user(
-    client: Client, namespace: str, process_node: ProcessNode, folder: Path, user: pwd.struct_passwd
-) -> None:
-    require(frameworks.missing("colossalai"))
-    job = realjobs.nonroot(realjobs.colossalai_job(folder, name="cai", namespace=namespace), user)
-    async with job_controller(client, ColossalAIJobKind(), namespace=namespace):
-        status, log = await run_to_end(
-            client, process_node, ColossalAIJobKind.resource, job, container="launcher", timeout=180
-        )
-        await assert_sshd_as_user_on_2222(client, namespace, "cai-worker-0")
-        launcher = await client.get(PODS, "cai-launcher", namespace)
-    assert status["phase"] == "Succeeded", log
-    ids = (str(user.pw_uid), str(user.pw_gid))
-    assert who(log) == {(*ids, "cai-worker-0"), (*ids, "cai-worker-1")}, log
-    assert len(re.findall(r"rank \d of 4 on cai-worker-\d: sum=10", log)) == 4, log
+    for name, (status, log, _) in zip(folders, runs, strict=True):
+        assert status["phase"] == "Succeeded", log
+        assert who(log) == {(*ids, f"{name}-worker-0"), (*ids, f"{name}-worker-1")}, log
+        assert len(re.findall(rf"rank \d of 4 on {name}-worker-\d: sum=10", log)) == 4, log
+    _, _, launcher = runs[2]
     assert launcher["spec"]["securityContext"]["runAsUser"] == user.pw_uid
