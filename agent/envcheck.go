@@ -62,12 +62,14 @@ func checkEnv(spec string, environ []string) (int, string) {
 	return check.Exit, check.Before + " " + strings.Join(unsafe, " ") + check.After
 }
 
-// safeWord is what a shell reads as itself.
-var safeWord = regexp.MustCompile(`^[A-Za-z0-9_./-]+$`)
-
-// shellWord shows a name as a shell would need it typed: as is when plain, else quoted.
+// shellWord shows a name as a shell would need it typed: as is when plain (letters, digits,
+// _ . / -), else quoted. No package-level pattern: `serve` never pays for one.
 func shellWord(name string) string {
-	if safeWord.MatchString(name) {
+	plain := name != ""
+	for _, c := range name {
+		plain = plain && (c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.ContainsRune("_./-", c))
+	}
+	if plain {
 		return name
 	}
 	return strconv.Quote(name)
