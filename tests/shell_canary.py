@@ -264,6 +264,8 @@ def run_launcher(launcher: Launcher, box: Sandbox, slot: int, *, real_mpirun: bo
             "OMPI_MCA_orte_default_hostfile": str(box.root / "hostfile"),
             "OMPI_ALLOW_RUN_AS_ROOT": "1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            # mpirun looks worker-0 up: a lost DNS answer cost it glibc's 5 s timeout.
+            "RES_OPTIONS": "timeout:1",
         }
         env.setdefault("OMPI_MCA_plm_rsh_agent", str(box.bin(real_mpirun=True) / "ssh"))
     if real_mpirun:  # its own session folder: mpiruns sharing one wait for each other
