@@ -6,6 +6,7 @@ payload would run never runs. `python -m tests.shell_canary` prints the counts."
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
@@ -79,7 +80,8 @@ def test_a_launch_command_rendered_as_shell_text_through_the_agent_is_caught(
 
     monkeypatch.setattr(children, "launcher_command", joined)
     counts = Counts()
-    mpijob = shell_canary.TRANSPORTS["agent"]["MPIJob"]
+    agent = shell_canary.TRANSPORTS["agent"]["MPIJob"]
+    mpijob = dataclasses.replace(agent, fields={"cmd": agent.fields["cmd"]})
     with pytest.raises(CanaryFired, match=r"the canary ran: fields \[\('"):
         shell_canary.check_kind(mpijob, box, counts, examples=1)
     assert counts.executed == 1
