@@ -99,9 +99,10 @@ def _count(label: str) -> int:
 class Counts:
     """What the canary runs did; `str` summarises it, each count by its label."""
 
-    fields: int = _count("fields")
-    payloads: int = _count("payloads, each pair a job of its own")
-    tried: int = _count("adversarial inputs tried in all")
+    fields: int = 0
+    payloads: int = 0
+    """`fields` x `payloads` pairs, a job each (none for the real mpirun's runs)."""
+    tried: int = _count("adversarial inputs tried")
     rejected: int = _count("rejected by validation")
     scripts_run: int = _count("launcher scripts run")
     through_agent: int = _count("of them under jobcore-agent launch")
@@ -112,8 +113,9 @@ class Counts:
     executed: int = _count("payloads executed")
 
     def __str__(self) -> str:
-        counts = dataclasses.fields(self)
-        return ", ".join(f"{c.metadata['label']}: {getattr(self, c.name)}" for c in counts)
+        pairs = f"{self.fields} fields x {self.payloads} payloads, a job each; " * bool(self.fields)
+        counts = [c for c in dataclasses.fields(self) if "label" in c.metadata]
+        return pairs + ", ".join(f"{c.metadata['label']}: {getattr(self, c.name)}" for c in counts)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -404,8 +406,12 @@ def main() -> int:
     except CanaryFired as fired:
         print(fired, file=sys.stderr)
         return 1
+    total = Counts()
     for name, counts in results.items():
         print(f"{name}: {counts}")
+        for count in dataclasses.fields(Counts):
+            setattr(total, count.name, getattr(total, count.name) + getattr(counts, count.name))
+    print(f"In all: {dataclasses.replace(total, fields=0)}")
     return 1 if any(counts.executed for counts in results.values()) else 0
 
 
