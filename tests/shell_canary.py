@@ -163,7 +163,8 @@ def sandbox() -> Iterator[Sandbox]:
         for name in ("jobcore-rsh", "ssh"):  # as `jobcore-agent install` links them
             (box.agent / name).symlink_to("jobcore-agent")
         (root / "empty").write_text("")
-        (root / "hostfile").write_text("worker-0 slots=2\n")
+        # An address (RFC 5737's for examples): mpirun finds it is not this host's without DNS.
+        (root / "hostfile").write_text("192.0.2.1 slots=2\n")
         yield box
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -266,12 +267,12 @@ def run_launcher(launcher: Launcher, box: Sandbox, slot: int, *, real_mpirun: bo
             "OMPI_MCA_orte_default_hostfile": str(box.root / "hostfile"),
             "OMPI_ALLOW_RUN_AS_ROOT": "1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            # mpirun looks worker-0 up: a lost DNS answer cost it glibc's 5 s timeout.
+            # Any lookup mpirun makes: a lost DNS answer would cost it glibc's 5 s timeout.
             "RES_OPTIONS": "timeout:1",
+            # Its own session folder: mpiruns sharing one wait for each other.
+            "TMPDIR": tempfile.mkdtemp(dir=box.root),
         }
         env.setdefault("OMPI_MCA_plm_rsh_agent", str(box.bin(real_mpirun=True) / "ssh"))
-    if real_mpirun:  # its own session folder: mpiruns sharing one wait for each other
-        env["TMPDIR"] = tempfile.mkdtemp(dir=box.root)
     remote_log.write_bytes(b"")
     run = subprocess.run(argv, env=env, cwd=box.root, capture_output=True, timeout=60, check=False)
     remote = remote_log.read_bytes()
@@ -370,6 +371,7 @@ def _culprit(
         box.fired.unlink(missing_ok=True)
         run_launcher(launcher, box, 0, real_mpirun=real_mpirun)
         if box.fired.exists():
+            box.fired.unlink()
             return CanaryFired(f"the canary ran: fields {case.changes!r}\nlauncher {launcher!r}")
     return CanaryFired("the canary ran, but no launcher fires it alone")
 
