@@ -6,7 +6,9 @@ elastic); a field is a name and a function that puts a value where it goes, made
 a path (so a check that only wants a leading `/` would let the rest through). A value may also
 arrive as the kubelet would bring it, unseen by validation: from a ConfigMap or Secret
 (`valueFrom`, `envFrom` and its `prefix`) or from the pod's annotations (`fieldRef`); the job's
-`Draft` holds those objects' data beside its spec.
+`Draft` holds those objects' data beside its spec. Every kind with an agent transport comes
+again with it (`over_agent`): T9k kinds' `spec.transport: agent`, Kubeflow's MPIJob's
+`jobcore.dev/transport: agent` annotation.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from jobcore import Object
 from jobcore.jobs import JobKind
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
+from jobkinds.kubeflow import MPIJobKind as KubeflowMPIJobKind
+from jobkinds.kubeflow.transport import TRANSPORT_ANNOTATION
 from jobkinds.mpijob import MPIJobKind
 from tests.jobdocs import FieldPath
 from tests.jobdocs import at
@@ -166,6 +170,8 @@ class CanaryKind:
     specs: tuple[dict[str, Any], ...]
     """Valid specs the fields are put into: the kind's variants (MPI, backend, elastic)."""
     fields: dict[str, Setter]
+    annotations: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The job's own annotations (Kubeflow's transport)."""
 
     def jobs(self, values: st.SearchStrategy[str]) -> st.SearchStrategy[Case]:
         """A job with one to three fields set to `values`."""
@@ -174,13 +180,16 @@ class CanaryKind:
             min_size=1,
             max_size=3,
         )
-        return st.builds(self._job, st.sampled_from(self.specs), changes)
+        return st.builds(self.job, st.sampled_from(self.specs), changes)
 
-    def _job(self, spec: dict[str, Any], changes: Changes) -> Case:
+    def job(self, spec: dict[str, Any], changes: Changes) -> Case:
+        """The job made from `spec` with `changes` (field, value) made."""
         draft = Draft(copy.deepcopy(spec))
         for field, value in changes:
             self.fields[field](draft, value)
-        metadata = {"name": "canary", "namespace": "team", "uid": "0d1e2f3a"}
+        metadata: dict[str, Any] = {"name": "canary", "namespace": "team", "uid": "0d1e2f3a"}
+        if self.annotations:
+            metadata["annotations"] = dict(self.annotations)
         kind = self.kind.resource
         doc = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata}
         return Case({**doc, "spec": draft.spec}, draft.sources, changes)
@@ -283,6 +292,69 @@ COLOSSALAIJOB = CanaryKind(
         "envFrom prefix": _env_from(("launcher",), "configMapRef"),
     },
 )
+_KUBEFLOW_LAUNCHER = ("mpiReplicaSpecs", "Launcher", "template", "spec", "containers", 0)
+KUBEFLOW_MPIJOB = CanaryKind(
+    KubeflowMPIJobKind(),
+    tuple(
+        {
+            "mpiImplementation": mpi,
+            "slotsPerWorker": 1,
+            "mpiReplicaSpecs": {
+                "Launcher": {
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                _container(
+                                    "mpi-launcher", command=[program, "-n", "2", "./pi"], args=[]
+                                )
+                            ]
+                        }
+                    },
+                },
+                "Worker": {
+                    "replicas": 2,
+                    "template": {"spec": {"containers": [_container("mpi-worker")]}},
+                },
+            },
+        }
+        for mpi, program in (("OpenMPI", "mpirun"), ("MPICH", "mpiexec"), ("Intel", "mpiexec"))
+    ),
+    {
+        "Launcher command, an argument of its program": _add(*_KUBEFLOW_LAUNCHER, "command"),
+        "Launcher args, after its command": _add(*_KUBEFLOW_LAUNCHER, "args"),
+        "Launcher env name": _add(*_KUBEFLOW_LAUNCHER, "env", entries=_named_entry),
+        "Launcher env value": _add(
+            *_KUBEFLOW_LAUNCHER, "env", entries=lambda v: [{"name": "CANARY", "value": v}]
+        ),
+        "Launcher valueFrom Secret": _value_from(_KUBEFLOW_LAUNCHER, "CANARY", "secretKeyRef"),
+        "Launcher envFrom ConfigMap": _env_from(_KUBEFLOW_LAUNCHER, "configMapRef", key="CANARY"),
+        "Launcher envFrom prefix": _env_from(_KUBEFLOW_LAUNCHER, "configMapRef"),
+    },
+    annotations={TRANSPORT_ANNOTATION: "agent"},
+)
+"""Kubeflow's MPIJob through the agent: the launcher's command is the user's own, run as
+Kubeflow runs it (so are its MPI settings: an `OMPI_MCA_` variable in it is the user's to
+write, as over ssh); the fields are what the agent's wrapping hands on, the command's
+arguments and the launcher's environment."""
+
+
+def over_agent(canary: CanaryKind) -> CanaryKind:
+    """A T9k kind's variants with `spec.transport: agent`."""
+    return dataclasses.replace(
+        canary, specs=tuple({**s, "transport": "agent"} for s in canary.specs)
+    )
+
+
+def open_mpi_only(mpijob: CanaryKind) -> CanaryKind:
+    """An MPIJob's Open MPI variants only: what the real mpirun runs."""
+    return dataclasses.replace(mpijob, specs=mpijob.specs[:1])
+
+
 KINDS = {"MPIJob": MPIJOB, "HorovodJob": HOROVODJOB, "ColossalAIJob": COLOSSALAIJOB}
-OPEN_MPI_MPIJOB = dataclasses.replace(MPIJOB, specs=MPIJOB.specs[:1])
-"""MPIJob with Open MPI only: what the real mpirun runs."""
+"""Over ssh."""
+AGENT_KINDS = {
+    **{name: over_agent(canary) for name, canary in KINDS.items()},
+    "Kubeflow MPIJob": KUBEFLOW_MPIJOB,
+}
+"""Through jobcore's agent."""
