@@ -18,11 +18,11 @@ env values over ssh, which colossalai run puts in double quotes on purpose
 with no jobcore program in between.
 
 Through the agent, the pods' agent folder is the sandbox's, holding a stub agent
-(shell_canary_stubs/agent): `launch` runs what follows `--` as it is, as the real one does once
-every worker's agent answers (there are no workers to wait for: its wait is what the ssh
-launchers' empty hostfile skips); `rsh` joins its command's words as the real one does and
-runs them with `sh -c`, as the worker's `serve` does. A stub rather than the real agent: the
-real `rsh` needs a serving agent at the worker's name, which this machine cannot resolve.
+(shell_canary_stubs/agent): `launch` is the real agent's (`scripts/agent.sh` builds it), its
+environment check included, without its wait for the workers' agents (there are none: the
+wait is what the ssh launchers' empty hostfile skips); `rsh` joins its command's words as the
+real one does and runs them with `sh -c`, as the worker's `serve` does. A stub there: the real
+`rsh` needs a serving agent at the worker's name, which this machine cannot resolve.
 
 Launchers run PARALLEL at once; a canary that fired is traced to its job by running them again
 one at a time. `python -m tests.shell_canary` prints the counts by kind and transport;
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import itertools
 import re
 import shutil
@@ -139,6 +140,14 @@ class Sandbox:
         return self.root / ("real-bin" if real_mpirun else "bin")
 
 
+@functools.cache
+def real_agent() -> Path:
+    """The agent as `scripts/agent.sh` builds it (cached by its sources' hash)."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "agent.sh"
+    built = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True)
+    return Path(built.stdout.strip().splitlines()[-1])
+
+
 @contextmanager
 def sandbox() -> Iterator[Sandbox]:
     """A fresh Sandbox; `bin` has every stub, `real-bin` all but mpirun's."""
@@ -160,6 +169,7 @@ def sandbox() -> Iterator[Sandbox]:
                 path.chmod(0o755)
         box.agent.mkdir()
         shutil.copy(STUBS / "agent" / "jobcore-agent", box.agent)
+        shutil.copy(real_agent(), box.agent / "real-agent")  # `launch`'s checks are its own
         for name in ("jobcore-rsh", "ssh"):  # as `jobcore-agent install` links them
             (box.agent / name).symlink_to("jobcore-agent")
         (root / "empty").write_text("")
