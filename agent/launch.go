@@ -21,6 +21,10 @@ import (
 // The launched file is emptied first, so a restarted launcher reports only its own run. With
 // --hostfile, the command starts only once the agent of every host it lists answers (as
 // `wait`), so that the launcher's image needs no shell to wait with.
+//
+// JOBCORE_WAIT_SECONDS in the launcher's environment, when set, replaces --timeout: it is the
+// user's setting of how long a launcher waits for its workers (the ssh transport's wait reads
+// it too), where --timeout is the controller's default.
 func launchMain(args []string) int {
 	flags := flag.NewFlagSet("launch", flag.ContinueOnError)
 	messageFile := flags.String("message-file", "/dev/termination-log", "file to write the launched line to")
@@ -30,6 +34,14 @@ func launchMain(args []string) int {
 	if err := flags.Parse(args); err != nil || flags.NArg() == 0 || *timeout < 0 {
 		fmt.Fprintln(os.Stderr, "usage: jobcore-agent launch [--message-file FILE] [--hostfile FILE [--timeout 300] [--port 2222]] -- COMMAND ARGS...")
 		return 2
+	}
+	if given := os.Getenv(waitSecondsEnv); given != "" {
+		seconds, err := strconv.ParseUint(given, 10, 31)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "jobcore-agent launch: %s must be a whole number of seconds, not %q\n", waitSecondsEnv, given)
+			return waitTimedOut
+		}
+		*timeout = float64(seconds)
 	}
 	launched := os.Getenv("JOBCORE_AGENT_LAUNCHED")
 	if launched != "" {
@@ -48,6 +60,9 @@ func launchMain(args []string) int {
 	}
 	return code
 }
+
+// waitSecondsEnv names the launcher's own wait limit, in whole seconds (see launchMain).
+const waitSecondsEnv = "JOBCORE_WAIT_SECONDS"
 
 // waitForHostfile waits for the agents of the hosts `path` lists: the first word of each line
 // up to a colon (`host slots=N`, Hydra's `host:N` and bare hosts alike).

@@ -129,6 +129,26 @@ func TestLaunchGivesUpWith124NamingTheHostsWhoseAgentNeverAnswers(t *testing.T) 
 	}
 }
 
+func TestLaunchWaitsAsLongAsJOBCORE_WAIT_SECONDSSaysAndRefusesAnythingButSeconds(t *testing.T) {
+	dir := t.TempDir()
+	hostfile := filepath.Join(dir, "hostfile")
+	if err := os.WriteFile(hostfile, []byte("127.0.0.1 slots=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	for _, c := range []struct{ env, stderr string }{
+		{"1", "gave up after 1s; agents not reached: 127.0.0.1"},
+		{"1.5", `JOBCORE_WAIT_SECONDS must be a whole number of seconds, not "1.5"`},
+	} {
+		cmd := exec.Command(agentBin, "launch", "--message-file", filepath.Join(dir, "m"),
+			"--hostfile", hostfile, "--port", port, "--timeout", "300", "--", "sh", "-c", "echo ran")
+		cmd.Env = append(os.Environ(), "JOBCORE_WAIT_SECONDS="+c.env)
+		if got := run(t, cmd, ""); got.code != 124 || got.stdout != "" || !strings.Contains(got.stderr, c.stderr) {
+			t.Fatalf("JOBCORE_WAIT_SECONDS=%s: got %+v", c.env, got)
+		}
+	}
+}
+
 func TestInstallCopiesTheAgentWithItsRshNames(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
 	if got := run(t, exec.Command(agentBin, "install", dir), ""); got.code != 0 {
