@@ -13,10 +13,6 @@ import (
 	"time"
 )
 
-// waitSecondsEnv, set in the launcher container's environment, replaces --timeout: the
-// controller renders the flag, the user sets the environment.
-const waitSecondsEnv = "JOBCORE_AGENT_WAIT_SECONDS"
-
 // launchMain is `jobcore-agent launch`: it runs the launcher's command (no shell), forwards
 // SIGTERM and SIGINT to it, and once it has succeeded writes which workers rsh reached to the
 // message file (the container's termination message, which the controller reads to check the
@@ -25,8 +21,11 @@ const waitSecondsEnv = "JOBCORE_AGENT_WAIT_SECONDS"
 // With --env-check, an environment that breaks the check's rules starts nothing (checkEnv).
 // The launched file is emptied first, so a restarted launcher reports only its own run. With
 // --hostfile, the command starts only once the agent of every host it lists answers (as
-// `wait`, for --timeout seconds or $JOBCORE_AGENT_WAIT_SECONDS), so that the launcher's image
-// needs no shell to wait with.
+// `wait`), so that the launcher's image needs no shell to wait with.
+//
+// JOBCORE_WAIT_SECONDS in the launcher's environment, when set, replaces --timeout: it is the
+// user's setting of how long a launcher waits for its workers (the ssh transport's wait reads
+// it too), where --timeout is the controller's default.
 func launchMain(args []string) int {
 	flags := flag.NewFlagSet("launch", flag.ContinueOnError)
 	messageFile := flags.String("message-file", "/dev/termination-log", "file to write the launched line to")
@@ -38,19 +37,19 @@ func launchMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: jobcore-agent launch [--message-file FILE] [--env-check JSON] [--hostfile FILE [--timeout 300] [--port 2222]] -- COMMAND ARGS...")
 		return 2
 	}
-	if given, ok := os.LookupEnv(waitSecondsEnv); ok {
-		seconds, err := strconv.ParseFloat(given, 64)
-		if err != nil || seconds < 0 {
-			fmt.Fprintf(os.Stderr, "jobcore-agent launch: %s must be a number of seconds, not %q\n", waitSecondsEnv, given)
-			return 2
-		}
-		*timeout = seconds
-	}
 	if *envRules != "" {
 		if code, message := checkEnv(*envRules, os.Environ()); code != 0 {
 			fmt.Fprintln(os.Stderr, message)
 			return code
 		}
+	}
+	if given := os.Getenv(waitSecondsEnv); given != "" {
+		seconds, err := strconv.ParseUint(given, 10, 31)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "jobcore-agent launch: %s must be a whole number of seconds, not %q\n", waitSecondsEnv, given)
+			return waitTimedOut
+		}
+		*timeout = float64(seconds)
 	}
 	launched := os.Getenv("JOBCORE_AGENT_LAUNCHED")
 	if launched != "" {
@@ -69,6 +68,9 @@ func launchMain(args []string) int {
 	}
 	return code
 }
+
+// waitSecondsEnv names the launcher's own wait limit, in whole seconds (see launchMain).
+const waitSecondsEnv = "JOBCORE_WAIT_SECONDS"
 
 // waitForHostfile waits for the agents of the hosts `path` lists: the first word of each line
 // up to a colon (`host slots=N`, Hydra's `host:N` and bare hosts alike).

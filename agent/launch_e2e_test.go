@@ -129,23 +129,23 @@ func TestLaunchGivesUpWith124NamingTheHostsWhoseAgentNeverAnswers(t *testing.T) 
 	}
 }
 
-func TestLaunchWaitsAsLongAsTheEnvironmentSaysOverTheFlag(t *testing.T) {
+func TestLaunchWaitsAsLongAsJOBCORE_WAIT_SECONDSSaysAndRefusesAnythingButSeconds(t *testing.T) {
 	dir := t.TempDir()
 	hostfile := filepath.Join(dir, "hostfile")
 	if err := os.WriteFile(hostfile, []byte("127.0.0.1 slots=1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	launch := func(wait string) result {
+	port := freePort(t)
+	for _, c := range []struct{ env, stderr string }{
+		{"1", "gave up after 1s; agents not reached: 127.0.0.1"},
+		{"1.5", `JOBCORE_WAIT_SECONDS must be a whole number of seconds, not "1.5"`},
+	} {
 		cmd := exec.Command(agentBin, "launch", "--message-file", filepath.Join(dir, "m"),
-			"--hostfile", hostfile, "--port", freePort(t), "--timeout", "300", "--", "true")
-		cmd.Env = append(os.Environ(), "JOBCORE_AGENT_WAIT_SECONDS="+wait)
-		return run(t, cmd, "")
-	}
-	if got := launch("0.5"); got.code != 124 || !strings.Contains(got.stderr, "gave up after 0.5s") {
-		t.Fatalf("got %+v", got)
-	}
-	if got := launch("soon"); got.code != 2 || !strings.Contains(got.stderr, "JOBCORE_AGENT_WAIT_SECONDS must be a number") {
-		t.Fatalf("got %+v", got)
+			"--hostfile", hostfile, "--port", port, "--timeout", "300", "--", "sh", "-c", "echo ran")
+		cmd.Env = append(os.Environ(), "JOBCORE_WAIT_SECONDS="+c.env)
+		if got := run(t, cmd, ""); got.code != 124 || got.stdout != "" || !strings.Contains(got.stderr, c.stderr) {
+			t.Fatalf("JOBCORE_WAIT_SECONDS=%s: got %+v", c.env, got)
+		}
 	}
 }
 

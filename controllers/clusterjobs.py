@@ -14,16 +14,25 @@ from typing import Any
 from controllers import images
 from controllers import realjobs
 from jobcore import Object
+from jobcore.launcher import Transport
 
 FRAMEWORK_IMAGES = ("openmpi4", "mpich", "intel", "colossalai", "horovod")
 """The frameworks that have an image of their own (Open MPI 5 has none)."""
+AGENT_IMAGES = {"openmpi4": "mpi-pi-nosshd", "mpich": "mpich-nosshd", "intel": "intel-nosshd"}
+"""The sshd-free image of each MPI, for jobs launched through jobcore's agent: Open MPI 4's is
+Kubeflow's pi stand-in without sshd (the allreduce too, and no Python). ColossalAI's and
+Horovod's keep their sshd, which the agent leaves unused."""
 PROGRAMS_VOLUME = "jobcore-programs"
 
 
-def installs() -> realjobs.Installs:
-    """Every framework in its image, as `scripts/images.sh` tagged it last (those built)."""
-    built = [name for name in FRAMEWORK_IMAGES if images.missing(name) is None]
-    return realjobs.Installs({name: images.reference(name) for name in built})
+def installs(transport: Transport = "ssh") -> realjobs.Installs:
+    """Every framework in its image, as `scripts/images.sh` tagged it last (those built); for
+    the agent `transport`, the MPIs' sshd-free images."""
+    chosen = {name: name for name in FRAMEWORK_IMAGES}
+    if transport == "agent":
+        chosen |= AGENT_IMAGES
+    built = {name: image for name, image in chosen.items() if images.missing(image) is None}
+    return realjobs.Installs({name: images.reference(image) for name, image in built.items()})
 
 
 def programs_configmap(folder: Path, *, name: str, namespace: str) -> Object:

@@ -24,6 +24,7 @@ from controllers.sandbox import SandboxError
 from controllers.sandbox import follow
 from jobcore import CONFIGMAPS
 from jobcore import Client
+from jobcore.launcher import Transport
 from jobcore.testing import RealCluster
 from jobcore.testing import RealClusterError
 from jobcore.testing import images_folder
@@ -47,12 +48,14 @@ async def run_cluster_sandbox(
     *,
     kind: str = "mpijob",
     mpi: str = "openmpi",
+    launch: Transport = "ssh",
     keep: bool = False,
     namespace: str = "default",
     cluster: RealCluster | None = None,
     out: TextIO,
 ) -> str:
-    """Run `kind`'s sample (an MPIJob with `mpi`) in the real cluster, showing its status as it
+    """Run `kind`'s sample (an MPIJob with `mpi`) in the real cluster, launched over `launch`
+    (through the agent, an MPI's image is its sshd-free one), showing its status as it
     changes and its launcher's output; its final phase. A `cluster` given is used as it is;
     else the machine's is started, and stopped at the end unless `keep`."""
     framework = realjobs.framework(kind, mpi)
@@ -60,7 +63,8 @@ async def run_cluster_sandbox(
         raise SandboxError(f"the {kind} sample with {mpi} has no image; choose another --mpi")
     if cluster is None and (reason := real_cluster_available()):
         raise SandboxError(f"cannot run a real cluster here: {reason}")
-    if reason := images.missing("pause", "jobcore", framework):
+    image = clusterjobs.AGENT_IMAGES.get(framework, framework) if launch == "agent" else framework
+    if reason := images.missing("pause", "jobcore", image):
         raise SandboxError(f"{reason} (or run {SET_UP})")
     owned = cluster is None
     cluster = cluster or RealCluster(images_folder())
@@ -85,8 +89,9 @@ async def run_cluster_sandbox(
             programs = Path(scratch) / "programs"
             programs.mkdir()
             programs.chmod(0o755)
+            installs = clusterjobs.installs(launch)
             sample = realjobs.sample(
-                kind, mpi, programs, namespace=namespace, installs=clusterjobs.installs()
+                kind, mpi, programs, namespace=namespace, installs=installs, transport=launch
             )
             phase = await _run(cluster, sample, programs, out)
     except RealClusterError as error:

@@ -22,6 +22,9 @@ NAMES = (
     "colossalai",
     "horovod",
     "mpi-pi",
+    "mpi-pi-nosshd",
+    "mpich-nosshd",
+    "intel-nosshd",
 )
 """The images the script builds, in its order (an image comes after the one it builds FROM)."""
 

@@ -15,12 +15,14 @@ import pwd
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from pathlib import Path
 
 from controllers import frameworks
 from controllers.allreduce import compile_allreduce
 from jobcore import Object
 from jobcore import Resource
+from jobcore.launcher import Transport
 
 MPIJOBS = Resource("batch.tensorstack.dev", "v1beta1", "MPIJob", "mpijobs")
 IMAGE_FRAMEWORKS = Path("/opt/jobcore/frameworks")
@@ -348,6 +350,15 @@ def nonroot(job: Object, user: pwd.struct_passwd) -> Object:
     return job
 
 
+def through_agent(job: Object) -> Object:
+    """`job` (a sample of any kind) launched through jobcore's agent (`spec.transport`), without
+    the `spec.ssh` the agent does not use."""
+    job = copy.deepcopy(job)
+    job["spec"]["transport"] = "agent"
+    job["spec"].pop("ssh", None)
+    return job
+
+
 # The sandbox's samples --------------------------------------------------------------------
 
 KINDS = ("mpijob", "colossalaijob", "horovodjob")
@@ -368,9 +379,21 @@ def framework(kind: str, mpi: str) -> str:
 
 
 def sample(
-    kind: str, mpi: str, folder: Path, *, namespace: str = "default", installs: Installs = HOST
+    kind: str,
+    mpi: str,
+    folder: Path,
+    *,
+    namespace: str = "default",
+    installs: Installs = HOST,
+    transport: Transport = "ssh",
 ) -> Sample:
-    """The sample job of `kind` (with `mpi` for an MPIJob) whose programs live in `folder`."""
+    """The sample job of `kind` (with `mpi` for an MPIJob) whose programs live in `folder`,
+    launched over `transport`."""
+    found = _sample(kind, mpi, folder, namespace=namespace, installs=installs)
+    return found if transport == "ssh" else replace(found, job=through_agent(found.job))
+
+
+def _sample(kind: str, mpi: str, folder: Path, *, namespace: str, installs: Installs) -> Sample:
     if kind == "mpijob":
         command = mpi_program(mpi, folder, installs=installs)
         job = mpi_job(

@@ -22,10 +22,13 @@ from jobcore import Client
 from jobcore import Manager
 from jobcore import NotFoundError
 from jobcore import Object
+from jobcore.jobs import DEFAULT_AGENT
 from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import AgentSource
 from jobcore.jobs import JobKind
 from jobcore.jobs import add_job_controller
 from jobcore.jobs import crd_for
+from jobcore.launcher import Transport
 from jobcore.testing import ControlPlane
 from jobcore.testing import ProcessNode
 from jobcore.testing import SimulatedNode
@@ -84,6 +87,7 @@ async def run_sandbox(
     real: bool = False,
     kind: str = "mpijob",
     mpi: str = "openmpi",
+    agent: AgentSource | None = None,
     run_seconds: float = 3.0,
     out: TextIO = sys.stdout,
 ) -> str:
@@ -91,8 +95,9 @@ async def run_sandbox(
 
     With `real`, pods run as host processes in their own network namespaces (ProcessNode)
     and `kind`'s sample (`controllers.realjobs`; an MPIJob with `mpi`) runs its real launcher
-    over ssh; the launcher's output is printed at the end. Without, the MPIJob sample runs on
-    a simulated node.
+    over ssh, or with `agent` (the host's agent binary: the node ignores images) through
+    jobcore's agent; the launcher's output is printed at the end. Without, the MPIJob sample
+    runs on a simulated node.
     """
     framework = realjobs.framework(kind, mpi)
     if real and (reason := process_node_available() or frameworks.missing(framework)):
@@ -100,8 +105,9 @@ async def run_sandbox(
     kinds = [installed.kind for installed in installed_kinds()]
     with tempfile.TemporaryDirectory(prefix="jobcore-sandbox-") as scratch:
         folder = Path(scratch)
+        transport: Transport = "ssh" if agent is None else "agent"
         sample = (
-            realjobs.sample(kind, mpi, folder)
+            realjobs.sample(kind, mpi, folder, transport=transport)
             if real
             else realjobs.Sample(realjobs.MPIJOBS, SAMPLE_JOB, "mpi-launcher")
         )
@@ -119,6 +125,7 @@ async def run_sandbox(
                     sample=sample,
                     keep=keep,
                     real=real,
+                    agent=agent or DEFAULT_AGENT,
                     run_seconds=run_seconds,
                     out=out,
                 )
@@ -133,6 +140,7 @@ async def _run(
     sample: realjobs.Sample,
     keep: bool,
     real: bool,
+    agent: AgentSource,
     run_seconds: float,
     out: TextIO,
 ) -> str:
@@ -146,7 +154,7 @@ async def _run(
         node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=run_seconds)
     manager = Manager(client, metrics_address=("127.0.0.1", 0), health_address=None)
     for kind in kinds:
-        add_job_controller(manager, kind)
+        add_job_controller(manager, kind, agent=agent)
     name = sample.job["metadata"]["name"]
     async with background(node.run()), background(manager.run()):
         await client.create(sample.resource, sample.job)

@@ -11,6 +11,7 @@ from typing import Any
 
 from controllers import realjobs
 from jobcore import configure_logging
+from jobcore.jobs import AgentSource
 
 
 def add_parser(commands: Any) -> None:
@@ -50,6 +51,18 @@ def add_parser(commands: Any) -> None:
         "MPICH or Intel MPI",
     )
     sandbox.add_argument(
+        "--launch",
+        choices=("ssh", "agent"),
+        default="ssh",
+        help="with --real or --cluster: how the launcher reaches the workers: ssh, or jobcore's "
+        "agent (spec.transport: agent; with --cluster, an MPI's image without sshd)",
+    )
+    sandbox.add_argument(
+        "--agent-path",
+        help="with --real --launch agent: the host's jobcore-agent, which the pods copy "
+        "(scripts/agent.sh builds it; scripts/sandbox.sh passes it)",
+    )
+    sandbox.add_argument(
         "--verbose",
         action="store_true",
         help="the controller's log lines on stderr, not in the log file",
@@ -80,10 +93,13 @@ async def sandbox(args: argparse.Namespace) -> int:
             return 0
         if args.cluster:
             phase = await run_cluster_sandbox(
-                kind=args.kind, mpi=args.mpi, keep=args.keep, out=sys.stdout
+                kind=args.kind, mpi=args.mpi, launch=args.launch, keep=args.keep, out=sys.stdout
             )
         else:
-            phase = await run_sandbox(keep=args.keep, real=args.real, kind=args.kind, mpi=args.mpi)
+            agent = _host_agent(args)
+            phase = await run_sandbox(
+                keep=args.keep, real=args.real, kind=args.kind, mpi=args.mpi, agent=agent
+            )
             print("the sandbox's control plane is gone; `jobcore sandbox --keep` keeps it")
     except SandboxError as error:
         print(f"jobcore sandbox: {error}", file=sys.stderr)
@@ -93,6 +109,19 @@ async def sandbox(args: argparse.Namespace) -> int:
         return 128 + (received[0] if received else signal.SIGTERM)
     print(f"sample job finished: {phase}")
     return 0 if phase == "Succeeded" else 1
+
+
+def _host_agent(args: argparse.Namespace) -> AgentSource | None:
+    """The host's agent for `--real --launch agent` (the process node ignores images)."""
+    from controllers.sandbox import SandboxError  # noqa: PLC0415 - testing kit
+
+    if args.launch == "ssh":
+        return None
+    if not args.real:
+        raise SandboxError("--launch agent runs with --real or --cluster")
+    if not args.agent_path:
+        raise SandboxError("--real --launch agent needs --agent-path (scripts/agent.sh builds it)")
+    return AgentSource(image="host", path=args.agent_path)
 
 
 def log_to_a_file(level: str) -> None:

@@ -19,6 +19,9 @@
 #               host built ($JOBCORE_FRAMEWORKS/wheels, from `scripts/frameworks.sh horovod`)
 #   mpi-pi      docker.io/mpioperator/mpi-pi:openmpi stand-in: openmpi4 + tests/programs/kubeflow
 #               (the pi program as /home/mpiuser/pi, sshd on 2222 for mpiuser)
+#   mpi-pi-nosshd, mpich-nosshd, intel-nosshd   those images with openssh-server purged, for
+#               jobs launched through jobcore's agent; mpi-pi-nosshd (Open MPI 4, the allreduce
+#               and pi) has no Python either
 #
 # Into $JOBCORE_IMAGES (default ~/.cache/jobcore/images): NAME.tar, written atomically, and
 # NAME.ref, the image's reference inside it. The images only the tests use are tagged
@@ -37,16 +40,18 @@ source "$here/env.sh"
 source "$here/apt.sh"
 export JOBCORE_FRAMEWORKS=${JOBCORE_FRAMEWORKS:-${XDG_CACHE_HOME:-$HOME/.cache}/jobcore/frameworks}
 images=${JOBCORE_IMAGES:-${XDG_CACHE_HOME:-$HOME/.cache}/jobcore/images}
-all=(pause python jobcore base openmpi4 mpich intel torch colossalai horovod mpi-pi)
+all=(pause python jobcore base openmpi4 mpich intel torch colossalai horovod mpi-pi mpi-pi-nosshd
+  mpich-nosshd intel-nosshd)
 declare -A parent=([jobcore]=python [openmpi4]=base [mpich]=base [intel]=base [torch]=base
-  [colossalai]=torch [horovod]=torch [mpi-pi]=openmpi4)
+  [colossalai]=torch [horovod]=torch [mpi-pi]=openmpi4 [mpi-pi-nosshd]=mpi-pi
+  [mpich-nosshd]=mpich [intel-nosshd]=intel)
 declare -A fixed_ref=([pause]=k8s.gcr.io/pause:3.2 [python]=docker.io/library/python:3.11-slim
   [mpi-pi]=docker.io/mpioperator/mpi-pi:openmpi)
 check="" names=()
 for arg in "$@"; do
   case $arg in
     --check) check=1 ;;
-    -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
     *) names+=("$arg") ;;
   esac
 done
@@ -237,6 +242,18 @@ WORKDIR /home/mpiuser
 EOF
 }
 
+# nosshd_recipe CONTEXT NAME: NAME's parent without sshd (a thin layer: the parent's stay), as
+# an image made for the agent transport has none.
+nosshd_recipe() {
+  cat >"$1/Containerfile" <<EOF
+FROM ${ref[${parent[$2]}]}
+RUN dpkg --purge openssh-server >/dev/null && rm -rf /run/sshd
+EOF
+}
+recipe_mpi-pi-nosshd() { nosshd_recipe "$1" mpi-pi-nosshd; }
+recipe_mpich-nosshd() { nosshd_recipe "$1" mpich-nosshd; }
+recipe_intel-nosshd() { nosshd_recipe "$1" intel-nosshd; }
+
 # bud FILE REF [buildah bud args...]: the build of the Containerfile FILE, its folder the context.
 # The host's CA bundle lets pip and apt inside trust what the host trusts; --pull=never: every
 # FROM is an image built here.
@@ -253,7 +270,7 @@ bud() {
 # it prints its version).
 declare -A checks=(
   [python]="python3 -c 'import ssl, venv, sys; print(sys.version)' && pip --version"
-  [jobcore]="jobcore --help | sed -n 1,2p"
+  [jobcore]="jobcore --help | sed -n 1,2p && /usr/local/bin/jobcore-agent version"
   [base]="/usr/sbin/sshd -t && id mpiuser && ls -ld /run/sshd /home/mpiuser && runuser -u mpiuser -- bash -c 'ssh-keygen -q -t ed25519 -N \"\" -f /tmp/key && /usr/sbin/sshd -t -p 2222 -o PidFile=none -o HostKey=/tmp/key && echo non-root sshd config ok'"
   [openmpi4]="/opt/jobcore/frameworks/openmpi4/home/bin/mpirun --version | sed -n 1p && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 /opt/jobcore/programs/allreduce"
   [mpich]="/opt/jobcore/frameworks/mpich/home/bin/mpichversion | sed -n 1p && /opt/jobcore/frameworks/mpich/home/bin/mpiexec -n 2 /opt/jobcore/programs/allreduce"
@@ -263,6 +280,11 @@ declare -A checks=(
   [horovod]="/opt/jobcore/frameworks/horovod/home/bin/horovodrun --check-build"
   [mpi-pi]="runuser -u mpiuser -- mpirun -np 2 /home/mpiuser/pi"
 )
+nosshd="! command -v sshd && ! test -e /usr/sbin/sshd && echo no sshd"
+checks[mpi-pi-nosshd]="$nosshd && ! compgen -G '/usr/bin/python*' && echo no python && ${checks[mpi-pi]}"
+checks[mpich-nosshd]="$nosshd && ${checks[mpich]}"
+checks[intel-nosshd]="$nosshd && ${checks[intel]}"
+
 run_check() {  # run_check NAME REF
   local container status=0
   local command=(bash -c "set -o pipefail; ${checks[$1]:-}")

@@ -4,7 +4,6 @@ them."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,9 @@ import pytest
 from controllers.realjobs import MPIJOBS
 from jobcore import Client
 from jobcore.testing import condition
-from jobcore.testing import eventually
-from jobcore.testing import job_status
 from tests.cluster import mpiruns
 from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import container_status
-from tests.cluster.conftest import kill_container
 from tests.cluster.conftest import run_in_cluster
 from tests.mpioutput import assert_pingpong_on_two_workers
 from tests.mpioutput import on_two_workers
@@ -93,39 +89,7 @@ async def test_a_rank_exiting_3_fails_the_job_with_the_code_and_reason_of_the_ku
 async def test_a_killed_worker_restarts_the_job_which_then_succeeds(
     cluster: Cluster, cluster_client: Client, cluster_namespace: str, tmp_path: Path
 ) -> None:
-    """runPolicy.backoffLimit 1: a worker killed mid-run (137) tears the job down and creates
-    it again after the retry backoff (docs/lifecycle.md, Failures and restarts)."""
+    """A worker killed mid-run (137) restarts the job (runPolicy.backoffLimit 1); mpirun, which
+    loses it over ssh, exits 255."""
     job = mpiruns.mpi_job("openmpi", tmp_path, name="kill", namespace=cluster_namespace, hold=True)
-    job["spec"]["runPolicy"] = {"backoffLimit": 1}
-    killed = (await mpiruns.start_held(cluster, cluster_client, job, tmp_path))["kill-worker-1"]
-    await kill_container(cluster, cluster_namespace, "kill-worker-1", "mpi-worker")
-
-    async def restarting() -> bool:
-        status = await job_status(cluster_client, MPIJOBS, cluster_namespace, "kill")
-        return bool(condition(status, "Running")["reason"] == "Restarting")
-
-    await eventually(restarting, timeout=30, interval=0.2)
-    status = await job_status(cluster_client, MPIJOBS, cluster_namespace, "kill")
-    message = condition(status, "Running")["message"]
-    # The first failure the kubelet reports: the killed worker (137), or mpirun, which lost it
-    # over ssh (255) and may be reported first. After the code, the last line of the log (the
-    # FallbackToLogsOnError message).
-    assert re.fullmatch(
-        r"Restart 1 of 1 in 10 s, at \S+Z: recreating every pod after a failure: "
-        r"Pod\[(kill-worker-1\] exited with error code 137 \(container mpi-worker"
-        r"|kill-launcher\] exited with error code 255 \(container mpi-launcher)\)(: .+)?",
-        message,
-    ), message
-
-    def replaced() -> bool:
-        return mpiruns.identities(cluster, cluster_namespace, "kill").get("kill-worker-1") not in (
-            None,
-            killed,
-        )
-
-    await eventually(replaced, timeout=60, interval=0.5)
-    await mpiruns.wait_until_holding(cluster, cluster_namespace, "kill")
-    status, log = await mpiruns.release_to_end(cluster, cluster_client, cluster_namespace, "kill")
-    assert status["phase"] == "Succeeded", log
-    assert ranks(log) == on_two_workers("kill"), log
-    assert status["restarts"] == 1, status
+    await mpiruns.killed_then_rerun(cluster, cluster_client, job, tmp_path, launcher_exit="255")

@@ -29,6 +29,21 @@ async def test_the_mpijob_sample_runs_in_containers_and_its_status_is_shown(
     assert launcher.count(": sum=10") == 4, shown
 
 
+async def test_the_mpijob_sample_runs_through_the_agent_from_an_image_without_sshd(
+    cluster: Cluster, cluster_namespace: str
+) -> None:
+    """`jobcore sandbox --cluster --launch agent`."""
+    out = io.StringIO()
+    phase = await run_cluster_sandbox(
+        cluster=cluster.real, namespace=cluster_namespace, launch="agent", out=out
+    )
+    shown = out.getvalue()
+    assert phase == "Succeeded", shown
+    launcher = shown.partition("launcher output:\n")[2]
+    assert launcher.startswith("jobcore-agent launch: waiting up to 300s for 2 worker(s)'"), shown
+    assert launcher.count(": sum=10") == 4, shown
+
+
 def test_taking_the_cluster_down_is_refused_while_another_process_uses_it(
     cluster: Cluster,
 ) -> None:

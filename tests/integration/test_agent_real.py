@@ -144,14 +144,14 @@ async def test_workers_whose_agent_never_answers_fail_the_job_once_the_launchers
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
     """The workers accept connections (and are Ready) but their agent never greets: the
-    launcher's wait gives up after JOBCORE_AGENT_WAIT_SECONDS (here 3 s, set by the user in
+    launcher's wait gives up after JOBCORE_WAIT_SECONDS (here 3 s, set by the user in
     the container's env) with 124, naming the workers; mpirun never starts."""
     require(frameworks.missing("openmpi4"))
     command = realjobs.mpi_program("openmpi", tmp_path)
     job = realjobs.mpi_job("openmpi", tmp_path, command, name="silent", namespace=namespace)
     job["spec"]["transport"] = "agent"
     container = job["spec"]["worker"]["template"]["spec"]["containers"][0]
-    container["env"].append({"name": "JOBCORE_AGENT_WAIT_SECONDS", "value": "3"})
+    container["env"].append({"name": "JOBCORE_WAIT_SECONDS", "value": "3"})
     status, log = await run_to_end(
         client, process_node, KIND.resource, job, container="mpi-launcher"
     )

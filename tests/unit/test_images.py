@@ -70,6 +70,6 @@ def test_the_default_folder_is_under_the_cache(
 
 
 def test_the_names_are_the_scripts() -> None:
-    listed = re.search(r"^all=\((.*)\)$", SCRIPT.read_text(), re.MULTILINE)
+    listed = re.search(r"^all=\(([^)]*)\)", SCRIPT.read_text(), re.MULTILINE)
     assert listed is not None
     assert tuple(listed.group(1).split()) == images.NAMES
