@@ -111,5 +111,6 @@ def copy_project(dest: Path) -> Path:
             ignore = shutil.ignore_patterns("__pycache__")
             shutil.copytree(PROJECT / name, dest / name, ignore=ignore)
         else:
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(PROJECT / name, dest / name)
     return dest

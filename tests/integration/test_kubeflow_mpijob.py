@@ -142,7 +142,7 @@ async def test_a_job_runs_with_kubeflows_children_status_and_events(
     secret = await client.get(SECRETS, "pi-ssh", namespace)
     assert secret["metadata"]["labels"]["app"] == "pi"
     assert secret["type"] == SSH_AUTH
-    assert set(secret["data"]) == {"ssh-privatekey", "ssh-publickey"}
+    assert set(secret["data"]) == {"ssh-privatekey", "ssh-publickey", "agent-key"}
 
     pods = await live_pods(client, namespace)
     for index, name in enumerate(workers):
