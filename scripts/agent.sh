@@ -20,9 +20,13 @@ export GOMODCACHE=$GOPATH/pkg/mod
 
 # shellcheck source=scripts/apt.sh
 source "$here/apt.sh"
-command -v go >/dev/null || apt_install golang-go || {
-  echo "agent.sh: no Go toolchain, and golang-go could not be installed" >&2
-  exit 1
+# Go is installed only when it is needed: a binary already built for these sources (say, a
+# cache an image build mounts) needs none.
+need_go() {
+  command -v go >/dev/null || apt_install golang-go || {
+    echo "agent.sh: no Go toolchain, and golang-go could not be installed" >&2
+    exit 1
+  }
 }
 cd "$root/agent"
 
@@ -72,12 +76,14 @@ measure() {
 
 case ${1:-} in
   --test | test)
+    need_go
     go vet ./...
     go test -count=1 ./...
     fuzz "${JOBCORE_FUZZTIME:-4s}"
     exit 0
     ;;
   --fuzz)
+    need_go
     fuzz "${2:?usage: scripts/agent.sh --fuzz DURATION}"
     exit 0
     ;;
@@ -94,6 +100,7 @@ esac
 hash=$(find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 binary=$cache/agent/$hash/jobcore-agent
 if [[ ! -x $binary ]]; then
+  need_go
   mkdir -p "$(dirname "$binary")"
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$hash" -o "$binary.tmp" .
   mv "$binary.tmp" "$binary"

@@ -334,6 +334,13 @@ print(tomllib.load(open(sys.argv[1], "rb"))["project"]["version"])' "$root/pypro
   if declare -F "rootfs_$name" >/dev/null; then "rootfs_$name" "$context" || return 1; fi
   local mounts=()
   [[ $name == horovod ]] && mounts=(-v "$JOBCORE_FRAMEWORKS/wheels:/opt/jobcore/frameworks/wheels:ro")
+  if [[ $name == jobcore ]]; then
+    # The Dockerfile's agent stage finds the agent this host built for the same sources
+    # (scripts/agent.sh's cache, by their hash) rather than installing Go in the build.
+    local agent
+    agent=$(bash "$root/scripts/agent.sh" | tail -n 1) || return 1
+    mounts=(-v "$(dirname "$(dirname "$agent")"):/root/.cache/jobcore/agent:ro")
+  fi
   file=$context/Containerfile
   [[ $name == jobcore ]] && file=$context/Dockerfile
   bud "$file" "${ref[$name]}" "${mounts[@]}" || return 1
