@@ -77,13 +77,20 @@ def agent_source() -> tuple[AgentSource, int]:
     return AgentSource(image="jobcore:bench", path=path), os.path.getsize(path)
 
 
-def server_rss_mb(transport: str, namespaces: set[int] | None) -> float:
+def server_rss_mb(transport: Transport, pods: list[dict[str, Any]], process_node: bool) -> float:
     """VmRSS of the server processes of `transport` (sshd's listener and its sessions, or the
-    agent) in the network namespaces `namespaces` (None: anywhere on this host)."""
+    agent) of `pods`: on the process node, those in their network namespaces; on the real
+    cluster, those in their pods' cgroups."""
+    namespaces = pod_namespaces(pods) if process_node else set()
+    uids = {pod["metadata"]["uid"] for pod in pods}
+    cgroups = uids | {uid.replace("-", "_") for uid in uids}
     total = 0.0
     for proc in Path("/proc").iterdir():
         try:
-            if namespaces is not None and os.stat(proc / "ns" / "net").st_ino not in namespaces:
+            if process_node:
+                if os.stat(proc / "ns" / "net").st_ino not in namespaces:
+                    continue
+            elif not any(uid in (proc / "cgroup").read_text() for uid in cgroups):
                 continue
             argv = (proc / "cmdline").read_bytes().split(b"\0")
             serving = argv[0].endswith(b"jobcore-agent") and b"serve" in argv
@@ -102,6 +109,14 @@ def pod_namespaces(pods: list[dict[str, Any]]) -> set[int]:
             uid = pod["metadata"]["uid"].replace("-", "")[:8]
             found.add(os.stat(f"/run/netns/jc-{uid}").st_ino)
     return found
+
+
+async def gone(client: Client, pod: str) -> bool:
+    try:
+        await client.get(PODS, pod, NAMESPACE)
+    except NotFoundError:
+        return True
+    return False
 
 
 @dataclasses.dataclass
@@ -151,12 +166,17 @@ async def one_run(
 
     await eventually(ranks_started, timeout=180, interval=0.1)
     pods = [await client.get(PODS, f"{name}-worker-{i}", NAMESPACE) for i in range(workers)]
-    namespaces = pod_namespaces(pods) if node.process_node else None
-    memory = await asyncio.to_thread(server_rss_mb, transport, namespaces)
+    memory = await asyncio.to_thread(server_rss_mb, transport, pods, node.process_node)
     status = await wait_for_end(client, KIND.resource, NAMESPACE, name, timeout=180)
     log = await node.logs(launcher)
     if status.get("phase") != "Succeeded":
         raise RuntimeError(f"{name} ended {status.get('phase')}: {log}")
+    # Its workers, which outlive the launcher, would load the next runs.
+    await client.delete(KIND.resource, name, NAMESPACE)
+    for pod in pods:
+        with contextlib.suppress(NotFoundError):
+            await client.delete(PODS, pod["metadata"]["name"], NAMESPACE, grace_period_seconds=0)
+    await eventually(lambda: gone(client, f"{name}-worker-0"), timeout=120, interval=0.5)
     started = max(float(t) for t in re.findall(r"rank-started (\d+\.\d+)", log))
     return started - submitted, started - created, memory / workers
 
