@@ -243,12 +243,17 @@ async def test_a_controller_killed_while_creating_pods_converges_without_duplica
         for child in (await client.list(resource, namespace))["items"]:
             (owner,) = child["metadata"]["ownerReferences"]
             assert owner["uid"] == jobs[owner["name"]]["metadata"]["uid"]
-    succeeded = [
-        e["involvedObject"]["name"]
-        for e in (await client.list(EVENTS, namespace))["items"]
-        if e["reason"] == "Succeeded"
-    ]
-    assert sorted(succeeded) == names, "each job announced Succeeded once"
+
+    async def announced() -> list[str]:
+        events = (await client.list(EVENTS, namespace))["items"]
+        return sorted(e["involvedObject"]["name"] for e in events if e["reason"] == "Succeeded")
+
+    # Events are written in the background, after the status that ended each job.
+    async def all_announced() -> bool:
+        return set(await announced()) == set(names)
+
+    await eventually(all_announced, timeout=30, interval=0.2)
+    assert await announced() == names, "each job announced Succeeded once"
 
 
 def writes(samples: Samples) -> float:
