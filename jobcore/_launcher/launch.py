@@ -30,6 +30,7 @@ from jobcore._launcher.agent import agent_serve_command
 from jobcore._launcher.agent import launched
 from jobcore._launcher.agent import with_agent
 from jobcore._launcher.pods import is_ready
+from jobcore._launcher.pods import is_scheduled
 from jobcore._launcher.pods import launcher_outcome
 from jobcore._launcher.pods import name_list
 from jobcore._launcher.ssh import SSHAccess
@@ -270,18 +271,25 @@ def copied_launcher_pod(
     return pod
 
 
-def launcher_due(job: Job[Any], observed: Observed, *, ready_needed: int | None = None) -> bool:
-    """Whether the launcher is rendered: once `ready_needed` workers (default: all) are Ready.
+def launcher_due(
+    job: Job[Any], observed: Observed, *, ready_needed: int | None = None, agent: bool = False
+) -> bool:
+    """Whether the launcher is rendered: once `ready_needed` workers (default: all) are Ready,
+    or, through the `agent`, once that many are scheduled.
 
     A launcher that exists is always rendered, so it is never deleted because a worker stopped
     being Ready. In debug mode (the launcher runs `sleep inf`) and under a gang scheduler
-    (which admits no pod until all exist) it does not wait.
+    (which admits no pod until all exist) it does not wait. `jobcore-agent launch` itself
+    waits for the workers' agents (`agent_launch_command`), so a launcher started with its
+    scheduled workers starts its own containers (the agent's init container among them) while
+    theirs start, instead of after.
     """
     if observed.get(PODS, launcher_name(job)) is not None or job.debugging or job.gang:
         return True
     replicas = job.spec.worker.replicas
-    ready = sum(is_ready(observed.get(PODS, worker_name(job, i))) for i in range(replicas))
-    return ready >= (replicas if ready_needed is None else ready_needed)
+    workers = [observed.get(PODS, worker_name(job, i)) for i in range(replicas)]
+    started = sum(map(is_scheduled if agent else is_ready, workers))
+    return started >= (replicas if ready_needed is None else ready_needed)
 
 
 # The kind ----------------------------------------------------------------------------------

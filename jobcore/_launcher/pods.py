@@ -40,6 +40,13 @@ def is_ready(pod: Object | None) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
+def is_scheduled(pod: Object | None) -> bool:
+    """Bound to a node, not deleted and not ended: its containers are starting or running."""
+    if pod is None or pod["metadata"].get("deletionTimestamp") or pod_ended(pod):
+        return False
+    return bool(pod["spec"].get("nodeName"))
+
+
 def pod_ended(pod: Object | None) -> bool:
     return pod_phase(pod) in ("Succeeded", "Failed")
 

@@ -62,7 +62,8 @@ class ColossalAIJobKind(LauncherWorkersKind):
         ]
 
     def render(self, job: Job[ColossalAIJobSpec], observed: Observed) -> list[Object]:
-        """Secret, hostfile, Service, workers, then the launcher once every worker is Ready.
+        """Secret, hostfile, Service, workers, then the launcher once every worker is Ready
+        (scheduled, through the agent).
 
         An existing ssh Secret is returned as observed (see `job_ssh`); the launcher as
         `launcher_due` says.
@@ -78,7 +79,7 @@ class ColossalAIJobKind(LauncherWorkersKind):
         port = AGENT_PORT if job.spec.transport == "agent" else ssh.port
         children = [secret, hostfile_configmap(job), headless_service(job, port)]
         children += [worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
-        if launcher_due(job, observed):
+        if launcher_due(job, observed, agent=job.spec.transport == "agent"):
             children.append(launcher_pod(job, ssh))
         return children
 

@@ -78,10 +78,11 @@ class HorovodJobKind(LauncherWorkersKind):
     def render(self, job: Job[HorovodJobSpec], observed: Observed) -> list[Object]:
         """Secret, hostfile or discovery script, Service, workers, then the launcher.
 
-        The launcher starts once every worker is Ready (static) or at least minReplicas are
-        (elastic), as `launcher_due` says. An elastic job's ended worker is left out, so the
-        reconciler deletes it and recreates it on the next pass; its discovery script probes
-        every worker up to maxReplicas, so it does not change as workers come and go.
+        The launcher starts once every worker is Ready (static; scheduled, through the agent)
+        or at least minReplicas are (elastic), as `launcher_due` says. An elastic job's ended
+        worker is left out, so the reconciler deletes it and recreates it on the next pass; its
+        discovery script probes every worker up to maxReplicas, so it does not change as
+        workers come and go.
         """
         # horovodrun's own ssh command accepts any host key: see `SSHAccess.tunnel`.
         secret, ssh = job_ssh(
@@ -99,7 +100,10 @@ class HorovodJobKind(LauncherWorkersKind):
             for i, name in enumerate(names)
             if not (elastic and pod_ended(observed.get(PODS, name)))
         ]
-        if launcher_due(job, observed, ready_needed=elastic.min_replicas if elastic else None):
+        # An elastic horovodrun waits for its workers only a short start timeout of its own.
+        static_agent = through_agent(job) and not elastic
+        needed = elastic.min_replicas if elastic else None
+        if launcher_due(job, observed, ready_needed=needed, agent=static_agent):
             children.append(launcher_pod(job, ssh))
         return children
 

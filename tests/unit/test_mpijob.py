@@ -284,6 +284,15 @@ def test_render_adds_the_launcher_once_every_worker_is_ready() -> None:
     assert len(objects) == 9
 
 
+def test_through_the_agent_the_launcher_starts_with_its_scheduled_workers() -> None:
+    """`jobcore-agent launch` waits for the agents itself: its pod need not wait for Ready."""
+    job = make_job(with_spec(transport="agent"))
+    starting = workers(ready=False)
+    assert by_name(KIND.render(job, observed(starting))).keys() >= {"mpi-example-launcher"}
+    starting["mpi-example-worker-4"]["spec"] = {}  # not yet bound to a node
+    assert "mpi-example-launcher" not in by_name(KIND.render(job, observed(starting)))
+
+
 def test_render_keeps_an_existing_launcher() -> None:
     pods = {**workers(), **launcher()}
     pods["mpi-example-worker-3"] = pod("mpi-example-worker-3", "worker", 3, ready=False)
