@@ -4,9 +4,10 @@
 # format, types, import layers and pytest ("$@" goes to pytest; its testpaths are tests/, the
 # example plugin's examples/torchjob/tests/ and the docs' docs/examples/sleepjob/tests/), in two
 # processes that each take whole files, the real-cluster tests all in one of them
-# (JOBCORE_TEST_WORKERS=0 runs everything in this one, so -s shows output). Stops at the first
-# failing check. A framework or image that does not install stops nothing: its real tests skip
-# saying why, and under CI (CI=true) they fail saying why.
+# (JOBCORE_TEST_WORKERS=0 runs everything in this one, so -s shows output), printing the 40
+# slowest steps (the suite's budget is 15 minutes). Stops at the first failing check. A
+# framework or image that does not install stops nothing: its real tests skip saying why, and
+# under CI (CI=true) they fail saying why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -22,7 +23,7 @@ ruff format --check .
 mypy
 lint-imports --no-logo
 status=0
-pytest -q -rs -n "${JOBCORE_TEST_WORKERS:-2}" --dist loadgroup "$@" || status=$?
+pytest -q -rs --durations=40 -n "${JOBCORE_TEST_WORKERS:-2}" --dist loadgroup "$@" || status=$?
 if [[ $status -eq 5 ]]; then
   echo "test.sh: pytest collected no tests" >&2
 fi
