@@ -12,7 +12,6 @@ from typing import Any
 
 from jobcore import Object
 from jobcore.jobs import Job
-from jobcore.launcher import AGENT
 from jobcore.launcher import AGENT_DIR
 from jobcore.launcher import AGENT_PORT
 from jobcore.launcher import LAUNCHER
@@ -37,6 +36,7 @@ from jobcore.launcher import worker_host
 from jobkinds.horovodjob.spec import DEFAULT_SSH_MOUNT
 from jobkinds.horovodjob.spec import HorovodJobSpec
 from jobkinds.mpi.openmpi import open_mpi_env_script
+from jobkinds.mpi.openmpi import open_mpi_shell_env
 
 WORKER_CONTAINER = WORKER
 """The template's container that runs sshd on workers and horovodrun on the launcher."""
@@ -259,11 +259,12 @@ def worker_pod(job: Job[HorovodJobSpec], index: int, ssh: SSHAccess) -> Object:
 
 def _launcher_env(job: Job[HorovodJobSpec], ssh: SSHAccess) -> list[dict[str, Any]]:
     """The wait script's settings, or the agent's; with `--mpi`, Open MPI 4 and 5 told to keep
-    FQDN hosts, and to pass ssh options or to start their daemons through the agent."""
-    if through_agent(job):
+    FQDN hosts, and to pass ssh options or to start their daemons through the agent
+    (`open_mpi_shell_env`)."""
+    agent = through_agent(job)
+    if agent:
         values = agent_client_env()
-        agent = f"{AGENT} rsh"
-        remote_shell = {"OMPI_MCA_plm_rsh_agent": agent, "PRTE_MCA_plm_ssh_agent": agent}
+        ssh_args = ""
     else:
         values = {
             HOSTFILE_ENV: HOSTFILE,
@@ -271,13 +272,8 @@ def _launcher_env(job: Job[HorovodJobSpec], ssh: SSHAccess) -> list[dict[str, An
             SSH_PORT_ENV: str(ssh.port),
         }
         ssh_args = f"-o ConnectionAttempts=10 {ssh_client_args(ssh)}"
-        remote_shell = {"OMPI_MCA_plm_rsh_args": ssh_args, "PRTE_MCA_plm_ssh_args": ssh_args}
     if job.spec.horovod.backend == "mpi":
-        values |= {
-            "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-            "PRTE_MCA_prte_keep_fqdn_hostnames": "true",
-            **remote_shell,
-        }
+        values |= open_mpi_shell_env(ssh_args=ssh_args, agent=agent)
     return [{"name": name, "value": value} for name, value in values.items()]
 
 
