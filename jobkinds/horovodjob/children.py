@@ -35,6 +35,7 @@ from jobcore.launcher import with_agent
 from jobcore.launcher import worker_host
 from jobkinds.horovodjob.spec import DEFAULT_SSH_MOUNT
 from jobkinds.horovodjob.spec import HorovodJobSpec
+from jobkinds.mpi.openmpi import open_mpi_env_check
 from jobkinds.mpi.openmpi import open_mpi_env_script
 from jobkinds.mpi.openmpi import open_mpi_shell_env
 
@@ -70,7 +71,8 @@ AGENT_PATH_SCRIPT = f"""export PATH="{AGENT_DIR}:$PATH"
 """With the agent, the `ssh` that horovodrun runs (for its ssh check, its task servers and,
 with gloo, every rank) is the agent's, installed under that name in AGENT_DIR."""
 _OPEN_MPI_CHECK = open_mpi_env_script("horovodrun")
-"""With `--mpi`, the environment horovodrun hands to Open MPI's mpirun is checked first."""
+"""With `--mpi` over ssh, the environment horovodrun hands to Open MPI's mpirun is checked
+first (with the agent, the agent checks it: `open_mpi_env_check`)."""
 SOCKET_TIMEOUT_SECONDS = 5
 """How long an elastic horovodrun's sockets wait, e.g. its connect to a rank that is gone."""
 # An elastic horovodrun tells rank 0 of every change the discovery script shows, over a socket
@@ -178,24 +180,29 @@ def launcher_command(job: Job[HorovodJobSpec]) -> list[str]:
     socket timeout (ELASTIC_SCRIPT).
 
     With the agent, the agent waits for a static job's workers (`agent_launch_command`) and
-    reports those reached; an elastic job's it does not wait for: the controller starts its
-    launcher once minReplicas workers are Ready, which is their agents answering, and
-    horovodrun waits for `--min-np` slots itself, as with ssh.
+    reports those reached, having checked Open MPI's environment for `mpi` first
+    (`open_mpi_env_check`, as for MPIJob); an elastic job's it does not wait for: the
+    controller starts its launcher once minReplicas workers are Ready, which is their agents
+    answering, and horovodrun waits for `--min-np` slots itself, as with ssh.
     """
     agent = through_agent(job)
+    mpi = job.spec.horovod.backend == "mpi"
     if elastic(job):
         script = ELASTIC_SCRIPT
+    elif agent:
+        script = AGENT_LAUNCHER_SCRIPT
     else:
-        script = AGENT_LAUNCHER_SCRIPT if agent else LAUNCHER_SCRIPT
-        if job.spec.horovod.backend == "mpi":
-            script = _OPEN_MPI_CHECK + script
+        script = _OPEN_MPI_CHECK + LAUNCHER_SCRIPT if mpi else LAUNCHER_SCRIPT
     if agent:
         script = AGENT_PATH_SCRIPT + script
     command = ["/bin/bash", "-c", script, "jobcore-horovod-launcher", *horovodrun_args(job)]
     if not agent:
         return command
     hostfile = None if elastic(job) else HOSTFILE
-    return agent_launch_command(command, hostfile=hostfile, timeout=SSH_WAIT_SECONDS)
+    check = open_mpi_env_check("horovodrun") if mpi else None
+    return agent_launch_command(
+        command, hostfile=hostfile, timeout=SSH_WAIT_SECONDS, env_check=check
+    )
 
 
 def discovery_text(hosts: Sequence[str], slots: int, port: int = SSH_PORT) -> str:
