@@ -3,18 +3,23 @@ tests of every kind."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from typing import Protocol
 
+from controllers.realjobs import COLOSSALAIJOBS
 from controllers.realjobs import HOROVODJOBS
+from controllers.realjobs import colossalai_job
 from jobcore import PODS
 from jobcore import Client
 from jobcore import Object
 from jobcore import Resource
+from jobcore.launcher import Transport
 from jobcore.testing import condition
 from jobcore.testing import events_of
 from jobcore.testing import eventually
@@ -63,6 +68,38 @@ async def run_to_end(
         client, resource, namespace, name, timeout=timeout, explain=log
     )
     return status, log()
+
+
+# ColossalAI: a job that succeeds beside one that fails -----------------------------------
+
+Ended = tuple[dict[str, Any], str]
+"""A job's end status and its launcher's output, as `run_to_end` returns them."""
+
+
+async def colossalai_pair(
+    client: Client, node: Logs, folder: Path, *, name: str, namespace: str, transport: Transport
+) -> tuple[Ended, Ended]:
+    """`colossalai_job` `name` (2 workers of 2 ranks) and `{name}fail` (2 workers of 1 rank,
+    rank 1 exiting 3), each in its own folder below `folder`, launched over `transport` (with
+    the agent, given no ssh settings at all), run to their end at once to save the suite's
+    time."""
+    jobs = []
+    for job_name, procs, failing in ((name, 2, None), (f"{name}fail", 1, 1)):
+        (folder / job_name).mkdir()
+        job = colossalai_job(
+            folder / job_name, name=job_name, namespace=namespace, procs=procs, failing_rank=failing
+        )
+        if transport == "agent":
+            job["spec"]["transport"] = "agent"
+            del job["spec"]["ssh"]
+        jobs.append(job)
+    ok, failed = await asyncio.gather(
+        *(
+            run_to_end(client, node, COLOSSALAIJOBS, job, container="launcher", timeout=150)
+            for job in jobs
+        )
+    )
+    return ok, failed
 
 
 # An elastic HorovodJob -------------------------------------------------------------------

@@ -12,7 +12,6 @@ from typing import Any
 
 from jobcore import Object
 from jobcore.jobs import Job
-from jobcore.launcher import AGENT
 from jobcore.launcher import AGENT_DIR
 from jobcore.launcher import AGENT_PORT
 from jobcore.launcher import LAUNCHER
@@ -36,7 +35,9 @@ from jobcore.launcher import with_agent
 from jobcore.launcher import worker_host
 from jobkinds.horovodjob.spec import DEFAULT_SSH_MOUNT
 from jobkinds.horovodjob.spec import HorovodJobSpec
+from jobkinds.mpi.openmpi import open_mpi_env_check
 from jobkinds.mpi.openmpi import open_mpi_env_script
+from jobkinds.mpi.openmpi import open_mpi_shell_env
 
 WORKER_CONTAINER = WORKER
 """The template's container that runs sshd on workers and horovodrun on the launcher."""
@@ -70,7 +71,8 @@ AGENT_PATH_SCRIPT = f"""export PATH="{AGENT_DIR}:$PATH"
 """With the agent, the `ssh` that horovodrun runs (for its ssh check, its task servers and,
 with gloo, every rank) is the agent's, installed under that name in AGENT_DIR."""
 _OPEN_MPI_CHECK = open_mpi_env_script("horovodrun")
-"""With `--mpi`, the environment horovodrun hands to Open MPI's mpirun is checked first."""
+"""With `--mpi` over ssh, the environment horovodrun hands to Open MPI's mpirun is checked
+first (with the agent, the agent checks it: `open_mpi_env_check`)."""
 SOCKET_TIMEOUT_SECONDS = 5
 """How long an elastic horovodrun's sockets wait, e.g. its connect to a rank that is gone."""
 # An elastic horovodrun tells rank 0 of every change the discovery script shows, over a socket
@@ -178,24 +180,29 @@ def launcher_command(job: Job[HorovodJobSpec]) -> list[str]:
     socket timeout (ELASTIC_SCRIPT).
 
     With the agent, the agent waits for a static job's workers (`agent_launch_command`) and
-    reports those reached; an elastic job's it does not wait for: the controller starts its
-    launcher once minReplicas workers are Ready, which is their agents answering, and
-    horovodrun waits for `--min-np` slots itself, as with ssh.
+    reports those reached, having checked Open MPI's environment for `mpi` first
+    (`open_mpi_env_check`, as for MPIJob); an elastic job's it does not wait for: the
+    controller starts its launcher once minReplicas workers are Ready, which is their agents
+    answering, and horovodrun waits for `--min-np` slots itself, as with ssh.
     """
     agent = through_agent(job)
+    mpi = job.spec.horovod.backend == "mpi"
     if elastic(job):
         script = ELASTIC_SCRIPT
+    elif agent:
+        script = AGENT_LAUNCHER_SCRIPT
     else:
-        script = AGENT_LAUNCHER_SCRIPT if agent else LAUNCHER_SCRIPT
-        if job.spec.horovod.backend == "mpi":
-            script = _OPEN_MPI_CHECK + script
+        script = _OPEN_MPI_CHECK + LAUNCHER_SCRIPT if mpi else LAUNCHER_SCRIPT
     if agent:
         script = AGENT_PATH_SCRIPT + script
     command = ["/bin/bash", "-c", script, "jobcore-horovod-launcher", *horovodrun_args(job)]
     if not agent:
         return command
     hostfile = None if elastic(job) else HOSTFILE
-    return agent_launch_command(command, hostfile=hostfile, timeout=SSH_WAIT_SECONDS)
+    check = open_mpi_env_check("horovodrun") if mpi else None
+    return agent_launch_command(
+        command, hostfile=hostfile, timeout=SSH_WAIT_SECONDS, env_check=check
+    )
 
 
 def discovery_text(hosts: Sequence[str], slots: int, port: int = SSH_PORT) -> str:
@@ -259,11 +266,12 @@ def worker_pod(job: Job[HorovodJobSpec], index: int, ssh: SSHAccess) -> Object:
 
 def _launcher_env(job: Job[HorovodJobSpec], ssh: SSHAccess) -> list[dict[str, Any]]:
     """The wait script's settings, or the agent's; with `--mpi`, Open MPI 4 and 5 told to keep
-    FQDN hosts, and to pass ssh options or to start their daemons through the agent."""
-    if through_agent(job):
+    FQDN hosts, and to pass ssh options or to start their daemons through the agent
+    (`open_mpi_shell_env`)."""
+    agent = through_agent(job)
+    if agent:
         values = agent_client_env()
-        agent = f"{AGENT} rsh"
-        remote_shell = {"OMPI_MCA_plm_rsh_agent": agent, "PRTE_MCA_plm_ssh_agent": agent}
+        ssh_args = ""
     else:
         values = {
             HOSTFILE_ENV: HOSTFILE,
@@ -271,13 +279,8 @@ def _launcher_env(job: Job[HorovodJobSpec], ssh: SSHAccess) -> list[dict[str, An
             SSH_PORT_ENV: str(ssh.port),
         }
         ssh_args = f"-o ConnectionAttempts=10 {ssh_client_args(ssh)}"
-        remote_shell = {"OMPI_MCA_plm_rsh_args": ssh_args, "PRTE_MCA_plm_ssh_args": ssh_args}
     if job.spec.horovod.backend == "mpi":
-        values |= {
-            "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-            "PRTE_MCA_prte_keep_fqdn_hostnames": "true",
-            **remote_shell,
-        }
+        values |= open_mpi_shell_env(ssh_args=ssh_args, agent=agent)
     return [{"name": name, "value": value} for name, value in values.items()]
 
 

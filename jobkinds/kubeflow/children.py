@@ -19,9 +19,7 @@ from jobcore import SECRETS
 from jobcore import Object
 from jobcore.jobs import Job
 from jobcore.jobs import Observed
-from jobcore.launcher import AGENT
 from jobcore.launcher import AGENT_KEY
-from jobcore.launcher import AGENT_RSH
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import SSH_SECRET_MODE
 from jobcore.launcher import SSH_UNPINNED_OPTIONS
@@ -43,6 +41,7 @@ from jobkinds.kubeflow.transport import agent_worker
 from jobkinds.kubeflow.transport import transport
 from jobkinds.kubeflow.wait import wait_container
 from jobkinds.mpi.flavours import Flavour
+from jobkinds.mpi.flavours import agent_shell_env
 from jobkinds.mpi.flavours import flavour
 from jobkinds.mpi.flavours import hostfile_text
 from jobkinds.mpi.flavours import hydra_callback_env
@@ -243,10 +242,10 @@ def launcher_env(job: Job[MPIJobSpec], launcher: ReplicaSpec) -> list[dict[str, 
     Open MPI gets Open MPI 5's (PRRTE) names as well as Open MPI 4's, which Kubeflow sets
     alone; MPICH gets HYDRA_LAUNCHER_EXTRA_ARGS, the name its Hydra reads, beside Kubeflow's
     HYDRA_LAUNCH_EXTRA_ARGS, which it does not. With the agent (`transport`), the agent is
-    each MPI's remote shell instead, as for jobcore's MPIJob. Hydra's proxies call the
-    launcher back at its pod's address (`hydra_callback_env`) unless it shares its node's
-    network or the launcher container sets those variables itself. Unless the launcher is a
-    worker too, its GPUs are hidden from it.
+    each MPI's remote shell instead (`agent_shell_env`), as for jobcore's MPIJob. Hydra's
+    proxies call the launcher back at its pod's address (`hydra_callback_env`) unless it
+    shares its node's network or the launcher container sets those variables itself. Unless
+    the launcher is a worker too, its GPUs are hidden from it.
     """
     slots = job.spec.slots_per_worker
     template = launcher.template.api["spec"]
@@ -254,28 +253,23 @@ def launcher_env(job: Job[MPIJobSpec], launcher: ReplicaSpec) -> list[dict[str, 
     ssh_args = "" if agent else SSH_ARGS
     values = {ROLE_ENV: LAUNCHER} | (agent_client_env() if agent else {})
     if job.spec.mpi_implementation == "OpenMPI":
-        remote_shell = f"{AGENT} rsh" if agent else None
         values |= open_mpi_env(
-            hostfile=HOSTFILE, slots_per_host=slots, ssh_args=ssh_args, agent=remote_shell
+            hostfile=HOSTFILE, slots_per_host=slots, ssh_args=ssh_args, agent=agent
         )
     elif job.spec.mpi_implementation == "Intel":
         values["I_MPI_HYDRA_HOST_FILE"] = HOSTFILE
-        values |= (
-            {"I_MPI_HYDRA_BOOTSTRAP": "ssh", "I_MPI_HYDRA_BOOTSTRAP_EXEC": AGENT_RSH}
-            if agent
-            else {"I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": ssh_args}
-        )
+        if not agent:
+            values["I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS"] = ssh_args
         values["I_MPI_PERHOST"] = str(slots)
     else:
-        values |= {"HYDRA_HOST_FILE": HOSTFILE}
-        values |= (
-            {"HYDRA_LAUNCHER": "ssh", "HYDRA_LAUNCHER_EXEC": AGENT_RSH}
-            if agent
-            else {"HYDRA_LAUNCH_EXTRA_ARGS": ssh_args, "HYDRA_LAUNCHER_EXTRA_ARGS": ssh_args}
-        )
-    if job.spec.mpi_implementation != "OpenMPI" and not template.get("hostNetwork"):
-        user = {e.get("name") for c in template["containers"][:1] for e in c.get("env") or ()}
-        values |= {k: v for k, v in hydra_callback_env().items() if k not in user}
+        values["HYDRA_HOST_FILE"] = HOSTFILE
+        if not agent:
+            values |= {"HYDRA_LAUNCH_EXTRA_ARGS": ssh_args, "HYDRA_LAUNCHER_EXTRA_ARGS": ssh_args}
+    if job.spec.mpi_implementation != "OpenMPI":  # Hydra: Open MPI's are open_mpi_env's
+        values |= agent_shell_env(_flavour(job)) if agent else {}
+        if not template.get("hostNetwork"):
+            user = {e.get("name") for c in template["containers"][:1] for e in c.get("env") or ()}
+            values |= {k: v for k, v in hydra_callback_env().items() if k not in user}
     if not job.spec.run_launcher_as_worker:
         values |= {"NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
     return [{"name": name, "value": value} for name, value in values.items()]

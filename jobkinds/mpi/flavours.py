@@ -2,7 +2,8 @@
 
 Open MPI (`mpirun`, ORTE or PRRTE) and the Hydra-based MPICH and Intel MPI (`mpiexec`) differ
 in their hostfile, flags and environment; `Flavour` holds what differs. Shared by the T9k and
-the Kubeflow MPIJob: the flavours, the hostfile's lines, processes per worker, and reading a
+the Kubeflow MPIJob (and HorovodJob's `mpi` backend): the flavours, the hostfile's lines,
+processes per worker, each one's settings for the agent as its remote shell, and reading a
 flag's values from an MPI command line (`-N 3`, `--npernode=3`).
 """
 
@@ -12,6 +13,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from jobcore.launcher import AGENT
+from jobcore.launcher import AGENT_RSH
 
 Implementation = Literal["OpenMPI", "IntelMPI", "Intel", "MPICH"]
 """spec.mpiImplementation's values; `Intel` is Kubeflow's spelling of `IntelMPI`."""
@@ -78,6 +82,22 @@ _FLAVOURS: dict[str, Flavour] = {
 
 def flavour(implementation: Implementation) -> Flavour:
     return _FLAVOURS[implementation]
+
+
+def agent_shell_env(mpi: Flavour) -> dict[str, str]:
+    """The settings that make `mpi`'s launcher start its daemons through jobcore's agent in
+    ssh's place (docs/agent.md's table).
+
+    Open MPI 4 and 5 each take a command as their remote shell, under their own names (each
+    ignores the other's): `jobcore-agent rsh`. Hydra takes one program path in ssh's role,
+    MPICH's as its launcher exec and Intel MPI's as its bootstrap exec: the agent under its
+    rsh name (AGENT_RSH).
+    """
+    if mpi.open_mpi:
+        return dict.fromkeys(("OMPI_MCA_plm_rsh_agent", "PRTE_MCA_plm_ssh_agent"), f"{AGENT} rsh")
+    if mpi == INTEL_MPI:
+        return {"I_MPI_HYDRA_BOOTSTRAP": "ssh", "I_MPI_HYDRA_BOOTSTRAP_EXEC": AGENT_RSH}
+    return {"HYDRA_LAUNCHER": "ssh", "HYDRA_LAUNCHER_EXEC": AGENT_RSH}
 
 
 POD_INTERFACE = "eth0"

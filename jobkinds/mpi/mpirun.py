@@ -12,9 +12,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
-from jobcore.launcher import AGENT
 from jobcore.launcher import AGENT_PORT
-from jobcore.launcher import AGENT_RSH
 from jobcore.launcher import SSH_PORT_ENV
 from jobcore.launcher import SSH_WAIT_SECONDS
 from jobcore.launcher import SSH_WAIT_TIMEOUT_EXIT
@@ -25,6 +23,7 @@ from jobcore.launcher import agent_launch_command
 from jobcore.launcher import ssh_client_args
 from jobcore.launcher import ssh_wait_script
 from jobkinds.mpi.flavours import Flavour
+from jobkinds.mpi.flavours import agent_shell_env
 from jobkinds.mpi.flavours import hydra_callback_env
 from jobkinds.mpi.openmpi import open_mpi_env
 from jobkinds.mpi.openmpi import open_mpi_env_check
@@ -127,8 +126,7 @@ def launcher_env(
     hostfile, each under its own names; MPICH's takes no ssh options and reads them from the
     Secret's ssh config. Unless the launcher shares its node's network, Hydra's proxies call
     it back at its pod's address (`hydra_callback_env`), not at a name. With the agent, each
-    is given the agent as its remote shell instead of ssh (Open MPI's `plm_rsh_agent` and
-    `plm_ssh_agent`; Hydra's launcher exec, under the agent's rsh name), and the agent's
+    is given the agent as its remote shell instead of ssh (`agent_shell_env`), and the agent's
     settings.
     """
     agent = transport == "agent"
@@ -141,9 +139,8 @@ def launcher_env(
     if mpi_home:
         values["JOBCORE_MPI_HOME"] = mpi_home
     if mpi.open_mpi:
-        remote_shell = f"{AGENT} rsh" if agent else None
         values |= open_mpi_env(
-            hostfile=HOSTFILE, slots_per_host=slots_per_host, ssh_args=ssh_args, agent=remote_shell
+            hostfile=HOSTFILE, slots_per_host=slots_per_host, ssh_args=ssh_args, agent=agent
         )
     else:
         values |= {
@@ -152,11 +149,8 @@ def launcher_env(
             "I_MPI_HYDRA_BOOTSTRAP": "ssh",
             "I_MPI_HYDRA_HOST_FILE": HOSTFILE,
         }
-        # Hydra's launcher exec takes one program path: the agent under its rsh name.
         values |= (
-            {"HYDRA_LAUNCHER_EXEC": AGENT_RSH, "I_MPI_HYDRA_BOOTSTRAP_EXEC": AGENT_RSH}
-            if agent
-            else {"I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": ssh_args}
+            agent_shell_env(mpi) if agent else {"I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": ssh_args}
         )
         if not host_network:
             values |= hydra_callback_env()

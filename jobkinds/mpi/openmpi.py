@@ -5,8 +5,8 @@ prefix variables into the command its daemons' shell runs on each worker. `open_
 checks what validation can see; `open_mpi_env_script`, by the same rules, what an Open MPI
 launcher finds at run time (values from `valueFrom`, variables from `envFrom` or the image);
 `remote_shell_errors`, what in mpirun's own arguments would act in that shell. Shared by both
-MPIJobs and HorovodJob's `mpi` backend, with `open_mpi_env`, Open MPI's hostfile, slots and ssh
-options.
+MPIJobs and HorovodJob's `mpi` backend, with `open_mpi_env`, Open MPI's hostfile, slots and
+remote shell (`open_mpi_shell_env`: ssh's options or the agent).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from jobcore.launcher import PATH_CHARACTERS
 from jobcore.launcher import SAFE_PATH
 from jobcore.launcher import SAFE_PATH_CLASS
 from jobcore.launcher import path_errors
+from jobkinds.mpi.flavours import OPEN_MPI
+from jobkinds.mpi.flavours import agent_shell_env
 from jobkinds.mpi.flavours import flag_values
 
 # Character classes, the same in a Python regex and a bash pattern (`[!...]`, under LC_ALL=C).
@@ -189,26 +191,29 @@ def remote_shell_errors(args: Sequence[str]) -> list[str]:
 
 
 def open_mpi_env(
-    *, hostfile: str, slots_per_host: int, ssh_args: str = "", agent: str | None = None
+    *, hostfile: str, slots_per_host: int, ssh_args: str = "", agent: bool = False
 ) -> dict[str, str]:
-    """Open MPI's hostfile, slots per host and ssh options (or, with `agent`, the remote shell
-    in ssh's place), under the names of Open MPI 4 (ORTE) and of Open MPI 5 (PRRTE): each
-    ignores the other's.
+    """Open MPI's hostfile, slots per host and remote shell (`open_mpi_shell_env`), under the
+    names of Open MPI 4 (ORTE) and of Open MPI 5 (PRRTE): each ignores the other's."""
+    return {
+        "OMPI_MCA_orte_default_hostfile": hostfile,
+        "OMPI_MCA_orte_set_default_slots": str(slots_per_host),
+        "PRTE_MCA_prte_default_hostfile": hostfile,
+        "PRTE_MCA_prte_set_default_slots": str(slots_per_host),
+    } | open_mpi_shell_env(ssh_args=ssh_args, agent=agent)
+
+
+def open_mpi_shell_env(*, ssh_args: str = "", agent: bool = False) -> dict[str, str]:
+    """How Open MPI 4 and 5 reach the workers: ssh with `ssh_args`, or with `agent` jobcore's
+    agent in ssh's place (`agent_shell_env`); either way keeping the hosts' full names.
 
     Without `keep_fqdn_hostnames` both cut `w-0.job.ns.svc.cluster.local` to `w-0`, which does
     not resolve.
     """
     values = {
-        "OMPI_MCA_orte_default_hostfile": hostfile,
         "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-        "OMPI_MCA_orte_set_default_slots": str(slots_per_host),
-        "OMPI_MCA_plm_rsh_args": ssh_args,
-        "PRTE_MCA_prte_default_hostfile": hostfile,
         "PRTE_MCA_prte_keep_fqdn_hostnames": "true",
-        "PRTE_MCA_prte_set_default_slots": str(slots_per_host),
-        "PRTE_MCA_plm_ssh_args": ssh_args,
     }
-    if agent is not None:
-        del values["OMPI_MCA_plm_rsh_args"], values["PRTE_MCA_plm_ssh_args"]
-        values |= {"OMPI_MCA_plm_rsh_agent": agent, "PRTE_MCA_plm_ssh_agent": agent}
-    return values
+    if agent:
+        return values | agent_shell_env(OPEN_MPI)
+    return values | {"OMPI_MCA_plm_rsh_args": ssh_args, "PRTE_MCA_plm_ssh_args": ssh_args}

@@ -13,6 +13,7 @@ from jobcore import Controller
 from jobcore.jobs import AgentSource
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
+from jobcore.testing import job_controller
 from tests.kubeflowjobs import kubeflow_controller
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,3 +48,14 @@ def agent_source() -> AgentSource:
     built = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
     assert built.returncode == 0, built.stderr
     return AgentSource(image="jobcore:test", path=built.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+async def agent_controller(
+    request: pytest.FixtureRequest, client: Client, namespace: str, agent_source: AgentSource
+) -> AsyncIterator[Controller]:
+    """The controller of the test module's `KIND` for the test's namespace, giving its jobs'
+    pods jobcore's agent (`agent_source`); jobs over ssh ignore it."""
+    kind = request.module.KIND
+    async with job_controller(client, kind, namespace=namespace, agent=agent_source) as controller:
+        yield controller

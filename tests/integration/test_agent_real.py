@@ -2,13 +2,14 @@
 
 The agent is built by `scripts/agent.sh` (Go, from Debian's toolchain); the node runs the
 init container that copies it into each pod, the workers' agents, and the launcher's MPI
-with the agent as its remote shell. No sshd runs anywhere.
+with the agent as its remote shell. No sshd runs anywhere, but in the one test that shows an
+unsafe environment refused over ssh and through the agent alike.
 """
 
 from __future__ import annotations
 
+import asyncio
 import shlex
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,6 @@ from controllers import realjobs
 from jobcore import CONFIGMAPS
 from jobcore import PODS
 from jobcore import Client
-from jobcore import Controller
 from jobcore.jobs import AgentSource
 from jobcore.launcher import launched
 from jobcore.testing import ProcessNode
@@ -39,14 +39,6 @@ KIND = MPIJobKind()
 pytestmark = [pytest.mark.integration]
 
 
-@pytest.fixture
-async def controller(
-    client: Client, namespace: str, agent_source: AgentSource
-) -> AsyncIterator[Controller]:
-    async with job_controller(client, KIND, namespace=namespace, agent=agent_source) as controller:
-        yield controller
-
-
 async def run_agent_mpi(
     client: Client, node: ProcessNode, namespace: str, folder: Path, mpi: str, **changes: Any
 ) -> tuple[dict[str, Any], str]:
@@ -59,7 +51,7 @@ async def run_agent_mpi(
     return await run_to_end(client, node, KIND.resource, job, container="mpi-launcher")
 
 
-@pytest.mark.usefixtures("controller")
+@pytest.mark.usefixtures("agent_controller")
 @pytest.mark.parametrize("mpi", ["openmpi", "openmpi5", "mpich", "intel"])
 async def test_an_mpijob_runs_its_ranks_through_the_agent_and_an_idle_worker_fails_nothing(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path, mpi: str
@@ -83,7 +75,7 @@ async def test_an_mpijob_runs_its_ranks_through_the_agent_and_an_idle_worker_fai
     assert sorted(launched(launcher, "mpi-launcher") or ()) == daemons
 
 
-@pytest.mark.usefixtures("controller")
+@pytest.mark.usefixtures("agent_controller")
 async def test_a_rank_exiting_3_through_the_agent_fails_the_job_with_its_exit_code(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
@@ -131,17 +123,12 @@ def silent_agent(agent_source: AgentSource, tmp_path: Path) -> AgentSource:
     return AgentSource(image="jobcore:test", path=str(install))
 
 
-@pytest.fixture
-async def silent_controller(
-    client: Client, namespace: str, silent_agent: AgentSource
-) -> AsyncIterator[Controller]:
-    async with job_controller(client, KIND, namespace=namespace, agent=silent_agent) as controller:
-        yield controller
-
-
-@pytest.mark.usefixtures("silent_controller")
 async def test_workers_whose_agent_never_answers_fail_the_job_once_the_launchers_wait_ends(
-    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
+    client: Client,
+    namespace: str,
+    process_node: ProcessNode,
+    tmp_path: Path,
+    silent_agent: AgentSource,
 ) -> None:
     """The workers accept connections (and are Ready) but their agent never greets: the
     launcher's wait gives up after JOBCORE_WAIT_SECONDS (here 3 s, set by the user in
@@ -152,9 +139,10 @@ async def test_workers_whose_agent_never_answers_fail_the_job_once_the_launchers
     job["spec"]["transport"] = "agent"
     container = job["spec"]["worker"]["template"]["spec"]["containers"][0]
     container["env"].append({"name": "JOBCORE_WAIT_SECONDS", "value": "3"})
-    status, log = await run_to_end(
-        client, process_node, KIND.resource, job, container="mpi-launcher"
-    )
+    async with job_controller(client, KIND, namespace=namespace, agent=silent_agent):
+        status, log = await run_to_end(
+            client, process_node, KIND.resource, job, container="mpi-launcher"
+        )
     assert status["phase"] == "Failed", log
     assert "jobcore: starting" not in log, log
     failure = condition(status, "ReplicaFailure")["message"]
@@ -164,7 +152,7 @@ async def test_workers_whose_agent_never_answers_fail_the_job_once_the_launchers
     ), failure
 
 
-@pytest.mark.usefixtures("controller")
+@pytest.mark.usefixtures("agent_controller")
 async def test_a_worker_killed_mid_run_through_the_agent_restarts_the_job_which_then_succeeds(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
@@ -195,31 +183,43 @@ async def test_a_worker_killed_mid_run_through_the_agent_restarts_the_job_which_
     assert reached == ["killed-worker-0", "killed-worker-1"], launcher["status"]
 
 
-@pytest.mark.usefixtures("controller")
-async def test_the_agent_refuses_an_environment_open_mpi_would_hand_to_the_workers_shell(
+@pytest.mark.usefixtures("agent_controller")
+async def test_a_configmap_cannot_make_the_workers_shell_run_a_command_over_either_transport(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
     """envFrom brings what validation never sees: a launch agent that Open MPI 4 would hand
-    to the workers' shell. `jobcore-agent launch` checks the environment (no bash needed),
-    starts nothing, and the job says why."""
+    to the workers' shell. Over ssh the launcher's bash checks the environment, through the
+    agent `jobcore-agent launch` does (no bash needed); either starts nothing, and the job
+    says why. Both jobs run at once, to save the suite's time."""
     canary = tmp_path / "canary"
     settings = {"OMPI_MCA_btl": "^openib", "OMPI_MCA_orte_launch_agent": f"orted;touch {canary};"}
     metadata = {"name": "mpi-settings", "namespace": namespace}
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": settings}
     await client.create(CONFIGMAPS, configmap)
     require(frameworks.missing("openmpi4"))
-    command = realjobs.mpi_program("openmpi", tmp_path)
-    job = realjobs.mpi_job("openmpi", tmp_path, command, name="unsafe", namespace=namespace)
-    job["spec"]["transport"] = "agent"
-    container = job["spec"]["worker"]["template"]["spec"]["containers"][0]
-    container["envFrom"] = [{"configMapRef": {"name": "mpi-settings"}}]
-    status, log = await run_to_end(
-        client, process_node, KIND.resource, job, container="mpi-launcher"
+    transports = ("ssh", "agent")
+    jobs = []
+    for transport in transports:
+        folder = tmp_path / transport
+        folder.mkdir()
+        command = realjobs.mpi_program("openmpi", folder)
+        job = realjobs.mpi_job("openmpi", folder, command, name=transport, namespace=namespace)
+        job["spec"]["transport"] = transport
+        container = job["spec"]["worker"]["template"]["spec"]["containers"][0]
+        container["envFrom"] = [{"configMapRef": {"name": "mpi-settings"}}]
+        jobs.append(job)
+    ended = await asyncio.gather(
+        *(
+            run_to_end(client, process_node, KIND.resource, job, container="mpi-launcher")
+            for job in jobs
+        )
     )
-    assert status["phase"] == "Failed", log
-    failure = condition(status, "ReplicaFailure")["message"]
-    assert failure.startswith(
-        "Pod[unsafe-launcher] exited with error code 65 (container mpi-launcher): jobcore: not "
-        "starting mpirun: unsafe for the workers' shell: OMPI_MCA_orte_launch_agent (Open MPI"
-    ), failure
+    for transport, (status, log) in zip(transports, ended, strict=True):
+        assert status["phase"] == "Failed", (transport, log)
+        failure = condition(status, "ReplicaFailure")["message"]
+        assert failure.startswith(
+            f"Pod[{transport}-launcher] exited with error code 65 (container mpi-launcher): "
+            "jobcore: not starting mpirun: unsafe for the workers' shell: "
+            "OMPI_MCA_orte_launch_agent (Open MPI"
+        ), failure
     assert not canary.exists()

@@ -7,68 +7,35 @@ agent from `scripts/agent.sh`; under CI, without them, these tests fail.
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from controllers import frameworks
-from controllers import realjobs
 from jobcore import PODS
 from jobcore import Client
-from jobcore import Controller
-from jobcore import Object
-from jobcore.jobs import AgentSource
 from jobcore.launcher import launched
 from jobcore.testing import ProcessNode
 from jobcore.testing import condition
-from jobcore.testing import job_controller
 from jobcore.testing import require
 from jobkinds.colossalaijob import ColossalAIJobKind
 from tests import mpioutput
-from tests.realruns import run_to_end
+from tests.realruns import colossalai_pair
 
 pytestmark = pytest.mark.integration
 
 KIND = ColossalAIJobKind()
 
 
-@pytest.fixture
-async def controller(
-    client: Client, namespace: str, agent_source: AgentSource
-) -> AsyncIterator[Controller]:
-    require(frameworks.missing("colossalai"))
-    async with job_controller(client, KIND, namespace=namespace, agent=agent_source) as controller:
-        yield controller
-
-
-def agent_job(folder: Path, **options: Any) -> Object:
-    """`realjobs.colossalai_job` in its own new `folder`, launched through the agent."""
-    folder.mkdir()
-    job = realjobs.colossalai_job(folder, **options)
-    job["spec"]["transport"] = "agent"
-    del job["spec"]["ssh"]
-    return job
-
-
-@pytest.mark.usefixtures("controller")
+@pytest.mark.usefixtures("agent_controller")
 @pytest.mark.timeout(180)
 async def test_torchrun_runs_on_both_workers_through_the_agent_and_a_rank_exiting_3_fails_it(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
-    ok = agent_job(tmp_path / "ok", name="caiagent", namespace=namespace)
-    fail = agent_job(
-        tmp_path / "fail", name="caiagentfail", namespace=namespace, procs=1, failing_rank=1
-    )
-    # Both at once, to save the suite's time.
-    (status, log), (failed, failed_log) = await asyncio.gather(
-        *(
-            run_to_end(client, process_node, KIND.resource, job, container="launcher", timeout=150)
-            for job in (ok, fail)
-        )
+    require(frameworks.missing("colossalai"))
+    (status, log), (failed, failed_log) = await colossalai_pair(
+        client, process_node, tmp_path, name="caiagent", namespace=namespace, transport="agent"
     )
     assert status["phase"] == "Succeeded", log
     # Every worker's output is in the launcher's log: torchrun tees each rank's stdout.

@@ -6,7 +6,6 @@ come from `scripts/frameworks.sh colossalai`; under CI, without them, these test
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -25,6 +24,7 @@ from jobcore.testing import require
 from jobcore.testing import wait_for_events
 from jobkinds.colossalaijob import ColossalAIJobKind
 from tests import mpioutput
+from tests.realruns import colossalai_pair
 from tests.realruns import run_to_end
 
 pytestmark = pytest.mark.integration
@@ -45,18 +45,8 @@ async def controller(client: Client, namespace: str) -> AsyncIterator[Controller
 async def test_two_workers_all_reduce_over_gloo_and_a_failing_script_fails_its_job(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
-    (tmp_path / "ok").mkdir()
-    (tmp_path / "fail").mkdir()
-    ok = realjobs.colossalai_job(tmp_path / "ok", name="cai", namespace=namespace)
-    fail = realjobs.colossalai_job(
-        tmp_path / "fail", name="caifail", namespace=namespace, procs=1, failing_rank=1
-    )
-    # Both at once, to save the suite's time.
-    (status, log), (failed, failed_log) = await asyncio.gather(
-        *(
-            run_to_end(client, process_node, JOBS, job, container="launcher", timeout=150)
-            for job in (ok, fail)
-        )
+    (status, log), (failed, failed_log) = await colossalai_pair(
+        client, process_node, tmp_path, name="cai", namespace=namespace, transport="ssh"
     )
     assert status["phase"] == "Succeeded", log
     assert mpioutput.ranks(log, prefix=".*") == mpioutput.on_two_workers("cai"), log

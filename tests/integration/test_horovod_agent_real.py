@@ -9,7 +9,6 @@ place of sshd. One job per case (static gloo, static `--mpi`, elastic gloo), all
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +18,12 @@ from controllers import realjobs
 from controllers.frameworks import missing
 from jobcore import PODS
 from jobcore import Client
-from jobcore import Controller
-from jobcore.jobs import AgentSource
 from jobcore.launcher import AGENT
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import launched
 from jobcore.testing import ProcessNode
 from jobcore.testing import container_named
 from jobcore.testing import eventually
-from jobcore.testing import job_controller
 from jobcore.testing import require
 from jobcore.testing import wait_for_end
 from jobkinds.horovodjob import HorovodJobKind
@@ -41,15 +37,6 @@ pytestmark = pytest.mark.integration
 KIND = HorovodJobKind()
 ELASTIC_SECONDS = 60
 """How long the elastic program trains at most: the test stops it once it trains on both."""
-
-
-@pytest.fixture
-async def controller(
-    client: Client, namespace: str, agent_source: AgentSource
-) -> AsyncIterator[Controller]:
-    require(missing("horovod"))
-    async with job_controller(client, KIND, namespace=namespace, agent=agent_source) as controller:
-        yield controller
 
 
 async def run_elastic(
@@ -91,10 +78,11 @@ async def run_static(
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.usefixtures("controller")
+@pytest.mark.usefixtures("agent_controller")
 async def test_horovodjobs_run_on_both_workers_through_the_agent_without_sshd(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
 ) -> None:
+    require(missing("horovod"))
     cases = ("gloo", "mpi", "elastic")
     for case in cases:
         (tmp_path / case).mkdir()

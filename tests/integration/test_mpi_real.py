@@ -16,7 +16,6 @@ import pytest
 
 from controllers import frameworks
 from controllers import realjobs
-from jobcore import CONFIGMAPS
 from jobcore import PODS
 from jobcore import Client
 from jobcore import Controller
@@ -110,33 +109,6 @@ async def test_the_seeds_mpi_flags_are_valid_for_real_open_mpi(run_mpi: RunMPI) 
     )
     assert status["phase"] == "Succeeded", log
     assert ranks(log) == on_two_workers("seedflags", slots=3), log
-
-
-@pytest.mark.usefixtures("controller")
-async def test_a_configmap_cannot_make_the_workers_shell_run_a_command(
-    client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path
-) -> None:
-    """envFrom brings what validation never sees: here a launch agent that Open MPI 4 would
-    hand to the workers' shell. The launcher refuses to start mpirun and the job says why."""
-    canary = tmp_path / "canary"
-    settings = {"OMPI_MCA_btl": "^openib", "OMPI_MCA_orte_launch_agent": f"orted;touch {canary};"}
-    metadata = {"name": "mpi-settings", "namespace": namespace}
-    await client.create(
-        CONFIGMAPS,
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": settings},
-    )
-    command = program("openmpi", tmp_path)
-    job = realjobs.mpi_job("openmpi", tmp_path, command, name="agent", namespace=namespace)
-    container = job["spec"]["worker"]["template"]["spec"]["containers"][0]
-    container["envFrom"] = [{"configMapRef": {"name": "mpi-settings"}}]
-    status, log = await run_to_end(client, process_node, MPIJOBS, job, container="mpi-launcher")
-    assert status["phase"] == "Failed", log
-    failure = condition(status, "ReplicaFailure")["message"]
-    assert failure.startswith(
-        "Pod[agent-launcher] exited with error code 65 (container mpi-launcher): jobcore: not "
-        "starting mpirun: unsafe for the workers' shell: OMPI_MCA_orte_launch_agent (Open MPI"
-    ), failure
-    assert not canary.exists()
 
 
 @pytest.mark.usefixtures("controller", "process_node")

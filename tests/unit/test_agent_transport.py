@@ -15,7 +15,6 @@ from jobcore.jobs import AgentSource
 from jobcore.jobs import Job
 from jobcore.launcher import AGENT
 from jobcore.launcher import AGENT_KEY
-from jobcore.launcher import AGENT_RSH
 from jobcore.testing import by_name
 from jobcore.testing import container_named
 from jobcore.testing import env_of
@@ -24,6 +23,9 @@ from jobcore.testing import job_of
 from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobcore.testing import terminated
+from jobkinds.mpi.flavours import Implementation
+from jobkinds.mpi.flavours import agent_shell_env
+from jobkinds.mpi.flavours import flavour
 from jobkinds.mpijob import MPIJobKind
 from jobkinds.mpijob.spec import MPIJobSpec
 
@@ -68,23 +70,11 @@ def test_workers_serve_the_agent_copied_from_the_controllers_image_and_run_no_ss
     assert len(base64.b64decode(key)) == 32
 
 
-@pytest.mark.parametrize(
-    ("mpi", "expected"),
-    [
-        (
-            "OpenMPI",
-            {"OMPI_MCA_plm_rsh_agent": f"{AGENT} rsh", "PRTE_MCA_plm_ssh_agent": f"{AGENT} rsh"},
-        ),
-        ("MPICH", {"HYDRA_LAUNCHER_EXEC": AGENT_RSH}),
-        ("IntelMPI", {"I_MPI_HYDRA_BOOTSTRAP_EXEC": AGENT_RSH}),
-    ],
-)
-def test_the_launchers_mpi_gets_the_agent_as_its_remote_shell(
-    mpi: str, expected: dict[str, str]
-) -> None:
+@pytest.mark.parametrize("mpi", ["OpenMPI", "MPICH", "IntelMPI"])
+def test_the_launchers_mpi_gets_the_agent_as_its_remote_shell(mpi: Implementation) -> None:
     launcher = container_named(rendered(agent_job(mpi))["pi-launcher"], "mpi-launcher")
     env = env_of(launcher)
-    assert expected.items() <= env.items()
+    assert agent_shell_env(flavour(mpi)).items() <= env.items()  # test_agent_shell's table
     assert not any("ssh_args" in name or "EXTRA_ARGS" in name for name in env)
     command = launcher["command"]
     assert command[:3] == [AGENT, "launch", "--hostfile"]

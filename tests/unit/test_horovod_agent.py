@@ -5,6 +5,8 @@ workers fails the job."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
 from typing import Any
 
 import pytest
@@ -26,6 +28,10 @@ from jobcore.testing import pod_of
 from jobcore.testing import terminated
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.horovodjob.spec import HorovodJobSpec
+from jobkinds.mpi.flavours import OPEN_MPI
+from jobkinds.mpi.flavours import agent_shell_env
+from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
+from tests.shell_canary import real_agent
 
 KIND = HorovodJobKind()
 SOURCE = AgentSource(image="registry.example/jobcore:1.2", path="/bin/jobcore-agent")
@@ -87,10 +93,11 @@ def test_a_static_launcher_waits_for_every_agent_and_runs_horovodrun_with_the_ag
     launcher = rendered(agent_job(backend))["hvd-launcher"]
     agent, script, args = launch_script(launcher)
     assert agent[:4] == [AGENT, "launch", "--hostfile", "/etc/horovod/hostfile"]
-    assert agent[-2:] == ["--port", "2222"]
+    assert agent[agent.index("--port") + 1] == "2222"
     assert script.startswith(f'export PATH="{AGENT_DIR}:$PATH"\n')  # horovodrun's `ssh`
     assert "exec horovodrun" in script
-    assert ("not starting horovodrun" in script) == (backend == "mpi")
+    assert "not starting horovodrun" not in script  # bash checks nothing: the agent does
+    assert ("--env-check" in agent) == (backend == "mpi")
     assert args[:4] == ["-np", "2", "--hostfile", "/etc/horovod/hostfile"]
     assert "--ssh-port" not in args and "--ssh-identity-file" not in args
     assert launcher["spec"]["initContainers"][0]["command"][1] == "install"
@@ -98,9 +105,35 @@ def test_a_static_launcher_waits_for_every_agent_and_runs_horovodrun_with_the_ag
     assert env["JOBCORE_AGENT_PORT"] == "2222"
     assert SSH_PORT_ENV not in env
     if backend == "mpi":  # mpirun's own remote shell is the agent, as with MPIJob
-        assert env["OMPI_MCA_plm_rsh_agent"] == env["PRTE_MCA_plm_ssh_agent"] == f"{AGENT} rsh"
+        assert agent_shell_env(OPEN_MPI).items() <= env.items()  # test_agent_shell's table
         assert env["OMPI_MCA_orte_keep_fqdn_hostnames"] == "true"
     assert not any("rsh_args" in name or "ssh_args" in name for name in env)
+
+
+def test_with_mpi_the_agent_refuses_variables_open_mpi_would_copy_unsafely() -> None:
+    """From valueFrom, envFrom or the image: validation cannot see them. The real agent checks
+    them before it waits for a worker, as for MPIJob, and starts nothing; gloo, which starts
+    no Open MPI, is not checked."""
+    hostile = {"OMPI_MCA_plm_rsh_agent": "ssh $(id)", "OPAL_PREFIX": "/opt/a b"}
+
+    def launch(backend: str) -> subprocess.CompletedProcess[str]:
+        command = container_named(rendered(agent_job(backend))["hvd-launcher"], "launcher")
+        agent, *args = command["command"]
+        assert agent == AGENT
+        env = {"PATH": os.environ["PATH"], "JOBCORE_WAIT_SECONDS": "1", **hostile}
+        real = [str(real_agent()), *args]
+        return subprocess.run(
+            real, env=env, capture_output=True, text=True, timeout=30, check=False
+        )
+
+    refused = launch("mpi")
+    assert refused.returncode == UNSAFE_ENV_EXIT, refused.stderr
+    assert refused.stderr.startswith(
+        "jobcore: not starting horovodrun: unsafe for the workers' shell: "
+        "OMPI_MCA_plm_rsh_agent OPAL_PREFIX (Open MPI writes these variables"
+    )
+    gloo = launch("gloo")  # waits for the hostfile's agents, and gives up: no such file here
+    assert gloo.returncode != UNSAFE_ENV_EXIT and "not starting" not in gloo.stderr
 
 
 def test_an_elastic_launcher_waits_for_no_hostfile_and_discovers_the_workers_agents() -> None:

@@ -16,7 +16,6 @@ from jobcore.jobs import Job
 from jobcore.jobs import parse_job
 from jobcore.launcher import AGENT
 from jobcore.launcher import AGENT_KEY
-from jobcore.launcher import AGENT_RSH
 from jobcore.testing import by_name
 from jobcore.testing import env_of
 from jobcore.testing import error_messages
@@ -27,6 +26,9 @@ from jobkinds.kubeflow import MPIJobKind
 from jobkinds.kubeflow.children import launcher_job
 from jobkinds.kubeflow.spec import MPIJobSpec
 from jobkinds.kubeflow.transport import TRANSPORT_ANNOTATION
+from jobkinds.mpi.flavours import Implementation
+from jobkinds.mpi.flavours import agent_shell_env
+from jobkinds.mpi.flavours import flavour
 from tests.kubeflowjobs import mpijob
 
 KIND = MPIJobKind()
@@ -66,19 +68,9 @@ def test_workers_serve_the_agent_in_place_of_sshd_and_the_secret_holds_its_key()
     assert len(base64.b64decode(key)) == 32
 
 
-@pytest.mark.parametrize(
-    ("mpi", "expected"),
-    [
-        (
-            "OpenMPI",
-            {"OMPI_MCA_plm_rsh_agent": f"{AGENT} rsh", "PRTE_MCA_plm_ssh_agent": f"{AGENT} rsh"},
-        ),
-        ("MPICH", {"HYDRA_LAUNCHER": "ssh", "HYDRA_LAUNCHER_EXEC": AGENT_RSH}),
-        ("Intel", {"I_MPI_HYDRA_BOOTSTRAP": "ssh", "I_MPI_HYDRA_BOOTSTRAP_EXEC": AGENT_RSH}),
-    ],
-)
+@pytest.mark.parametrize("mpi", ["OpenMPI", "MPICH", "Intel"])
 def test_the_launcher_runs_its_command_under_the_agent_which_is_its_mpis_remote_shell(
-    mpi: str, expected: dict[str, str]
+    mpi: Implementation,
 ) -> None:
     spec = launcher_job(agent_job(mpiImplementation=mpi))["spec"]["template"]["spec"]
     assert spec["initContainers"][0]["command"][1] == "install"
@@ -88,7 +80,7 @@ def test_the_launcher_runs_its_command_under_the_agent_which_is_its_mpis_remote_
     assert command[command.index("--") + 1 :] == ["mpirun", "-n", "2", "/home/mpiuser/pi"]
     assert "args" not in container
     env = env_of(container)
-    assert expected.items() <= env.items()
+    assert agent_shell_env(flavour(mpi)).items() <= env.items()  # test_agent_shell's table
     assert not [name for name in env if "ARGS" in name], env  # no ssh options
 
 
