@@ -14,8 +14,9 @@ check; `resync` and `wait_until_settled` wait for a running controller's own wor
 `ModelKind` is a kind that is only its model; `assert_valid_kind` fails on a kind the
 controller would refuse, or with a public attribute it would ignore (a misspelt hook);
 `FaultProxy` stands between a controller and the API server and fails a share of its
-requests (`Faults`). `install_kueue_crds` installs Kueue's own API types
-(`KUEUE_WORKLOADS` and the other `KUEUE_*` resources name them). `RealCluster`
+requests (`Faults`). `KueueStandIn` plays Kueue (admission, preemption, eviction) over
+Kueue's own API types, which `install_kueue_crds` installs (`KUEUE_WORKLOADS` and the other
+`KUEUE_*` resources name them; `WaitForPodsReady` configures its timeout). `RealCluster`
 runs a real single-node Kubernetes (kubelet, containerd, runc, CNI, kube-proxy, cluster DNS)
 on this host for tests in real containers. The pytest plugin (`jobcore.testing.plugin`,
 loaded automatically once jobcore is installed) provides the `control_plane`,
@@ -75,6 +76,8 @@ from jobcore.testing._kueue.api import RESOURCE_FLAVORS as KUEUE_RESOURCE_FLAVOR
 from jobcore.testing._kueue.api import WORKLOAD_PRIORITY_CLASSES as KUEUE_WORKLOAD_PRIORITY_CLASSES
 from jobcore.testing._kueue.api import WORKLOADS as KUEUE_WORKLOADS
 from jobcore.testing._kueue.crds import install_kueue_crds
+from jobcore.testing._kueue.standin import KueueStandIn
+from jobcore.testing._kueue.workloads import WaitForPodsReady
 from jobcore.testing._node import PodMatcher
 from jobcore.testing._node import PodOutcome
 from jobcore.testing._node import SimulatedNode
@@ -100,6 +103,7 @@ __all__ = [
     "ControlPlaneError",
     "FaultProxy",
     "Faults",
+    "KueueStandIn",
     "ModelKind",
     "PodMatcher",
     "PodOutcome",
@@ -107,6 +111,7 @@ __all__ = [
     "RealCluster",
     "RealClusterError",
     "SimulatedNode",
+    "WaitForPodsReady",
     "accepting_connections",
     "api_requests",
     "assert_valid_kind",
