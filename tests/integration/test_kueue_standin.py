@@ -395,3 +395,22 @@ async def test_an_orphan_is_finished_and_loses_the_finalizer(
             return not obj["metadata"].get("finalizers")
 
         await eventually(released)
+
+
+async def test_past_the_requeue_limit_a_workload_is_deactivated(
+    client: Client, namespace: str
+) -> None:
+    cq = f"cq-{namespace}"
+    async with kueue(client, wait_for_pods_ready=WaitForPodsReady(timeout=1, backoff_limit=0)):
+        await flavor(client, f"default-{namespace}")
+        await cluster_queue(client, cq, {f"default-{namespace}": "1"})
+        await local_queue(client, namespace, "team", cq)
+        await workload(client, namespace, "never-ready")
+        reason = "DeactivatedDueToRequeuingLimitExceeded"
+        status = await wait_for(client, namespace, "never-ready", "Evicted", reason=reason)
+        assert condition(status, "Evicted")["message"] == (
+            "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
+        )
+        obj = await client.get(KUEUE_WORKLOADS, "never-ready", namespace)
+        assert obj["spec"]["active"] is False
+        assert not has(status, "DeactivationTarget")
