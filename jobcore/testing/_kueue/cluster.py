@@ -84,7 +84,7 @@ class Snapshot:
     def blocker(self, workload: Object) -> str | None:
         """Why the Workload's queues cannot admit it (the workload controller's
         getQueueBlocker messages), None if they can."""
-        queue_name = workload.get("spec", {}).get("queueName")
+        queue_name = workload.get("spec", {}).get("queueName") or ""
         queue = self.local_queue(workload)
         if queue is None:
             return f"LocalQueue {queue_name} doesn't exist"
