@@ -82,6 +82,17 @@ async def local_queue(client: Client, namespace: str, name: str, cq: str) -> Non
     )
 
 
+async def team_queue(client: Client, namespace: str, cpu: str, *, preemption: str = "Never") -> str:
+    """A flavour, a ClusterQueue of `cpu` in it, and the namespace's LocalQueue "team" in
+    that ClusterQueue; returns the ClusterQueue's name (cluster-wide names carry the
+    test's namespace)."""
+    cq, default = f"cq-{namespace}", f"default-{namespace}"
+    await flavor(client, default)
+    await cluster_queue(client, cq, {default: cpu}, preemption=preemption)
+    await local_queue(client, namespace, "team", cq)
+    return cq
+
+
 def workload_body(namespace: str, name: str, spec: Object, **meta: Any) -> Object:
     return {
         "apiVersion": KUEUE_WORKLOADS.api_version,
@@ -194,11 +205,8 @@ async def test_the_crds_default_and_prune_as_kueues_do(client: Client, namespace
 async def test_two_teams_behind_one_quota_are_admitted_in_order(
     client: Client, namespace: str
 ) -> None:
-    cq = f"cq-{namespace}"
     async with kueue(client), temporary_namespace(client, "team-b") as other:
-        await flavor(client, f"default-{namespace}")
-        await cluster_queue(client, cq, {f"default-{namespace}": "1"})
-        await local_queue(client, namespace, "team", cq)
+        cq = await team_queue(client, namespace, "1")
         await local_queue(client, other, "team", cq)
         await workload(client, namespace, "first")
         await wait_for(client, namespace, "first", "Admitted")
@@ -257,11 +265,8 @@ async def test_the_first_flavour_that_fits_gives_its_node_labels(
 async def test_a_higher_priority_workload_preempts_a_lower_one(
     client: Client, namespace: str
 ) -> None:
-    cq = f"cq-{namespace}"
     async with kueue(client):
-        await flavor(client, f"default-{namespace}")
-        await cluster_queue(client, cq, {f"default-{namespace}": "2"}, preemption="LowerPriority")
-        await local_queue(client, namespace, "team", cq)
+        cq = await team_queue(client, namespace, "2", preemption="LowerPriority")
         await workload(client, namespace, "low", cpu="2", priority=1)
         await wait_for(client, namespace, "low", "Admitted")
         high = await workload(client, namespace, "high", cpu="2", priority=10)
@@ -301,12 +306,9 @@ async def test_a_higher_priority_workload_preempts_a_lower_one(
 async def test_a_workload_not_ready_in_time_is_evicted_and_requeued(
     client: Client, namespace: str
 ) -> None:
-    cq = f"cq-{namespace}"
     wait = WaitForPodsReady(timeout=2, backoff_base=1)
     async with kueue(client, wait_for_pods_ready=wait):
-        await flavor(client, f"default-{namespace}")
-        await cluster_queue(client, cq, {f"default-{namespace}": "2"})
-        await local_queue(client, namespace, "team", cq)
+        await team_queue(client, namespace, "2")
         await workload(client, namespace, "ready")
         await workload(client, namespace, "slow")
         await wait_for(client, namespace, "ready", "Admitted")
@@ -330,11 +332,8 @@ async def test_a_workload_not_ready_in_time_is_evicted_and_requeued(
 async def test_a_deactivated_workload_is_evicted_until_reactivated(
     client: Client, namespace: str
 ) -> None:
-    cq = f"cq-{namespace}"
     async with kueue(client):
-        await flavor(client, f"default-{namespace}")
-        await cluster_queue(client, cq, {f"default-{namespace}": "1"})
-        await local_queue(client, namespace, "team", cq)
+        await team_queue(client, namespace, "1")
         await workload(client, namespace, "job")
         await wait_for(client, namespace, "job", "Admitted")
 
@@ -359,11 +358,8 @@ async def test_a_deactivated_workload_is_evicted_until_reactivated(
 async def test_a_pod_set_with_min_count_is_admitted_partially(
     client: Client, namespace: str
 ) -> None:
-    cq = f"cq-{namespace}"
     async with kueue(client):
-        await flavor(client, f"default-{namespace}")
-        await cluster_queue(client, cq, {f"default-{namespace}": "3"})
-        await local_queue(client, namespace, "team", cq)
+        await team_queue(client, namespace, "3")
         await workload(client, namespace, "too-big", count=5)
         await workload(client, namespace, "elastic", count=5, min_count=2)
 
@@ -400,11 +396,8 @@ async def test_an_orphan_is_finished_and_loses_the_finalizer(
 async def test_past_the_requeue_limit_a_workload_is_deactivated(
     client: Client, namespace: str
 ) -> None:
-    cq = f"cq-{namespace}"
     async with kueue(client, wait_for_pods_ready=WaitForPodsReady(timeout=1, backoff_limit=0)):
-        await flavor(client, f"default-{namespace}")
-        await cluster_queue(client, cq, {f"default-{namespace}": "1"})
-        await local_queue(client, namespace, "team", cq)
+        await team_queue(client, namespace, "1")
         await workload(client, namespace, "never-ready")
         reason = "DeactivatedDueToRequeuingLimitExceeded"
         status = await wait_for(client, namespace, "never-ready", "Evicted", reason=reason)
