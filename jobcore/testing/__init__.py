@@ -14,11 +14,14 @@ check; `resync` and `wait_until_settled` wait for a running controller's own wor
 `ModelKind` is a kind that is only its model; `assert_valid_kind` fails on a kind the
 controller would refuse, or with a public attribute it would ignore (a misspelt hook);
 `FaultProxy` stands between a controller and the API server and fails a share of its
-requests (`Faults`). `RealCluster` runs a real
-single-node Kubernetes (kubelet, containerd, runc, CNI, kube-proxy, cluster DNS) on this host
-for tests in real containers. The pytest plugin (`jobcore.testing.plugin`, loaded
-automatically once jobcore is installed) provides the `control_plane`, `kubeconfig_path`,
-`client`, `namespace`, `simulated_node`, `process_node` and `real_cluster` fixtures.
+requests (`Faults`). `KueueStandIn` plays Kueue (admission, preemption, eviction) over
+Kueue's own API types, which `install_kueue_crds` installs (`KUEUE_WORKLOADS` and the other
+`KUEUE_*` resources name them; `WaitForPodsReady` configures its timeout). `RealCluster`
+runs a real single-node Kubernetes (kubelet, containerd, runc, CNI, kube-proxy, cluster DNS)
+on this host for tests in real containers. The pytest plugin (`jobcore.testing.plugin`,
+loaded automatically once jobcore is installed) provides the `control_plane`,
+`kubeconfig_path`, `client`, `namespace`, `simulated_node`, `process_node` and
+`real_cluster` fixtures.
 `require` skips a test whose prerequisite is missing, and fails it under CI (`under_ci`),
 where a skip would hide a missing install.
 The kit imports without pytest (`jobcore sandbox` runs it from a plain install): only the
@@ -67,6 +70,14 @@ from jobcore.testing._kinds import secret_text
 from jobcore.testing._kinds import spec_with
 from jobcore.testing._kinds import terminated
 from jobcore.testing._kinds import waiting
+from jobcore.testing._kueue.api import CLUSTER_QUEUES as KUEUE_CLUSTER_QUEUES
+from jobcore.testing._kueue.api import LOCAL_QUEUES as KUEUE_LOCAL_QUEUES
+from jobcore.testing._kueue.api import RESOURCE_FLAVORS as KUEUE_RESOURCE_FLAVORS
+from jobcore.testing._kueue.api import WORKLOAD_PRIORITY_CLASSES as KUEUE_WORKLOAD_PRIORITY_CLASSES
+from jobcore.testing._kueue.api import WORKLOADS as KUEUE_WORKLOADS
+from jobcore.testing._kueue.crds import install_kueue_crds
+from jobcore.testing._kueue.standin import KueueStandIn
+from jobcore.testing._kueue.workloads import WaitForPodsReady
 from jobcore.testing._node import PodMatcher
 from jobcore.testing._node import PodOutcome
 from jobcore.testing._node import SimulatedNode
@@ -83,10 +94,16 @@ from jobcore.testing._required import require
 from jobcore.testing._required import under_ci
 
 __all__ = [
+    "KUEUE_CLUSTER_QUEUES",
+    "KUEUE_LOCAL_QUEUES",
+    "KUEUE_RESOURCE_FLAVORS",
+    "KUEUE_WORKLOADS",
+    "KUEUE_WORKLOAD_PRIORITY_CLASSES",
     "ControlPlane",
     "ControlPlaneError",
     "FaultProxy",
     "Faults",
+    "KueueStandIn",
     "ModelKind",
     "PodMatcher",
     "PodOutcome",
@@ -94,6 +111,7 @@ __all__ = [
     "RealCluster",
     "RealClusterError",
     "SimulatedNode",
+    "WaitForPodsReady",
     "accepting_connections",
     "api_requests",
     "assert_valid_kind",
@@ -112,6 +130,7 @@ __all__ = [
     "eventually",
     "images_folder",
     "install_crd",
+    "install_kueue_crds",
     "is_subset",
     "job_controller",
     "job_manifest",

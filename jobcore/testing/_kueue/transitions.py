@@ -1,0 +1,182 @@
+"""The changes Kueue makes to a Workload's status, made on a copy.
+
+Reserve quota and admit, leave pending, evict (with the Preempted condition for a
+preemption), requeue, finish.
+
+Each follows the function of Kueue's `pkg/workload` named in its docstring, with the same
+condition types, reasons and messages; each returns whether it changed anything.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
+from typing import Any
+
+from jobcore._runtime.resources import Object
+from jobcore.testing._kueue import api
+
+
+def _status(workload: Object) -> dict[str, Any]:
+    status: dict[str, Any] = workload.setdefault("status", {})
+    status["conditions"] = list(status.get("conditions") or [])
+    return status
+
+
+def _generation(workload: Object) -> int | None:
+    value = workload["metadata"].get("generation")
+    return value if isinstance(value, int) else None
+
+
+def _reset(workload: Object, kind: str, reason: str) -> bool:
+    """resetActiveCondition: a True condition turns False, its message kept as "Previously"."""
+    items = _status(workload)["conditions"]
+    old = api.find(items, kind)
+    if old is None or old.get("status") != "True":
+        return False
+    return api.set_condition(
+        items,
+        kind,
+        False,
+        reason,
+        f"Previously: {old.get('message', '')}",
+        generation=_generation(workload),
+    )
+
+
+def reserve(workload: Object, admission: Object) -> bool:
+    """SetQuotaReservation, then SyncAdmittedCondition (no admission checks: admitted at
+    once): QuotaReserved and Admitted True; Evicted and Preempted reset to False."""
+    status = _status(workload)
+    status["admission"] = admission
+    status.pop("resourceRequests", None)
+    generation = _generation(workload)
+    message = f"Quota reserved in ClusterQueue {admission['clusterQueue']}"
+    api.set_condition(
+        status["conditions"],
+        api.QUOTA_RESERVED,
+        True,
+        "QuotaReserved",
+        message,
+        generation=generation,
+    )
+    _reset(workload, api.EVICTED, "QuotaReserved")
+    _reset(workload, api.PREEMPTED, "QuotaReserved")
+    api.set_condition(
+        status["conditions"],
+        api.ADMITTED,
+        True,
+        "Admitted",
+        "The workload is admitted",
+        generation=generation,
+    )
+    return True
+
+
+def unreserve(workload: Object, reason: str, message: str) -> bool:
+    """UnsetQuotaReservationWithCondition: QuotaReserved False with `reason`, the admission
+    cleared, and Admitted False (NoReservation) if it was True."""
+    status = _status(workload)
+    changed = api.set_condition(
+        status["conditions"],
+        api.QUOTA_RESERVED,
+        False,
+        reason,
+        message,
+        generation=_generation(workload),
+    )
+    if status.get("admission") is not None:
+        del status["admission"]
+        changed = True
+    admitted = api.find(status["conditions"], api.ADMITTED)
+    if admitted is not None and admitted.get("status") == "True":
+        api.set_condition(
+            status["conditions"],
+            api.ADMITTED,
+            False,
+            "NoReservation",
+            "The workload has no reservation",
+            generation=_generation(workload),
+        )
+        changed = True
+    return changed
+
+
+def evict(workload: Object, reason: str, message: str, *, cause: str = "") -> bool:
+    """evict.Evict's status change: Evicted True with `reason` (Deactivated with a cause
+    becomes `DeactivatedDueTo<cause>`), nominated clusters cleared, and the eviction counted
+    in schedulingStats. The admission stays until the job's integration clears it."""
+    status = _status(workload)
+    shown = f"{reason}DueTo{cause}" if reason == api.DEACTIVATED and cause else reason
+    api.set_condition(
+        status["conditions"], api.EVICTED, True, shown, message, generation=_generation(workload)
+    )
+    status.pop("clusterName", None)
+    status.pop("nominatedClusterNames", None)
+    stats = status.setdefault("schedulingStats", {})
+    evictions = stats.setdefault("evictions", [])
+    for entry in evictions:
+        if entry.get("reason") == reason and entry.get("underlyingCause", "") == cause:
+            entry["count"] = int(entry.get("count", 0)) + 1
+            break
+    else:
+        # Kueue writes `underlyingCause: ""`; Kubernetes 1.20 refuses an empty string in a
+        # custom resource (it reads it as null), so an empty cause is left out.
+        entry = {"reason": reason, "count": 1} | ({"underlyingCause": cause} if cause else {})
+        evictions.append(entry)
+    return True
+
+
+def preempt(workload: Object, reason: str, message: str) -> bool:
+    """The preemptor's mark on a target: evicted (reason Preempted) with the Preempted
+    condition (reason InClusterQueue), both carrying the same message."""
+    evict(workload, api.EVICTED_BY_PREEMPTION, message)
+    api.set_condition(_status(workload)["conditions"], api.PREEMPTED, True, reason, message)
+    return True
+
+
+def requeue_state(workload: Object, *, base: float, limit: float) -> None:
+    """UpdateRequeueState: count one more requeue; requeueAt after base * 2^(count-1)
+    seconds, at most `limit` (Kueue adds a tiny jitter)."""
+    state = _status(workload).setdefault("requeueState", {})
+    count = int(state.get("count") or 0) + 1
+    delay = min(base * 2 ** (count - 1), limit)
+    at = datetime.now(UTC) + timedelta(seconds=delay)
+    state["count"] = count
+    state["requeueAt"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def set_requeued(workload: Object, reason: str, message: str, status: bool) -> bool:
+    """SetRequeuedCondition."""
+    return api.set_condition(
+        _status(workload)["conditions"],
+        api.REQUEUED,
+        status,
+        reason,
+        message,
+        generation=_generation(workload),
+    )
+
+
+def finish(workload: Object, reason: str, message: str) -> bool:
+    """finish.Finish: Finished True."""
+    return api.set_condition(
+        _status(workload)["conditions"],
+        api.FINISHED,
+        True,
+        reason,
+        message,
+        generation=_generation(workload),
+    )
+
+
+def preemption_message(preemptor: Object, cluster_queue: str) -> str:
+    """preemptionMessage, for a preemption within a ClusterQueue outside any cohort."""
+    uid = preemptor["metadata"].get("uid") or "UNKNOWN"
+    job_uid = (preemptor["metadata"].get("labels") or {}).get(api.JOB_UID_LABEL) or "UNKNOWN"
+    return (
+        f"Preempted to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to"
+        f" prioritization in the ClusterQueue; preemptor path: /{cluster_queue};"
+        f" preemptee path: /{cluster_queue}"
+    )
