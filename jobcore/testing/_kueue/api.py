@@ -1,118 +1,93 @@
-"""Kueue's API as the stand-in speaks it: resources, names, condition types and reasons."""
+"""Kueue's API as the stand-in speaks it.
+
+The job layer's names (`jobcore._jobs.kueueapi`), re-exported, and what only the stand-in
+needs.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC
 from datetime import datetime
-from typing import Any
 
+from jobcore._jobs.kueueapi import ADMITTED
+from jobcore._jobs.kueueapi import BACKOFF_FINISHED
+from jobcore._jobs.kueueapi import CLUSTER_QUEUES
+from jobcore._jobs.kueueapi import DEACTIVATED
+from jobcore._jobs.kueueapi import EVICTED
+from jobcore._jobs.kueueapi import EVICTED_BY_PODS_READY_TIMEOUT
+from jobcore._jobs.kueueapi import EVICTED_BY_PREEMPTION
+from jobcore._jobs.kueueapi import FINISHED
+from jobcore._jobs.kueueapi import GROUP
+from jobcore._jobs.kueueapi import IN_CLUSTER_QUEUE
+from jobcore._jobs.kueueapi import INADMISSIBLE
+from jobcore._jobs.kueueapi import JOB_UID_LABEL
+from jobcore._jobs.kueueapi import LOCAL_QUEUES
+from jobcore._jobs.kueueapi import MAX_MESSAGE
+from jobcore._jobs.kueueapi import PENDING
+from jobcore._jobs.kueueapi import PODS_READY
+from jobcore._jobs.kueueapi import PREEMPTED
+from jobcore._jobs.kueueapi import QUEUE_NAME_LABEL
+from jobcore._jobs.kueueapi import QUOTA_RESERVED
+from jobcore._jobs.kueueapi import REACTIVATED
+from jobcore._jobs.kueueapi import REQUEUED
+from jobcore._jobs.kueueapi import RESOURCE_FLAVORS
+from jobcore._jobs.kueueapi import RESOURCE_IN_USE_FINALIZER
+from jobcore._jobs.kueueapi import VERSION
+from jobcore._jobs.kueueapi import WAIT_FOR_START
+from jobcore._jobs.kueueapi import WORKLOAD_PRIORITY_CLASSES
+from jobcore._jobs.kueueapi import WORKLOADS
+from jobcore._jobs.kueueapi import conditions
+from jobcore._jobs.kueueapi import find
+from jobcore._jobs.kueueapi import is_active
+from jobcore._jobs.kueueapi import is_true
+from jobcore._jobs.kueueapi import now
+from jobcore._jobs.kueueapi import set_condition
 from jobcore._runtime.resources import Object
-from jobcore._runtime.resources import Resource
 
-GROUP = "kueue.x-k8s.io"
-VERSION = "v1beta2"
-"""The version Kueue stores (`+kubebuilder:storageversion`) since v0.16; v1beta1 is served
-too, but deprecated and converted by Kueue's webhook, which the test API server does not run."""
-
-WORKLOADS = Resource(GROUP, VERSION, "Workload", "workloads")
-LOCAL_QUEUES = Resource(GROUP, VERSION, "LocalQueue", "localqueues")
-CLUSTER_QUEUES = Resource(GROUP, VERSION, "ClusterQueue", "clusterqueues", namespaced=False)
-RESOURCE_FLAVORS = Resource(GROUP, VERSION, "ResourceFlavor", "resourceflavors", namespaced=False)
-WORKLOAD_PRIORITY_CLASSES = Resource(
-    GROUP, VERSION, "WorkloadPriorityClass", "workloadpriorityclasses", namespaced=False
-)
-
-RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-
-# Workload condition types (apis/kueue/v1beta2/workload_types.go).
-QUOTA_RESERVED = "QuotaReserved"
-ADMITTED = "Admitted"
-EVICTED = "Evicted"
-PREEMPTED = "Preempted"
-REQUEUED = "Requeued"
-PODS_READY = "PodsReady"
-FINISHED = "Finished"
-
-# Reasons.
-PENDING = "Pending"
-INADMISSIBLE = "Inadmissible"
-EVICTED_BY_PREEMPTION = "Preempted"
-EVICTED_BY_PODS_READY_TIMEOUT = "PodsReadyTimeout"
-DEACTIVATED = "Deactivated"
-REACTIVATED = "Reactivated"
-BACKOFF_FINISHED = "BackoffFinished"
-IN_CLUSTER_QUEUE = "InClusterQueue"
-WAIT_FOR_START = "WaitForStart"
-
-MAX_MESSAGE = 32 * 1024
-"""metav1.Condition's message bound; Kueue truncates to it (api.TruncateConditionMessage)."""
-
-
-def now() -> str:
-    """The current time as the API server writes it (RFC 3339, whole seconds, UTC)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+__all__ = [
+    "ADMITTED",
+    "BACKOFF_FINISHED",
+    "CLUSTER_QUEUES",
+    "DEACTIVATED",
+    "EVICTED",
+    "EVICTED_BY_PODS_READY_TIMEOUT",
+    "EVICTED_BY_PREEMPTION",
+    "FINISHED",
+    "GROUP",
+    "INADMISSIBLE",
+    "IN_CLUSTER_QUEUE",
+    "JOB_UID_LABEL",
+    "LOCAL_QUEUES",
+    "MAX_MESSAGE",
+    "PENDING",
+    "PODS_READY",
+    "PREEMPTED",
+    "QUEUE_NAME_LABEL",
+    "QUOTA_RESERVED",
+    "REACTIVATED",
+    "REQUEUED",
+    "RESOURCE_FLAVORS",
+    "RESOURCE_IN_USE_FINALIZER",
+    "VERSION",
+    "WAIT_FOR_START",
+    "WORKLOADS",
+    "WORKLOAD_PRIORITY_CLASSES",
+    "conditions",
+    "find",
+    "is_active",
+    "is_true",
+    "key",
+    "now",
+    "priority",
+    "seconds_since",
+    "set_condition",
+]
 
 
 def seconds_since(timestamp: str) -> float:
     """Seconds from `timestamp` (RFC 3339) until now."""
     moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     return (datetime.now(UTC) - moment).total_seconds()
-
-
-def conditions(workload: Object) -> list[Object]:
-    return list(workload.get("status", {}).get("conditions") or [])
-
-
-def find(items: list[Object], kind: str) -> Object | None:
-    """The condition of type `kind`, as apimeta.FindStatusCondition finds it."""
-    return next((c for c in items if c.get("type") == kind), None)
-
-
-def is_true(workload: Object, kind: str) -> bool:
-    found = find(conditions(workload), kind)
-    return found is not None and found.get("status") == "True"
-
-
-def set_condition(
-    items: list[Object],
-    kind: str,
-    status: bool,
-    reason: str,
-    message: str,
-    *,
-    generation: int | None = None,
-    at: str | None = None,
-) -> bool:
-    """Set a condition as apimeta.SetStatusCondition does: its lastTransitionTime changes only
-    with its status. Returns whether anything changed."""
-    value = "True" if status else "False"
-    new: dict[str, Any] = {
-        "type": kind,
-        "status": value,
-        "reason": reason,
-        "message": message[:MAX_MESSAGE],
-        "lastTransitionTime": at or now(),
-    }
-    if generation is not None:
-        new["observedGeneration"] = generation
-    for index, old in enumerate(items):
-        if old.get("type") != kind:
-            continue
-        if old.get("status") == value:
-            new["lastTransitionTime"] = old.get("lastTransitionTime", new["lastTransitionTime"])
-        if old == new:
-            return False
-        items[index] = new
-        return True
-    items.append(new)
-    return True
-
-
-def is_active(workload: Object) -> bool:
-    """spec.active, true unless set to false (workload.IsActive)."""
-    return workload.get("spec", {}).get("active", True) is not False
 
 
 def priority(workload: Object) -> int:

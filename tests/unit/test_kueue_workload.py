@@ -1,0 +1,91 @@
+"""A job's Kueue Workload as the job layer builds it: Kueue's name, pod sets from the kind's
+own render, owner, finalizer and queue; and the comparison that decides a rebuild."""
+
+from __future__ import annotations
+
+import copy
+
+from jobcore._jobs.kueueapi import JOB_UID_LABEL
+from jobcore._jobs.kueueapi import RESOURCE_IN_USE_FINALIZER
+from jobcore._jobs.workload import new_workload
+from jobcore._jobs.workload import pod_sets
+from jobcore._jobs.workload import queue_name
+from jobcore._jobs.workload import same_pod_sets
+from jobcore._jobs.workload import workload_name
+from jobcore.jobs import Job
+from jobcore.testing import job_manifest
+from jobcore.testing import job_of
+from jobcore.testing import spec_with
+from jobkinds.mpijob import MPIJobKind
+from jobkinds.mpijob.spec import MPIJobSpec
+from tests.jobdocs import sample
+
+KIND = MPIJobKind()
+GROUP = KIND.resource.group
+
+
+def make_job(**changes: object) -> Job[MPIJobSpec]:
+    spec = spec_with(sample("mpijob-random-walk")["spec"], **changes)
+    manifest = job_manifest(KIND, spec, name="walk", namespace="team-a")
+    manifest["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a-queue"}
+    return job_of(KIND, manifest)
+
+
+def test_the_name_is_kueues_for_the_same_owner() -> None:
+    # Kueue's own examples (pkg/controller/jobframework/workload_names_test.go).
+    assert workload_name("Job", "batch", "name", "uid") == "job-name-ef3a1"
+    long = "x" * 300
+    name = workload_name("Job", "batch", long, "uid")
+    assert len(name) == 253 and name.startswith("job-xxx") and name[-6] == "-"
+    assert workload_name("Job", "batch", "name", "uid2") != "job-name-ef3a1"
+
+
+def test_pod_sets_are_the_launcher_and_the_workers_with_their_templates() -> None:
+    job = make_job(worker={"replicas": 3})
+    launcher, workers = pod_sets(KIND, job)
+    assert (launcher["name"], launcher["count"]) == ("launcher", 1)
+    assert (workers["name"], workers["count"]) == ("worker", 3)
+    assert "minCount" not in workers
+    for pod_set in (launcher, workers):
+        assert set(pod_set["template"]["metadata"]) <= {"labels", "annotations"}
+        assert "hostname" not in pod_set["template"]["spec"]
+        assert pod_set["template"]["spec"]["containers"]
+
+
+def test_min_counts_below_the_count_allow_a_partial_admission() -> None:
+    job = make_job(worker={"replicas": 4})
+    sets = pod_sets(KIND, job, {"worker": 2, "launcher": 1})
+    assert [s.get("minCount") for s in sets] == [None, 2]
+
+
+def test_the_workload_is_owned_queued_and_finalized_as_kueue_makes_it() -> None:
+    job = make_job()
+    sets = pod_sets(KIND, job)
+    ref = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+    workload = new_workload(job, GROUP, "team-a-queue", sets, (ref, 1000))
+    meta = workload["metadata"]
+    assert meta["name"] == workload_name("MPIJob", GROUP, "walk", job.uid)
+    assert meta["namespace"] == "team-a"
+    assert meta["finalizers"] == [RESOURCE_IN_USE_FINALIZER]
+    assert meta["labels"] == {JOB_UID_LABEL: job.uid}
+    (owner,) = meta["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("MPIJob", "walk", True)
+    assert workload["spec"]["queueName"] == "team-a-queue"
+    assert workload["spec"]["priority"] == 1000
+    assert workload["spec"]["priorityClassRef"] == ref
+    assert queue_name(job.obj) == "team-a-queue"
+
+
+def test_only_counts_and_resources_make_pod_sets_differ() -> None:
+    job = make_job()
+    sets = pod_sets(KIND, job)
+    workload = new_workload(job, GROUP, "q", sets, (None, 0))
+    defaulted = copy.deepcopy(workload)
+    for pod_set in defaulted["spec"]["podSets"]:  # what an API server's defaults add
+        pod_set["template"]["spec"]["restartPolicy"] = "Always"
+        pod_set["template"]["spec"]["containers"][0]["terminationMessagePath"] = "/dev/x"
+    assert same_pod_sets(defaulted, sets)
+    assert not same_pod_sets(workload, pod_sets(KIND, make_job(worker={"replicas": 7})))
+    bigger = copy.deepcopy(sets)
+    bigger[1]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "64"}}
+    assert not same_pod_sets(workload, bigger)
