@@ -1,20 +1,31 @@
 """A job's Kueue Workload as the job layer builds it: Kueue's name, pod sets from the kind's
-own render, owner, finalizer and queue; and the comparison that decides a rebuild."""
+own render, owner, finalizer and queue; the comparison that decides a rebuild; and what an
+admission merges into the pods."""
 
 from __future__ import annotations
 
 import copy
 
+import pytest
+
+from jobcore import Object
+from jobcore._jobs.admission import AdmissionConflict
+from jobcore._jobs.admission import PodSetInfo
+from jobcore._jobs.admission import admit_pod
+from jobcore._jobs.admission import admitted_pod_sets
 from jobcore._jobs.kueueapi import JOB_UID_LABEL
+from jobcore._jobs.kueueapi import POD_SET_LABEL
 from jobcore._jobs.kueueapi import RESOURCE_IN_USE_FINALIZER
 from jobcore._jobs.workload import new_workload
 from jobcore._jobs.workload import pod_sets
 from jobcore._jobs.workload import queue_name
 from jobcore._jobs.workload import same_pod_sets
 from jobcore._jobs.workload import workload_name
+from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import Job
 from jobcore.testing import job_manifest
 from jobcore.testing import job_of
+from jobcore.testing import observed_of
 from jobcore.testing import spec_with
 from jobkinds.mpijob import MPIJobKind
 from jobkinds.mpijob.spec import MPIJobSpec
@@ -89,3 +100,53 @@ def test_only_counts_and_resources_make_pod_sets_differ() -> None:
     bigger = copy.deepcopy(sets)
     bigger[1]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "64"}}
     assert not same_pod_sets(workload, bigger)
+
+
+# Admission ------------------------------------------------------------------------------
+
+
+def admitted(sets: list[Object], flavors: dict[str, str], count: int | None = None) -> Object:
+    """A Workload of `sets` whose every pod set Kueue assigned `flavors` (resource: flavour)."""
+    assignments = [{"name": s["name"], "flavors": flavors} for s in sets]
+    if count is not None:
+        assignments[-1]["count"] = count
+    return {
+        "spec": {"podSets": sets},
+        "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": assignments}},
+    }
+
+
+FLAVORS: dict[str, Object] = {
+    "spot": {"spec": {"nodeLabels": {"pool": "spot"}, "tolerations": [{"key": "spot"}]}},
+    "gpu": {"spec": {"nodeLabels": {"gpu": "a100"}}},
+}
+
+
+def test_each_pod_gets_its_flavours_node_labels_tolerations_and_pod_set() -> None:
+    job = make_job(worker={"replicas": 2})
+    sets = pod_sets(KIND, job)
+    infos = admitted_pod_sets(admitted(sets, {"cpu": "spot", "nvidia.com/gpu": "gpu"}), FLAVORS)
+    assert infos["worker"] == PodSetInfo(2, {"pool": "spot", "gpu": "a100"}, [{"key": "spot"}])
+    pods = {p["metadata"]["name"]: p for p in KIND.render(job, observed_of()) if p["kind"] == "Pod"}
+    worker = pods["walk-worker-0"]
+    admit_pod(worker, infos)
+    assert worker["spec"]["nodeSelector"] == {"pool": "spot", "gpu": "a100"}
+    assert worker["spec"]["tolerations"] == [{"key": "spot"}]
+    assert worker["metadata"]["labels"][POD_SET_LABEL] == "worker"
+    admit_pod(worker, infos)  # once more: nothing doubles
+    assert worker["spec"]["tolerations"] == [{"key": "spot"}]
+
+
+def test_a_partial_admission_counts_and_a_contradicting_flavour_refuses() -> None:
+    job = make_job(worker={"replicas": 4})
+    sets = pod_sets(KIND, job, {"worker": 2})
+    assert admitted_pod_sets(admitted(sets, {"cpu": "spot"}, count=3), FLAVORS)["worker"].count == 3
+    infos = admitted_pod_sets(admitted(sets, {"cpu": "spot"}), FLAVORS)
+    pod = {
+        "metadata": {"labels": {REPLICA_TYPE_LABEL: "worker"}},
+        "spec": {"nodeSelector": {"pool": "on-demand"}},
+    }
+    with pytest.raises(
+        AdmissionConflict, match="pool=spot contradicts the pods' nodeSelector pool=on-demand"
+    ):
+        admit_pod(pod, infos)
