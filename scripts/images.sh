@@ -54,7 +54,7 @@ check="" names=()
 for arg in "$@"; do
   case $arg in
     --check) check=1 ;;
-    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,38p' "$0"; exit 0 ;;
     *) names+=("$arg") ;;
   esac
 done
