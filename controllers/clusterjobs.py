@@ -17,11 +17,16 @@ from jobcore import Object
 from jobcore.launcher import Transport
 
 FRAMEWORK_IMAGES = ("openmpi4", "mpich", "intel", "colossalai", "horovod")
-"""The frameworks that have an image of their own (Open MPI 5 has none)."""
-AGENT_IMAGES = {"openmpi4": "mpi-pi-nosshd", "mpich": "mpich-nosshd", "intel": "intel-nosshd"}
+"""The frameworks that have an image of their own with sshd (Open MPI 5 has none)."""
+AGENT_IMAGES = {
+    "openmpi4": "mpi-pi-nosshd",
+    "openmpi5": "openmpi5-nosshd",
+    "mpich": "mpich-nosshd",
+    "intel": "intel-nosshd",
+}
 """The sshd-free image of each MPI, for jobs launched through jobcore's agent: Open MPI 4's is
-Kubeflow's pi stand-in without sshd (the allreduce too, and no Python). ColossalAI's and
-Horovod's keep their sshd, which the agent leaves unused."""
+Kubeflow's pi stand-in without sshd (the allreduce too, and no Python); Open MPI 5's is its only
+image. ColossalAI's and Horovod's keep their sshd, which the agent leaves unused."""
 PROGRAMS_VOLUME = "jobcore-programs"
 
 

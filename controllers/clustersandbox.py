@@ -59,11 +59,14 @@ async def run_cluster_sandbox(
     changes and its launcher's output; its final phase. A `cluster` given is used as it is;
     else the machine's is started, and stopped at the end unless `keep`."""
     framework = realjobs.framework(kind, mpi)
-    if framework not in clusterjobs.FRAMEWORK_IMAGES:
-        raise SandboxError(f"the {kind} sample with {mpi} has no image; choose another --mpi")
+    image = clusterjobs.AGENT_IMAGES.get(framework, framework) if launch == "agent" else framework
+    if image not in images.NAMES:
+        raise SandboxError(
+            f"the {kind} sample with {mpi} has no image for the {launch} launch; "
+            "choose another --mpi"
+        )
     if cluster is None and (reason := real_cluster_available()):
         raise SandboxError(f"cannot run a real cluster here: {reason}")
-    image = clusterjobs.AGENT_IMAGES.get(framework, framework) if launch == "agent" else framework
     if reason := images.missing("pause", "jobcore", image):
         raise SandboxError(f"{reason} (or run {SET_UP})")
     owned = cluster is None

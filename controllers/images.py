@@ -25,6 +25,7 @@ NAMES = (
     "mpi-pi-nosshd",
     "mpich-nosshd",
     "intel-nosshd",
+    "openmpi5-nosshd",
 )
 """The images the script builds, in its order (an image comes after the one it builds FROM)."""
 

@@ -22,6 +22,9 @@
 #   mpi-pi-nosshd, mpich-nosshd, intel-nosshd   those images with openssh-server purged, for
 #               jobs launched through jobcore's agent; mpi-pi-nosshd (Open MPI 4, the allreduce
 #               and pi) has no Python either
+#   openmpi5-nosshd   Open MPI 5, for the agent alone: a Debian minbase root (no sshd, Python or
+#               compiler) with the prefix `scripts/frameworks.sh openmpi5` installs and the
+#               allreduce, both made in a build stage FROM base and copied over
 #
 # Into $JOBCORE_IMAGES (default ~/.cache/jobcore/images): NAME.tar, written atomically, and
 # NAME.ref, the image's reference inside it. The images only the tests use are tagged
@@ -41,17 +44,17 @@ source "$here/apt.sh"
 export JOBCORE_FRAMEWORKS=${JOBCORE_FRAMEWORKS:-${XDG_CACHE_HOME:-$HOME/.cache}/jobcore/frameworks}
 images=${JOBCORE_IMAGES:-${XDG_CACHE_HOME:-$HOME/.cache}/jobcore/images}
 all=(pause python jobcore base openmpi4 mpich intel torch colossalai horovod mpi-pi mpi-pi-nosshd
-  mpich-nosshd intel-nosshd)
+  mpich-nosshd intel-nosshd openmpi5-nosshd)
 declare -A parent=([jobcore]=python [openmpi4]=base [mpich]=base [intel]=base [torch]=base
   [colossalai]=torch [horovod]=torch [mpi-pi]=openmpi4 [mpi-pi-nosshd]=mpi-pi
-  [mpich-nosshd]=mpich [intel-nosshd]=intel)
+  [mpich-nosshd]=mpich [intel-nosshd]=intel [openmpi5-nosshd]=base)
 declare -A fixed_ref=([pause]=k8s.gcr.io/pause:3.2 [python]=docker.io/library/python:3.11-slim
   [mpi-pi]=docker.io/mpioperator/mpi-pi:openmpi)
 check="" names=()
 for arg in "$@"; do
   case $arg in
     --check) check=1 ;;
-    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,38p' "$0"; exit 0 ;;
     *) names+=("$arg") ;;
   esac
 done
@@ -164,17 +167,17 @@ EOF
 }
 
 # framework_recipe CONTEXT NAME [RUN lines...]: FROM the parent, `scripts/frameworks.sh NAME`
-# into /opt/jobcore/frameworks, then the extra shell lines.
+# (NAME without its -nosshd) into /opt/jobcore/frameworks, then the extra shell lines.
 framework_recipe() {
-  local context=$1 name=$2 line
+  local context=$1 name=$2 framework=${2%-nosshd} line
   shift 2
   mkdir -p "$context/scripts/frameworks"
   cp "$here/frameworks.sh" "$here/apt.sh" "$context/scripts/"
-  cp "$here/frameworks/$name.sh" "$context/scripts/frameworks/"
+  cp "$here/frameworks/$framework.sh" "$context/scripts/frameworks/"
   {
     echo "FROM ${ref[${parent[$name]}]}"
     echo "COPY . /tmp/jobcore-build"
-    echo "RUN JOBCORE_FRAMEWORKS=/opt/jobcore/frameworks bash /tmp/jobcore-build/scripts/frameworks.sh $name \\"
+    echo "RUN JOBCORE_FRAMEWORKS=/opt/jobcore/frameworks bash /tmp/jobcore-build/scripts/frameworks.sh $framework \\"
     for line in "$@"; do echo "  && $line \\"; done
     echo "  && apt-get clean && rm -rf /var/lib/apt/lists/* /tmp/jobcore-build /tmp/jobcore-apt*"
   } >"$context/Containerfile"
@@ -254,6 +257,29 @@ recipe_mpi-pi-nosshd() { nosshd_recipe "$1" mpi-pi-nosshd; }
 recipe_mpich-nosshd() { nosshd_recipe "$1" mpich-nosshd; }
 recipe_intel-nosshd() { nosshd_recipe "$1" intel-nosshd; }
 
+# Open MPI 5 has no image with sshd: this one is made for the agent alone, on a root file system
+# that never had sshd (purging it from base would keep base's layer in the tarball). The wheel's
+# prefix needs only libc and zlib: the build stage's Python, pip and gcc stay behind.
+rootfs_openmpi5-nosshd() {  # merged /usr made by the hook: no usrmerge, which brings Perl
+  mkrootfs "$1/rootfs.tar" netbase --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
+}
+recipe_openmpi5-nosshd() {
+  local lines home=/opt/jobcore/frameworks/openmpi5
+  write_allreduce "$1"
+  mapfile -t lines < <(allreduce_lines $home/home/bin/mpicc)
+  framework_recipe "$1" openmpi5-nosshd "${lines[@]}"
+  sed -i '1s/$/ AS build/' "$1/Containerfile"
+  cat >>"$1/Containerfile" <<EOF
+FROM scratch
+ADD rootfs.tar /
+COPY --from=build $home/prefix $home/prefix
+COPY --from=build /opt/jobcore/programs /opt/jobcore/programs
+RUN ln -s prefix $home/home
+ENV LANG=C.UTF-8
+CMD ["/bin/sh"]
+EOF
+}
+
 # bud FILE REF [buildah bud args...]: the build of the Containerfile FILE, its folder the context.
 # The host's CA bundle lets pip and apt inside trust what the host trusts; --pull=never: every
 # FROM is an image built here.
@@ -284,6 +310,7 @@ nosshd="! command -v sshd && ! test -e /usr/sbin/sshd && echo no sshd"
 checks[mpi-pi-nosshd]="$nosshd && ! compgen -G '/usr/bin/python*' && echo no python && ${checks[mpi-pi]}"
 checks[mpich-nosshd]="$nosshd && ${checks[mpich]}"
 checks[intel-nosshd]="$nosshd && ${checks[intel]}"
+checks[openmpi5-nosshd]="$nosshd && ! compgen -G '/usr/bin/python*' && echo no python && /opt/jobcore/frameworks/openmpi5/home/bin/mpirun --version | sed -n 1p && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 /opt/jobcore/frameworks/openmpi5/home/bin/mpirun --oversubscribe -np 2 /opt/jobcore/programs/allreduce"
 
 run_check() {  # run_check NAME REF
   local container status=0

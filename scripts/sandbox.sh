@@ -33,7 +33,7 @@ if [[ -z $down && ( -n $real || -n $cluster ) ]]; then
   if [[ $launch == agent ]]; then
     case $framework in
       openmpi4) image=mpi-pi-nosshd ;;
-      mpich | intel) image=$framework-nosshd ;;
+      mpich | intel | openmpi5) image=$framework-nosshd ;;
     esac
     if [[ -n $real && -z $cluster ]]; then
       agent=$(bash "$here/agent.sh" | tail -n 1) && extra=(--agent-path "$agent")

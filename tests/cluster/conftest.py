@@ -148,6 +148,23 @@ def container_status(cluster: Cluster, namespace: str, pod: str, container: str)
     return next(s for s in statuses if s["name"] == container)
 
 
+async def container_processes(
+    cluster: Cluster, namespace: str, pod: str, container: str
+) -> list[list[str]]:
+    """The command lines of the container's processes, read on the host (containerd's list,
+    then /proc): what runs in it, whatever tools its image has."""
+    found = container_status(cluster, namespace, pod, container)
+    container_id = found["containerID"].partition("://")[2]
+    listed = await cluster.real.commands.ctr("tasks", "ps", container_id)
+    pids = [line.split()[0] for line in listed.stdout.splitlines()[1:] if line.strip()]
+    return [_arguments(pid) for pid in pids]
+
+
+def _arguments(pid: str) -> list[str]:
+    """A host process's command line (/proc/PID/cmdline: NUL-terminated arguments)."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+
+
 async def kill_container(cluster: Cluster, namespace: str, pod: str, container: str) -> None:
     """SIGKILL the container's process from the host, through containerd, as the kernel's OOM
     killer or a crash would end it: the kubelet sees it die and reports it."""

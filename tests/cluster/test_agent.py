@@ -1,10 +1,12 @@
-"""Jobs launched through jobcore's agent in the real cluster, from images without sshd: each
-MPI's T9k MPIJob, a rank exiting 3, a worker killed mid-run, and Kubeflow's pi in an image
-without Python, as a non-root user under a read-only root the kubelet enforces, beside a job
-whose worker's agent hangs.
+"""Jobs launched through jobcore's agent in the real cluster: each MPI's T9k MPIJob from an
+image without sshd, a HorovodJob and a ColossalAIJob, a rank exiting 3, a worker killed mid-run,
+and Kubeflow's pi in an image without Python, as a non-root user under a read-only root the
+kubelet enforces, beside a job whose worker's agent hangs.
 
 The agent comes from the controller's own image (its init container's image is jobcore's);
-`scripts/images.sh` builds the sshd-free images (`clusterjobs.AGENT_IMAGES`).
+`scripts/images.sh` builds the sshd-free images (`clusterjobs.AGENT_IMAGES`). Horovod and
+ColossalAI run in their own images, which keep the sshd their ssh tests need: the test reads,
+from the host, that nothing but the agent runs in their workers.
 """
 
 from __future__ import annotations
@@ -18,10 +20,16 @@ from typing import Any
 import pytest
 import yaml
 
+from controllers import clusterjobs
 from controllers import images
+from controllers import realjobs
+from controllers.realjobs import COLOSSALAIJOBS
+from controllers.realjobs import HOROVODJOBS
 from controllers.realjobs import MPIJOBS
 from jobcore import PODS
 from jobcore import Client
+from jobcore import Object
+from jobcore import Resource
 from jobcore.launcher import AGENT
 from jobcore.launcher import launched
 from jobcore.testing import condition
@@ -32,6 +40,7 @@ from jobkinds.kubeflow.transport import TRANSPORT_ANNOTATION
 from tests.cluster import mpiruns
 from tests.cluster.conftest import ROOT
 from tests.cluster.conftest import Cluster
+from tests.cluster.conftest import container_processes
 from tests.cluster.conftest import container_status
 from tests.cluster.conftest import create_in_cluster
 from tests.mpioutput import assert_pingpong_on_two_workers
@@ -41,38 +50,81 @@ from tests.mpioutput import ranks
 pytestmark = pytest.mark.integration
 
 LAUNCHER = "mpi-launcher"
-JOBS = {"openmpi": ("openmpi", None), "mpich": ("mpich", None), "intel": ("intel", None)}
-"""The jobs run side by side, by name: their MPI, and the rank that exits 3 (if any)."""
+JOBS = {"openmpi5": ("openmpi5", None), "mpich": ("mpich", None), "intel": ("intel", None)}
+"""The MPIJobs run side by side, by name: their MPI, and the rank that exits 3 (if any). Open
+MPI 4's success is the killed worker's job's second run, and Kubeflow's pi."""
+Run = tuple[Resource, Object, str]
+"""A job to run: its kind's resource, the job, its launcher's container."""
 
 
-async def test_each_mpi_runs_through_the_agent_without_sshd_and_a_rank_exiting_3_fails(
-    cluster: Cluster, cluster_client: Client, cluster_namespace: str, tmp_path: Path
-) -> None:
-    """Open MPI 4, MPICH and Intel MPI run their ranks on both workers, reached through the
-    agent that jobcore's image delivered; an Open MPI 4 rank exiting 3 fails its job with 3."""
-    runs = {**JOBS, "rank3": ("openmpi", 2)}
-    for name, (mpi, failing_rank) in runs.items():
-        folder = tmp_path / name
-        folder.mkdir()
+def mpi_runs(folder: Path, namespace: str) -> dict[str, Run]:
+    """JOBS and an Open MPI 4 job whose rank 2 exits 3, in their MPIs' images without sshd."""
+    runs = {}
+    for name, (mpi, failing_rank) in {**JOBS, "rank3": ("openmpi", 2)}.items():
+        (folder / name).mkdir()
         job = mpiruns.mpi_job(
             mpi,
-            folder,
+            folder / name,
             name=name,
-            namespace=cluster_namespace,
+            namespace=namespace,
             failing_rank=failing_rank,
             transport="agent",
         )
-        await create_in_cluster(cluster_client, MPIJOBS, job, folder)
+        runs[name] = (MPIJOBS, job, LAUNCHER)
+    return runs
+
+
+def framework_runs(folder: Path, namespace: str) -> dict[str, Run]:
+    """A static HorovodJob (gloo) and a ColossalAIJob of 2 workers x 1 rank (torch is slow to
+    start on 2 cores), through the agent in their own images (whose sshd stays unused)."""
+    require(images.missing("horovod", "colossalai"))
+    installs = clusterjobs.installs("agent")
+    for name in ("hvd", "cai"):
+        (folder / name).mkdir()
+    cmd = realjobs.horovod_allreduce(folder / "hvd")
+    horovod = realjobs.horovod_job(cmd, name="hvd", namespace=namespace, installs=installs)
+    horovod["spec"]["worker"]["slotsPerWorker"] = 1
+    colossalai = realjobs.colossalai_job(
+        folder / "cai", name="cai", namespace=namespace, procs=1, installs=installs
+    )
+    return {
+        "hvd": (HOROVODJOBS, realjobs.through_agent(horovod), "launcher"),
+        "cai": (COLOSSALAIJOBS, realjobs.through_agent(colossalai), "launcher"),
+    }
+
+
+async def run_side_by_side(
+    client: Client, namespace: str, folder: Path, runs: dict[str, Run]
+) -> dict[str, Any]:
+    """Create every job of `runs` (its programs in `folder`/NAME) and wait until all have
+    ended: their statuses, by name."""
+    for name, (resource, job, _) in runs.items():
+        await create_in_cluster(client, resource, job, folder / name)
     ended = await asyncio.gather(
         *(
-            wait_for_end(cluster_client, MPIJOBS, cluster_namespace, name, timeout=240)
-            for name in runs
+            wait_for_end(client, resource, namespace, name, timeout=240)
+            for name, (resource, _, _) in runs.items()
         )
     )
-    statuses = dict(zip(runs, ended, strict=True))
+    return dict(zip(runs, ended, strict=True))
+
+
+async def test_each_mpi_horovod_and_colossalai_run_through_the_agent_and_a_rank_exiting_3_fails(
+    cluster: Cluster, cluster_client: Client, cluster_namespace: str, tmp_path: Path
+) -> None:
+    """Open MPI 5, MPICH, Intel MPI, Horovod (gloo) and ColossalAI run their ranks on both
+    workers, reached through the agent that jobcore's image delivered, the only process left
+    in each worker; an Open MPI 4 rank exiting 3 fails its job with 3. The MPIJobs run side by
+    side first, then Horovod's and ColossalAI's: all at once, 2 cores ran at load 25 and the
+    agent's rsh (10 s to connect) or horovodrun's start (30 s) ran out of time."""
+    waves = mpi_runs(tmp_path, cluster_namespace), framework_runs(tmp_path, cluster_namespace)
+    statuses: dict[str, Any] = {}
+    for wave in waves:
+        statuses |= await run_side_by_side(cluster_client, cluster_namespace, tmp_path, wave)
+    runs = waves[0] | waves[1]
     jobcore = images.reference("jobcore")
-    for name in runs:
-        log = cluster.logs(cluster_namespace, f"{name}-launcher", LAUNCHER)
+    for name, (_, _, container) in runs.items():
+        log = cluster.logs(cluster_namespace, f"{name}-launcher", container)
         launcher = await cluster_client.get(PODS, f"{name}-launcher", cluster_namespace)
         (installed,) = launcher["status"]["initContainerStatuses"]
         assert (installed["name"], installed["image"]) == ("jobcore-agent", jobcore), installed
@@ -82,10 +134,15 @@ async def test_each_mpi_runs_through_the_agent_without_sshd_and_a_rank_exiting_3
         assert statuses[name]["phase"] == "Succeeded", log
         if name == "intel":
             assert_pingpong_on_two_workers(log, name)
-        else:
-            assert ranks(log) == on_two_workers(name), log
+        else:  # horovodrun and torchrun put a prefix before each rank's line
+            slots = 1 if name in ("hvd", "cai") else 2
+            assert ranks(log, prefix=".*") == on_two_workers(name, slots), log
         workers = [f"{name}-worker-0", f"{name}-worker-1"]
-        assert sorted(launched(launcher, LAUNCHER) or ()) == workers, launcher["status"]
+        assert sorted(launched(launcher, container) or ()) == workers, launcher["status"]
+        worker = "mpi-worker" if container == LAUNCHER else "worker"
+        for pod in workers:  # no sshd, even in an image that has one
+            processes = await container_processes(cluster, cluster_namespace, pod, worker)
+            assert [p[:2] for p in processes] == [[AGENT, "serve"]], (pod, processes)
 
     assert statuses["rank3"]["phase"] == "Failed"
     ended_with = container_status(cluster, cluster_namespace, "rank3-launcher", LAUNCHER)
@@ -206,8 +263,9 @@ async def test_kubeflows_pi_runs_without_sshd_or_python_read_only_and_a_hung_age
     assert set(re.findall(r"^Rank \d runs as uid (\d+) gid (\d+)$", log, re.M)) == {
         ("1000", "1000")
     }, log
-    refused = "touch: cannot touch '/home/mpiuser/written': Read-only file system"
-    assert log.count(refused) == 2, log
+    # Both ranks write to one stderr, touch in several writes: their lines may interleave.
+    assert "touch: cannot touch '/home/mpiuser/written'" in log, log
+    assert log.count(": Read-only file system") == 2, log
     estimate = re.search(r"^pi is approximately (\d+\.\d+)$", log, re.M)
     assert estimate and math.isclose(float(estimate[1]), math.pi, abs_tol=0.01), log
     (pod,) = kubeflow_pods(cluster, cluster_namespace, "pi", "launcher")
