@@ -15,8 +15,23 @@ import (
 	"jobcore.dev/agent/wire"
 )
 
-// connectWithin is how long rsh retries reaching a worker's agent.
-const connectWithin = 10 * time.Second
+// defaultConnectWithin is how long rsh retries reaching a worker's agent, unless
+// JOBCORE_AGENT_CONNECT_SECONDS says otherwise: long enough for an agent that the launcher's
+// wait already reached but an overloaded node answers slowly (ssh waits on TCP's own timeout).
+const defaultConnectWithin = 60 * time.Second
+
+// connectWithin is JOBCORE_AGENT_CONNECT_SECONDS (whole seconds, at least 1) or the default.
+func connectWithin() (time.Duration, error) {
+	text := os.Getenv("JOBCORE_AGENT_CONNECT_SECONDS")
+	if text == "" {
+		return defaultConnectWithin, nil
+	}
+	seconds, err := strconv.ParseUint(text, 10, 16)
+	if err != nil || seconds == 0 {
+		return 0, fmt.Errorf("JOBCORE_AGENT_CONNECT_SECONDS=%q is not a whole number of seconds from 1", text)
+	}
+	return time.Duration(seconds) * time.Second, nil
+}
 
 // sshFailure is the exit code of a launch that never reached the remote command, as ssh's.
 const sshFailure = 255
@@ -34,12 +49,17 @@ func rshMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "jobcore-agent rsh: JOBCORE_AGENT_PORT=%q is not a port\n", port)
 		return sshFailure
 	}
+	within, err := connectWithin()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "jobcore-agent rsh: %v\n", err)
+		return sshFailure
+	}
 	key, err := readKey(envOr("JOBCORE_AGENT_KEY_FILE", "/jobcore/agent/key"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "jobcore-agent rsh: %v\n", err)
 		return sshFailure
 	}
-	client := &rshClient{call: call, key: key, addr: net.JoinHostPort(call.host, port), launched: os.Getenv("JOBCORE_AGENT_LAUNCHED")}
+	client := &rshClient{call: call, key: key, addr: net.JoinHostPort(call.host, port), within: within, launched: os.Getenv("JOBCORE_AGENT_LAUNCHED")}
 	code, err := client.run()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "jobcore-agent rsh: %s: %v\n", call.host, err)
@@ -60,13 +80,14 @@ type rshClient struct {
 	call     rshCall
 	key      []byte
 	addr     string
-	launched string // file to which HOST is appended once the command started ("": none)
+	within   time.Duration // how long to retry reaching the agent
+	launched string        // file to which HOST is appended once the command started ("": none)
 }
 
 // run returns the remote command's exit code, or sshFailure and why when the command could not
 // be run or the connection was lost.
 func (c *rshClient) run() (int, error) {
-	conn, serverNonce, err := greet(c.addr, connectWithin)
+	conn, serverNonce, err := greet(c.addr, c.within)
 	if err != nil {
 		return sshFailure, fmt.Errorf("cannot reach the agent at %s: %w", c.addr, err)
 	}

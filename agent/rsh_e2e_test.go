@@ -64,7 +64,7 @@ func TestSignalToRshReachesTheRemoteProcessGroup(t *testing.T) {
 }
 
 func TestRemoteIsKilledWhenRshGoes(t *testing.T) {
-	t.Parallel() // mostly waiting (the 5 s grace), beside TestUnreachableAgentIsAnSshFailure's 10 s
+	t.Parallel() // mostly waiting (the 5 s grace), beside TestUnreachableAgentIsAnSshFailure's 3 s
 	srv := startServer(t, jobKey)
 	for _, c := range []struct {
 		name, trap string
@@ -117,12 +117,24 @@ func TestUnreachableAgentIsAnSshFailure(t *testing.T) {
 	t.Parallel()
 	srv := &agentServer{port: freePort(t), keyFile: writeKey(t, jobKey)}
 	started := time.Now()
-	got := run(t, rshCommand(srv, srv.keyFile, nil, "localhost", "true"), "")
+	env := []string{"JOBCORE_AGENT_CONNECT_SECONDS=3"}
+	got := run(t, rshCommand(srv, srv.keyFile, env, "localhost", "true"), "")
 	if got.code != 255 || !strings.Contains(got.stderr, "cannot reach the agent at localhost:"+srv.port) {
 		t.Fatalf("got %+v", got)
 	}
-	if waited := time.Since(started); waited < 9*time.Second {
-		t.Fatalf("gave up after %s, before retrying for 10 s", waited)
+	if waited := time.Since(started); waited < 2900*time.Millisecond {
+		t.Fatalf("gave up after %s, before retrying for 3 s", waited)
+	}
+	bad := run(t, rshCommand(srv, srv.keyFile, []string{"JOBCORE_AGENT_CONNECT_SECONDS=0"}, "localhost", "true"), "")
+	if bad.code != 255 || !strings.Contains(bad.stderr, "not a whole number of seconds from 1") {
+		t.Fatalf("got %+v", bad)
+	}
+}
+
+func TestRshRetriesForAMinuteByDefault(t *testing.T) {
+	t.Setenv("JOBCORE_AGENT_CONNECT_SECONDS", "")
+	if within, err := connectWithin(); err != nil || within != time.Minute {
+		t.Fatalf("got %s, %v", within, err)
 	}
 }
 
