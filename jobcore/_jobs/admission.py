@@ -9,27 +9,23 @@ pod's own node selector cannot start: Kueue fails such a Workload, and so does j
 from __future__ import annotations
 
 from collections.abc import Mapping
-from collections.abc import Sequence
-from dataclasses import dataclass
-from dataclasses import field
 from typing import Any
 
 from jobcore._jobs.kind import REPLICA_TYPE_LABEL
+from jobcore._jobs.kind import FieldError
+from jobcore._jobs.kind import PodSetInfo
 from jobcore._jobs.kueueapi import POD_SET_LABEL
+from jobcore._runtime.errors import TerminalError
 from jobcore._runtime.resources import Object
 
 
-class AdmissionConflict(ValueError):
-    """The admission's node labels contradict what a pod set's pods already select."""
+class AdmissionConflict(TerminalError):
+    """The admission's node labels contradict what a pod set's pods already select; `error`
+    says so, for the job's status."""
 
-
-@dataclass(frozen=True, slots=True)
-class PodSetInfo:
-    """What the admission adds to one pod set's pods, and how many of them it admitted."""
-
-    count: int
-    node_selector: Mapping[str, str] = field(default_factory=dict)
-    tolerations: Sequence[Object] = ()
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.error = FieldError("spec", message)
 
 
 def admitted_pod_sets(workload: Object, flavors: Mapping[str, Object]) -> dict[str, PodSetInfo]:

@@ -18,10 +18,13 @@ from jobcore._jobs.kind import JOB_NAME_LABEL
 from jobcore._jobs.kind import AgentSource
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kindcheck import check_kind
+from jobcore._jobs.kueueapi import WORKLOADS
+from jobcore._jobs.queueing import Queueing
 from jobcore._jobs.reconciler import JobReconciler
 from jobcore._jobs.scheduling import GangScheduler
 from jobcore._runtime.controller import Controller
 from jobcore._runtime.events import EventRecorder
+from jobcore._runtime.handler import requests_for_owner
 from jobcore._runtime.informer import Informer
 from jobcore._runtime.manager import Manager
 from jobcore._runtime.predicate import GenerationChanged
@@ -49,6 +52,7 @@ def add_job_controller(
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
     agent: AgentSource = DEFAULT_AGENT,
     retry_backoff: RetryBackoff = RETRY_BACKOFF,
+    kueue: bool = False,
 ) -> Controller:
     """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
 
@@ -63,7 +67,9 @@ def add_job_controller(
     kind as `Job.cluster_domain` for the names it builds; `agent`, where jobcore's launch agent
     comes from, as `Job.agent`. `retry_backoff` spaces a job's
     restarts and replaced pods (by default 10 s, doubling, at most 6 minutes, as a Kubernetes
-    Job's). A kind `check_kind` finds problems in is refused with InvalidKindError.
+    Job's). With `kueue` (Kueue's API is served), a job with Kueue's queue-name label runs
+    only while Kueue admits its Workload (`Queueing`). A kind `check_kind` finds problems in
+    is refused with InvalidKindError.
     """
     check_kind(kind)
     hooks = hooks_of(kind)
@@ -96,6 +102,13 @@ def add_job_controller(
         active=manager.elected.is_set,
     )
     manager.add(recorder, needs_leader=False)
+    queueing = None
+    if kueue:
+        owned = requests_for_owner(kind.resource)
+        workloads = manager.informer(
+            WORKLOADS, namespace=namespace, keep=lambda obj: bool(list(owned(obj)))
+        )
+        queueing = Queueing(manager.client, kind, workloads, recorder, min_counts=hooks.min_counts)
     reconciler = JobReconciler(
         kind=kind,
         client=manager.client,
@@ -106,6 +119,7 @@ def add_job_controller(
         cluster_domain=cluster_domain,
         agent=agent,
         retry_backoff=retry_backoff,
+        queueing=queueing,
     )
     if hooks.forget is not None:
         jobs.add_handler(_OnDelete(hooks.forget))
@@ -118,6 +132,8 @@ def add_job_controller(
             delay=child_event_delay,
             urgent=_ending,
         )
+    if queueing is not None:
+        controller.watch(queueing.workloads, mapper=owned)
     manager.add_controller(controller)
     return controller
 

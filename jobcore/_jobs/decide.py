@@ -74,6 +74,7 @@ def lifecycle_of(job: Job[Any], previous: JobStatus, observed: Observed) -> Life
         pause=pause_state(job, previous, observed, ended=has_ended(previous)),
         rejected=rejected,
         resume_specs=resume_specs,
+        held=job.held,
     )
 
 

@@ -9,6 +9,7 @@ looks like a misspelt one).
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import fields
 from typing import Any
@@ -44,6 +45,9 @@ class KindHooks:
     jobcore's own Events and metrics, for the kind's own."""
     forget: Callable[[Object], None] | None = None
     """`forget(obj)`: called with each job once it is deleted, to drop its metric series."""
+    min_counts: Callable[[Any], Mapping[str, int]] | None = None
+    """`min_counts(job)`: the fewest pods of a replica type Kueue may admit the job with
+    (partial admission; the kind then runs with what Kueue admitted). All of them by default."""
     controller_name: str | None = None
     """The controller's name in logs, metrics and Events; the plural by default (two kinds of
     one plural need one each)."""

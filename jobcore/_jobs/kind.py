@@ -102,6 +102,15 @@ init containers, as the pod's own commands may run the agent."""
 
 
 @dataclass(frozen=True, slots=True)
+class PodSetInfo:
+    """What Kueue's admission adds to one pod set's pods, and how many of them it admitted."""
+
+    count: int
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: Sequence[Object] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Job(Generic[SpecT]):
     """A job as a kind sees it: its identity, its validated spec, and its last status.
 
@@ -123,6 +132,11 @@ class Job(Generic[SpecT]):
     """The cluster's DNS domain (`jobcore run --cluster-domain`): see `service_domain`."""
     agent: AgentSource = DEFAULT_AGENT
     """Where the controller's launch agent comes from, for kinds that launch without ssh."""
+    held: str | None = None
+    """Why the job layer holds the job's pods back (Kueue has not admitted it): a held job
+    runs no pods, as a paused one."""
+    admission: Mapping[str, PodSetInfo] | None = None
+    """Kueue's admission, by pod set (the replica type, lower-cased): merged into the pods."""
 
     def __post_init__(self) -> None:
         if self.policy is FROM_SPEC and isinstance(self.spec, JobSpec):
@@ -135,8 +149,10 @@ class Job(Generic[SpecT]):
 
     @property
     def paused(self) -> bool:
-        """`spec.runMode.pause.enabled`: jobcore creates none of the job's pods."""
-        return self.policy.run_mode is not None and self.policy.run_mode.paused
+        """`spec.runMode.pause.enabled`, or `held`: jobcore creates none of the job's pods."""
+        return self.held is not None or (
+            self.policy.run_mode is not None and self.policy.run_mode.paused
+        )
 
     def service_domain(self, service: str | None = None) -> str:
         """`<service>.<namespace>.svc.<cluster domain>`, the domain a headless Service names its

@@ -1,10 +1,11 @@
 """What the controller creates for a job: the kind's children with run modes and scheduling.
 
 A kind renders its children for a normal run; jobcore applies what every kind shares on
-top: a paused job gets no pods, a debugging job's pods run their debug commands, pods made
-after a pause follow `resumeSpecs`, and a gang scheduler's fields go on every pod, with the
-job's PodGroup before them. Every child gets the job's namespace, labels and ownerReference.
-Pure, so that `jobcore render` shows exactly what the controller would create.
+top: a paused (or held) job gets no pods, a debugging job's pods run their debug commands,
+pods made after a pause follow `resumeSpecs`, a gang scheduler's fields go on every pod, with
+the job's PodGroup before them, and so does Kueue's admission. Every child gets the job's
+namespace, labels and ownerReference. Pure, so that `jobcore render` shows exactly what the
+controller would create.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jobcore._jobs.admission import admit_pod
 from jobcore._jobs.kind import AGENT_INIT_CONTAINER
 from jobcore._jobs.kind import REPLICA_TYPE_LABEL
 from jobcore._jobs.kind import FieldError
@@ -150,6 +152,8 @@ def plan(
             _resume(kind, resume_specs, pod, replica_type)
         if scheduler is not None:
             scheduler.decorate(job, pod)
+        if job.admission is not None:
+            admit_pod(pod, job.admission)
     return children
 
 

@@ -26,6 +26,7 @@ from typing import Generic
 
 from jobcore._jobs import decide
 from jobcore._jobs import metrics
+from jobcore._jobs.admission import AdmissionConflict
 from jobcore._jobs.announce import FAILED_CREATE
 from jobcore._jobs.announce import Announcer
 from jobcore._jobs.backoff import RETRY_BACKOFF
@@ -51,6 +52,7 @@ from jobcore._jobs.plan import plan_children
 from jobcore._jobs.policy import DEADLINE_EXCEEDED
 from jobcore._jobs.policy import deadline_left
 from jobcore._jobs.policy import pending_too_long
+from jobcore._jobs.queueing import Queueing
 from jobcore._jobs.refusals import Refusals
 from jobcore._jobs.scheduling import GangScheduler
 from jobcore._jobs.status import Lifecycle
@@ -116,8 +118,10 @@ class JobReconciler(Generic[SpecT]):
         cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
         agent: AgentSource = DEFAULT_AGENT,
         retry_backoff: RetryBackoff = RETRY_BACKOFF,
+        queueing: Queueing | None = None,
     ) -> None:
         self.kind = kind
+        self.queueing = queueing
         self.retry_backoff = retry_backoff
         self.client = client
         self.jobs = jobs
@@ -150,6 +154,8 @@ class JobReconciler(Generic[SpecT]):
         obj = self.jobs.get(request.name, request.namespace)
         if obj is None:
             self._forget(request)
+            if self.queueing is not None:
+                await self.queueing.forget(request.namespace, request.name)
             return Result()
         if obj["metadata"].get("deletionTimestamp"):
             return Result()
@@ -175,10 +181,12 @@ class JobReconciler(Generic[SpecT]):
         step = _Step(
             request, job, previous, self.children.observe(job.namespace, job.uid), self.clock()
         )
-        lifecycle = decide.lifecycle_of(job, previous, step.observed)
         if decide.has_ended(previous):
+            lifecycle = decide.lifecycle_of(job, previous, step.observed)
             return await self._end(step, decide.frozen_outcome(previous), lifecycle)
-        return await self._run(step, lifecycle)
+        if self.queueing is not None:  # held while Kueue has not admitted it
+            step = dataclasses.replace(step, job=await self.queueing.admit(job, step.observed))
+        return await self._run(step, decide.lifecycle_of(step.job, previous, step.observed))
 
     async def _run(self, step: _Step[SpecT], lifecycle: Lifecycle) -> Result:
         """Drive a job that has not ended: its deadline, its children, its policy, its status."""
@@ -200,9 +208,9 @@ class JobReconciler(Generic[SpecT]):
             planned = plan_children(
                 self.kind, job, observed, self.gang_scheduler, resume_specs=resume or None
             )
-        except UnservedChildren as unserved:  # the kind's bug: said in the status, not retried
+        except (UnservedChildren, AdmissionConflict) as refused:  # said, not retried
             await self.ending.fail_invalid(
-                request=step.request, obj=job.obj, previous=step.previous, errors=[unserved.error]
+                request=step.request, obj=job.obj, previous=step.previous, errors=[refused.error]
             )
             return Result()
         job, desired = planned.job, planned.desired
@@ -309,6 +317,8 @@ class JobReconciler(Generic[SpecT]):
         a restart or a replacement deletes. A new retry is written to the status first: None
         when the API server refused that write (a conflict), and nothing was deleted."""
         job, observed = step.job, step.observed
+        if job.held is not None:
+            return decide.Verdict(Outcome("pending", "Queued", job.held), lifecycle)
         if job.paused:
             return decide.Verdict(Outcome("pending", "Paused", "The job is paused."), lifecycle)
         outcome = self.kind.interpret(job, observed)
@@ -358,6 +368,8 @@ class JobReconciler(Generic[SpecT]):
             stopped=outcome.reason == DEADLINE_EXCEEDED,
             now=step.time,
         )
+        if self.queueing is not None:
+            await self.queueing.finish(step.job, outcome)
         return Result(requeue_after=decide.soonest(ttl, held))
 
     async def _write(

@@ -111,6 +111,8 @@ class Lifecycle:
     uninitialized: tuple[str, str] | None = None
     rejected: str | None = None
     resume_specs: list[ResumeSpec] | None = None
+    held: str | None = None
+    """Why the job layer holds the job's pods (see `Job.held`): said by its Paused condition."""
 
 
 def derive_status(
@@ -163,7 +165,9 @@ def derive_status(
         end_message if ended else "The job has not failed.",
     )
     if lifecycle.pause is not None:
-        conditions.set("Paused", lifecycle.pause == "paused", *_PAUSE_CONDITION[lifecycle.pause])
+        conditions.set(
+            "Paused", lifecycle.pause == "paused", *_pause_condition(previous, lifecycle)
+        )
     if lifecycle.rejected is not None:
         conditions.set("SpecRejected", True, "ResumeSpecsImmutable", lifecycle.rejected)
     elif previous.condition("SpecRejected") is not None:
@@ -186,6 +190,26 @@ _PAUSE_CONDITION = {
     "paused": ("Paused", "The job is paused: its pods are deleted."),
     "resumed": ("Resumed", "The job was resumed after a pause."),
 }
+
+
+_HELD_REASONS = {"pausing": "Stopping", "paused": "Queued"}
+"""The Paused condition's reasons while the job layer holds a job for Kueue."""
+
+
+def _pause_condition(previous: JobStatus, lifecycle: Lifecycle) -> tuple[str, str]:
+    """The Paused condition's reason and message: a pause's, or, for a job held for Kueue,
+    why, and once Kueue let it go, that it admitted the job."""
+    assert lifecycle.pause is not None
+    if lifecycle.held is not None and lifecycle.pause in _HELD_REASONS:
+        return _HELD_REASONS[lifecycle.pause], lifecycle.held
+    before = previous.condition("Paused")
+    if (
+        lifecycle.pause == "resumed"
+        and before
+        and before.reason in (*_HELD_REASONS.values(), "Admitted")
+    ):
+        return "Admitted", "Kueue admitted the job."
+    return _PAUSE_CONDITION[lifecycle.pause]
 
 
 def _phase(previous: JobStatus, outcome: Outcome, lifecycle: Lifecycle) -> JobPhase:

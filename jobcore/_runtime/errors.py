@@ -10,7 +10,8 @@ JobcoreError
 │   └── InvalidError         422: the object was rejected by validation
 ├── TerminalError            a reconcile failure that retrying cannot fix
 │   ├── ChildRefused         the API server refused a child for its spec (job layer)
-│   └── UnservedChildren     a kind rendered a child outside its child_resources (job layer)
+│   ├── UnservedChildren     a kind rendered a child outside its child_resources (job layer)
+│   └── AdmissionConflict    Kueue's flavour contradicts the pods' node selector (job layer)
 ├── InvalidKindError         a job kind that cannot run: every problem (job layer)
 ├── LeaderElectionLost       this process no longer holds the lease
 │   └── WriteFenced          a write refused: the leader's term ran past its renew deadline

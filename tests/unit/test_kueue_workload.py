@@ -10,9 +10,9 @@ import pytest
 
 from jobcore import Object
 from jobcore._jobs.admission import AdmissionConflict
-from jobcore._jobs.admission import PodSetInfo
 from jobcore._jobs.admission import admit_pod
 from jobcore._jobs.admission import admitted_pod_sets
+from jobcore._jobs.kind import PodSetInfo
 from jobcore._jobs.kueueapi import JOB_UID_LABEL
 from jobcore._jobs.kueueapi import POD_SET_LABEL
 from jobcore._jobs.kueueapi import RESOURCE_IN_USE_FINALIZER

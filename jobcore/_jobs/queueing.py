@@ -1,0 +1,277 @@
+"""Kueue's job framework for every kind: a labelled job runs only while Kueue admits it.
+
+A job with Kueue's queue-name label is Kueue's to admit. Each pass over such a job reads its
+Workload from the cache and acts as Kueue's own job integrations do
+(pkg/controller/jobframework): it creates the Workload (the job is held until then), rebuilds
+it when the job's pod sets change before Kueue reserved quota, holds the job while it is not
+admitted, merges the admission into its pods, stops it when Kueue evicts it and only then
+gives the quota back, keeps the Workload's PodsReady condition, and, once the job ends, marks
+the Workload Finished and lifts Kueue's finalizer. A held job keeps its status history: it is
+paused, not ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from jobcore._jobs import kueueapi as api
+from jobcore._jobs.admission import admitted_pod_sets
+from jobcore._jobs.kind import Job
+from jobcore._jobs.kind import JobKind
+from jobcore._jobs.kind import Observed
+from jobcore._jobs.kind import Outcome
+from jobcore._jobs.workload import Priority
+from jobcore._jobs.workload import new_workload
+from jobcore._jobs.workload import pod_sets
+from jobcore._jobs.workload import queue_name
+from jobcore._jobs.workload import same_pod_sets
+from jobcore._jobs.workload import workload_name
+from jobcore._runtime.client import Client
+from jobcore._runtime.errors import AlreadyExistsError
+from jobcore._runtime.errors import NotFoundError
+from jobcore._runtime.events import EventRecorder
+from jobcore._runtime.informer import Informer
+from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import controller_of
+
+_log = structlog.get_logger("jobcore.kueue")
+
+_REQUEUED_AT_ONCE = ("Preempted", "NodeFailures")
+"""Eviction reasons after which Kueue requeues a Workload at once (Requeued True)."""
+_READY_MESSAGE = "All pods reached readiness and the workload is running"
+_NOT_READY_MESSAGE = "Not all pods are ready or succeeded"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Queueing:
+    """The Kueue integration of one kind's controller: its Workload cache and its writes."""
+
+    client: Client
+    kind: JobKind[Any]
+    workloads: Informer
+    recorder: EventRecorder
+    min_counts: Callable[[Job[Any]], Mapping[str, int]] | None = None
+
+    @property
+    def _group(self) -> str:
+        return self.kind.resource.group
+
+    def workload_of(self, job: Job[Any]) -> Object | None:
+        """The job's Workload in the cache, if it is the job's own (owned by its uid)."""
+        name = workload_name(job.kind, self._group, job.name, job.uid)
+        workload = self.workloads.get(name, job.namespace)
+        owner = controller_of(workload) if workload is not None else None
+        return workload if owner is not None and owner.get("uid") == job.uid else None
+
+    async def admit(self, job: Job[Any], observed: Observed) -> Job[Any]:
+        """`job` as this pass runs it: unchanged without Kueue's label, held while its
+        Workload is not admitted (or is being made, rebuilt or given back), else with the
+        admission to merge into its pods."""
+        queue = queue_name(job.obj)
+        if queue is None:
+            return job
+        sets = pod_sets(self.kind, job, self.min_counts(job) if self.min_counts else None)
+        workload = self.workload_of(job)
+        if workload is None:
+            return await self._create(job, queue, sets, observed)
+        named = f"{job.namespace}/{workload['metadata']['name']}"
+        reserved = api.is_true(workload, api.QUOTA_RESERVED)
+        if not same_pod_sets(workload, sets):
+            return await self._rebuild(job, workload, queue, sets, observed=observed)
+        evicted = api.find(api.conditions(workload), api.EVICTED)
+        if reserved and evicted is not None and evicted.get("status") == "True":
+            return await self._give_back(job, workload, evicted, observed)
+        if api.is_true(workload, api.ADMITTED):
+            await self._pods_ready(workload, job, observed)
+            flavors = await self._flavors(workload)
+            return dataclasses.replace(job, admission=admitted_pod_sets(workload, flavors))
+        if not reserved and workload["spec"].get("queueName") != queue:
+            await self._patch(workload, {"spec": {"queueName": queue}})
+        reason = api.find(api.conditions(workload), api.QUOTA_RESERVED)
+        why = f": {reason['message']}" if reason and reason.get("message") else ""
+        return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}){why}.")
+
+    async def finish(self, job: Job[Any], outcome: Outcome) -> None:
+        """The job ended: its Workload is Finished (Kueue releases its quota) and loses
+        Kueue's finalizer."""
+        workload = self.workload_of(job)
+        if workload is None:
+            return
+        if not api.is_true(workload, api.FINISHED):
+            items = api.conditions(workload)
+            reason = "Succeeded" if outcome.state == "succeeded" else "Failed"
+            message = outcome.message or f"The job {reason.lower()}."
+            api.set_condition(items, api.FINISHED, True, reason, message)
+            await self._patch(workload, {"status": {"conditions": items}}, status=True)
+            named = f"{job.namespace}/{workload['metadata']['name']}"
+            message = f"Workload '{named}' is declared finished"
+            self.recorder.emit(job.obj, type="Normal", reason="FinishedWorkload", message=message)
+        await self._release(workload)
+
+    async def forget(self, namespace: str, name: str) -> None:
+        """The job `namespace/name` is gone: its Workloads lose Kueue's finalizer, so that
+        the garbage collector can delete them."""
+        for workload in self.workloads.list(namespace):
+            owner = controller_of(workload) or {}
+            if (owner.get("kind"), owner.get("name")) == (self.kind.resource.kind, name):
+                await self._release(workload)
+
+    # Steps ------------------------------------------------------------------------------
+
+    async def _create(
+        self, job: Job[Any], queue: str, sets: list[Object], observed: Observed
+    ) -> Job[Any]:
+        if observed.pods:  # pods from before the label: they go before the job queues
+            return _held(job, "Stopping the job's pods before Kueue queues it.")
+        workload = new_workload(job, self._group, queue, sets, await self._priority(job))
+        named = f"{job.namespace}/{workload['metadata']['name']}"
+        try:
+            await self.client.create(api.WORKLOADS, workload, job.namespace)
+        except AlreadyExistsError:
+            pass  # made by an earlier pass that the cache has not shown yet
+        else:
+            self.recorder.emit(
+                job.obj,
+                type="Normal",
+                reason="CreatedWorkload",
+                message=f"Created Workload: {named}",
+            )
+        return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}) yet.")
+
+    async def _rebuild(
+        self, job: Job[Any], workload: Object, queue: str, sets: list[Object], *, observed: Observed
+    ) -> Job[Any]:
+        """The job's pod sets changed: a Workload without quota is updated in place; one with
+        quota is deleted once the job's pods are gone, and made again on the next pass."""
+        named = f"{job.namespace}/{workload['metadata']['name']}"
+        if not api.is_true(workload, api.QUOTA_RESERVED):
+            await self._patch(workload, {"spec": {"podSets": sets, "queueName": queue}})
+            self.recorder.emit(
+                job.obj,
+                type="Normal",
+                reason="UpdatedWorkload",
+                message=f"Updated not matching Workload for suspended job: {named}",
+            )
+            return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}).")
+        if observed.pods:
+            return _held(
+                job, f"The job's pods changed: stopping it to queue Workload {named} again."
+            )
+        await self._release(workload)
+        with contextlib.suppress(NotFoundError):
+            await self.client.delete(api.WORKLOADS, workload["metadata"]["name"], job.namespace)
+        self.recorder.emit(
+            job.obj, type="Normal", reason="DeletedWorkload", message=f"Deleted Workload: {named}"
+        )
+        return _held(job, "The job's pods changed: queueing it again.")
+
+    async def _give_back(
+        self, job: Job[Any], workload: Object, evicted: Object, observed: Observed
+    ) -> Job[Any]:
+        """Kueue evicted the job: its pods are stopped, then the quota reservation cleared, in
+        one status write, as Kueue's job framework does."""
+        message = str(evicted.get("message") or "The Workload was evicted.")
+        if observed.pods:
+            return _held(job, f"Kueue evicted the job: {message} Stopping its pods.")
+        reason = str(evicted.get("reason") or "Evicted")
+        items = api.conditions(workload)
+        api.set_condition(items, api.REQUEUED, reason in _REQUEUED_AT_ONCE, reason, message)
+        api.set_condition(items, api.QUOTA_RESERVED, False, api.PENDING, message)
+        api.set_condition(
+            items, api.ADMITTED, False, "NoReservation", "The workload has no reservation"
+        )
+        patch = {"status": {"conditions": items, "admission": None}}
+        await self._patch(workload, patch, status=True)
+        self.recorder.emit(job.obj, type="Normal", reason="Stopped", message=message)
+        return _held(job, f"Kueue evicted the job: {message}")
+
+    async def _pods_ready(self, workload: Object, job: Job[Any], observed: Observed) -> None:
+        """Tell Kueue (its waitForPodsReady) whether every admitted pod is Ready or done."""
+        expected = sum(int(s.get("count") or 0) for s in workload["spec"].get("podSets") or ())
+        ready = sum(1 for pod in observed.pods.values() if _ready_or_done(pod))
+        before = api.find(api.conditions(workload), api.PODS_READY)
+        if ready >= expected > 0:
+            was_down = before is not None and before.get("reason") == "WaitForRecovery"
+            state = (True, "Recovered" if was_down else "Started", _READY_MESSAGE)
+        elif before is not None and before.get("status") == "True":
+            state = (False, "WaitForRecovery", "At least one pod has failed, waiting for recovery")
+        elif before is not None and before.get("reason") == "WaitForRecovery":
+            return
+        else:
+            state = (False, api.WAIT_FOR_START, _NOT_READY_MESSAGE)
+        if (
+            before is not None
+            and (before.get("status") == "True", before.get("reason")) == state[:2]
+        ):
+            return
+        items = api.conditions(workload)
+        api.set_condition(items, api.PODS_READY, *state)
+        await self._patch(workload, {"status": {"conditions": items}}, status=True)
+
+    async def _flavors(self, workload: Object) -> dict[str, Object]:
+        """The ResourceFlavors the admission names, read from the API server (one each)."""
+        admission = (workload.get("status") or {}).get("admission") or {}
+        names = {
+            str(name)
+            for assignment in admission.get("podSetAssignments") or ()
+            for name in (assignment.get("flavors") or {}).values()
+        }
+        flavors = {}
+        for name in sorted(names):
+            try:
+                flavors[name] = await self.client.get(api.RESOURCE_FLAVORS, name)
+            except NotFoundError:
+                _log.warning("an admitted flavour is gone", flavor=name)
+        return flavors
+
+    async def _priority(self, job: Job[Any]) -> Priority:
+        """Kueue's label's WorkloadPriorityClass, if the job names one; else none (0)."""
+        name = (job.obj["metadata"].get("labels") or {}).get(api.PRIORITY_CLASS_LABEL)
+        if not name:
+            return None, 0
+        found = await self.client.get(api.WORKLOAD_PRIORITY_CLASSES, str(name))
+        ref = {"group": api.GROUP, "kind": "WorkloadPriorityClass", "name": str(name)}
+        return ref, int(found.get("value") or 0)
+
+    async def _release(self, workload: Object) -> None:
+        finalizers = workload["metadata"].get("finalizers") or []
+        if api.RESOURCE_IN_USE_FINALIZER not in finalizers:
+            return
+        kept = [f for f in finalizers if f != api.RESOURCE_IN_USE_FINALIZER]
+        patch = {"metadata": {"finalizers": kept, "resourceVersion": _version(workload)}}
+        await self._patch(workload, patch)
+
+    async def _patch(self, workload: Object, patch: Object, *, status: bool = False) -> None:
+        meta = workload["metadata"]
+        if status:
+            patch = {**patch, "metadata": {"resourceVersion": _version(workload)}}
+        with contextlib.suppress(NotFoundError):  # gone: nothing is left to tell Kueue
+            await self.client.patch(
+                api.WORKLOADS,
+                meta["name"],
+                patch,
+                meta["namespace"],
+                subresource="status" if status else None,
+            )
+
+
+def _held(job: Job[Any], why: str) -> Job[Any]:
+    return dataclasses.replace(job, held=why)
+
+
+def _version(workload: Object) -> str:
+    return str(workload["metadata"].get("resourceVersion") or "")
+
+
+def _ready_or_done(pod: Object) -> bool:
+    status = pod.get("status") or {}
+    if status.get("phase") == "Succeeded":
+        return True
+    conditions = status.get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -1,0 +1,128 @@
+"""Kueue for jobcore's kinds, on the real API server with Kueue's stand-in: a job with Kueue's
+queue-name label runs only while its Workload is admitted, on the admitted flavour's nodes,
+and its Workload is finished when it ends."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from jobcore import Client
+from jobcore import Object
+from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.testing import KUEUE_WORKLOADS
+from jobcore.testing import SimulatedNode
+from jobcore.testing import condition
+from jobcore.testing import event_reasons
+from jobcore.testing import eventually
+from jobcore.testing import job_controller
+from jobcore.testing import job_status
+from jobcore.testing import live_pods
+from jobcore.testing import wait_for_phase
+from tests.kindjobs import MPIJOB
+from tests.kueuequeues import cluster_queue
+from tests.kueuequeues import flavor
+from tests.kueuequeues import kueue
+from tests.kueuequeues import local_queue
+from tests.mpijobs import MPIJOBS
+
+pytestmark = pytest.mark.integration
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def queued_mpijob(namespace: str, name: str, queue: str = "team") -> Object:
+    """An MPIJob of 2 workers in LocalQueue `queue`, each of its 3 pods asking for 1 cpu."""
+    template = {
+        "spec": {
+            "containers": [
+                {"name": "mpi-worker", "image": "mpi", "resources": {"requests": {"cpu": "1"}}}
+            ]
+        }
+    }
+    job = MPIJOB.job(
+        namespace, name, worker={"replicas": 2, "cmd": ["./train"], "template": template}
+    )
+    job["metadata"]["labels"] = {QUEUE_LABEL: queue}
+    return job
+
+
+@pytest.fixture
+async def kueue_controller(client: Client, namespace: str) -> AsyncIterator[None]:
+    """Kueue's stand-in and the MPIJob controller with its Kueue integration, and the
+    namespace's LocalQueue "team" in a ClusterQueue of 3 cpu of the flavour "spot"."""
+    async with kueue(client), job_controller(client, MPIJOB.kind, namespace=namespace, kueue=True):
+        spot = f"spot-{namespace}"
+        await flavor(client, spot, pool=spot)
+        await cluster_queue(client, f"cq-{namespace}", {spot: "3"})
+        await local_queue(client, namespace, "team", f"cq-{namespace}")
+        yield
+
+
+async def workload_of(client: Client, namespace: str, job: str) -> Object | None:
+    workloads: list[Object] = (await client.list(KUEUE_WORKLOADS, namespace))["items"]
+    return next((w for w in workloads if w["metadata"]["ownerReferences"][0]["name"] == job), None)
+
+
+async def pods_of(client: Client, namespace: str, job: str) -> dict[str, Object]:
+    return {n: p for n, p in (await live_pods(client, namespace)).items() if n.startswith(job)}
+
+
+def is_true(obj: Object, kind: str) -> bool:
+    found = [c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == kind]
+    return bool(found) and found[0]["status"] == "True"
+
+
+@pytest.mark.usefixtures("kueue_controller")
+async def test_jobs_behind_one_quota_run_one_after_the_other_on_their_flavours_nodes(
+    client: Client, namespace: str, simulated_node: SimulatedNode
+) -> None:
+    simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=2.0)
+    await client.create(MPIJOBS, queued_mpijob(namespace, "first"))
+    first = await wait_for_phase(client, MPIJOBS, namespace, "first", "Running", timeout=30)
+    await client.create(MPIJOBS, queued_mpijob(namespace, "second"))
+
+    async def second_queued() -> Any:
+        status = await job_status(client, MPIJOBS, namespace, "second")
+        paused = [c for c in (status or {}).get("conditions") or () if c["type"] == "Paused"]
+        return bool(paused) and paused[0]["reason"] == "Queued"
+
+    await eventually(second_queued, timeout=20)
+    assert not await pods_of(client, namespace, "second"), "no pod before its admission"
+    status = await job_status(client, MPIJOBS, namespace, "second")
+    message = condition(status, "Paused")["message"]
+    assert message.startswith(f"Kueue has not admitted Workload {namespace}/mpijob-second-")
+    assert "(LocalQueue team)" in message
+
+    # The admitted job's pods run on the flavour's nodes, in Kueue's pod sets.
+    pods = await pods_of(client, namespace, "first")
+    assert set(pods) == {"first-launcher", "first-worker-0", "first-worker-1"}
+    for pod in pods.values():
+        assert pod["spec"]["nodeSelector"] == {"pool": f"spot-{namespace}"}
+        labels = pod["metadata"]["labels"]
+        assert labels["kueue.x-k8s.io/podset"] == labels[REPLICA_TYPE_LABEL]
+    assert first["phase"] == "Running"
+
+    # The first ends: its Workload is Finished and lets go; the second is admitted and runs.
+    await wait_for_phase(client, MPIJOBS, namespace, "first", "Succeeded", timeout=30)
+
+    async def finished() -> bool:
+        workload = await workload_of(client, namespace, "first")
+        return (
+            workload is not None
+            and is_true(workload, "Finished")
+            and not (workload["metadata"].get("finalizers"))
+        )
+
+    await eventually(finished, timeout=20)
+    workload = await workload_of(client, namespace, "first")
+    assert workload is not None
+    assert condition(workload["status"], "Finished")["reason"] == "Succeeded"
+    assert [s["name"] for s in workload["spec"]["podSets"]] == ["launcher", "worker"]
+    assert [s["count"] for s in workload["spec"]["podSets"]] == [1, 2]
+    done = await wait_for_phase(client, MPIJOBS, namespace, "second", "Succeeded", timeout=40)
+    assert condition(done, "Paused")["reason"] == "Admitted"
+    reasons = await event_reasons(client, namespace, "second")
+    assert {"CreatedWorkload", "FinishedWorkload"} <= set(reasons)
