@@ -21,14 +21,11 @@ from jobcore import Controller
 from jobcore import Object
 from jobcore.testing import ProcessNode
 from jobcore.testing import condition
-from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import require
 from jobkinds.horovodjob import HorovodJobKind
 from tests import mpioutput
-from tests.realruns import elastic_horovod_job
 from tests.realruns import run_to_end
-from tests.realruns import scale_up_down_and_replace
 
 pytestmark = pytest.mark.integration
 
@@ -104,46 +101,3 @@ async def test_static_jobs_allreduce_over_gloo_and_mpi_and_a_rank_exiting_3_fail
     assert "RuntimeError: Horovod detected that one or more processes exited" in failed_log
     failure = condition(failed, "ReplicaFailure")["message"]
     assert failure == "Pod[f-launcher] exited with error code 1 (container launcher)"
-
-
-# Elastic ---------------------------------------------------------------------------------
-
-
-async def netns_list() -> str:
-    process = await asyncio.create_subprocess_exec(
-        "ip", "netns", "list", stdout=asyncio.subprocess.PIPE
-    )
-    out, _ = await process.communicate()
-    return out.decode()
-
-
-def netns_of(pod: Object) -> str:
-    """ProcessNode's network namespace of a pod."""
-    return "jc-" + str(pod["metadata"]["uid"]).replace("-", "")[:8]
-
-
-# When the deleted worker-1 holds rank 0, horovodrun's discovery thread may tell that vanished
-# rank of the change before the reset; without the launcher's socket timeout this stalled the
-# survivor for minutes (flaky under load since session 8, about 1 suite run in 3).
-@pytest.mark.timeout(180)
-@pytest.mark.usefixtures("controller")
-async def test_an_elastic_job_scales_up_and_down_and_replaces_a_deleted_worker_while_training(
-    client: Client, namespace: str, process_node: ProcessNode, programs: Path
-) -> None:
-    require(missing("horovod"))
-    stop = programs / "stop"
-    cmd = realjobs.horovod_elastic(programs, str(stop), 120)
-    job = elastic_horovod_job(horovodjob(namespace, "el", cmd))
-
-    async def stop_training() -> None:
-        stop.touch()  # every rank reads the host's files
-
-    run = await scale_up_down_and_replace(client, process_node, job, stop_training)
-    # The removed and the replaced worker left no network namespace (nor veth) behind.
-    gone = (netns_of(run.removed), netns_of(run.lost))
-    await eventually(lambda: _none_of(gone), timeout=20, interval=0.2)
-
-
-async def _none_of(names: tuple[str, ...]) -> bool:
-    listed = await netns_list()
-    return not any(name in listed for name in names)

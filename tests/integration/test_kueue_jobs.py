@@ -11,11 +11,14 @@ import pytest
 
 from jobcore import Client
 from jobcore import Object
+from jobcore.jobs import JOB_NAME_LABEL
 from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.testing import KUEUE_WORKLOAD_PRIORITY_CLASSES as KUEUE_PRIORITY_CLASSES
 from jobcore.testing import KUEUE_WORKLOADS
 from jobcore.testing import SimulatedNode
 from jobcore.testing import condition
 from jobcore.testing import event_reasons
+from jobcore.testing import events_of
 from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import job_status
@@ -31,6 +34,7 @@ from tests.mpijobs import MPIJOBS
 pytestmark = pytest.mark.integration
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
 def queued_mpijob(namespace: str, name: str, queue: str = "team") -> Object:
@@ -126,3 +130,52 @@ async def test_jobs_behind_one_quota_run_one_after_the_other_on_their_flavours_n
     assert condition(done, "Paused")["reason"] == "Admitted"
     reasons = await event_reasons(client, namespace, "second")
     assert {"CreatedWorkload", "FinishedWorkload"} <= set(reasons)
+
+
+async def priority_class(client: Client, name: str, value: int) -> None:
+    body = {"apiVersion": KUEUE_PRIORITY_CLASSES.api_version, "kind": "WorkloadPriorityClass"}
+    await client.create(
+        KUEUE_PRIORITY_CLASSES, {**body, "metadata": {"name": name}, "value": value}
+    )
+
+
+async def test_a_preempted_job_stops_keeps_its_history_and_runs_again_once_readmitted(
+    client: Client, namespace: str, simulated_node: SimulatedNode
+) -> None:
+    low, high = f"low-{namespace}", f"high-{namespace}"
+    async with kueue(client), job_controller(client, MPIJOB.kind, namespace=namespace, kueue=True):
+        spot = f"spot-{namespace}"
+        await flavor(client, spot)
+        await cluster_queue(client, f"cq-{namespace}", {spot: "3"}, preemption="LowerPriority")
+        await local_queue(client, namespace, "team", f"cq-{namespace}")
+        await priority_class(client, low, 10)
+        await priority_class(client, high, 1000)
+        first = queued_mpijob(namespace, "first")
+        first["metadata"]["labels"][PRIORITY_LABEL] = low
+        await client.create(MPIJOBS, first)
+        await wait_for_phase(client, MPIJOBS, namespace, "first", "Running", timeout=30)
+        before = {
+            n: p["metadata"]["uid"] for n, p in (await pods_of(client, namespace, "first")).items()
+        }
+
+        simulated_node.when(f"{JOB_NAME_LABEL}=urgent,{REPLICA_TYPE_LABEL}=launcher", after=1.0)
+        urgent = queued_mpijob(namespace, "urgent")
+        urgent["metadata"]["labels"][PRIORITY_LABEL] = high
+        await client.create(MPIJOBS, urgent)
+        # The lower-priority job is evicted: its pods go, then its quota; the urgent one runs.
+        await wait_for_phase(client, MPIJOBS, namespace, "urgent", "Succeeded", timeout=40)
+        stopped = [m for r, m in await events_of(client, namespace, "first") if r == "Stopped"]
+        assert stopped, "the evicted job says why it stopped"
+        assert stopped[0].startswith("Preempted to accommodate a workload"), stopped
+
+        # Readmitted, it runs again on new pods, with the status it had.
+        simulated_node.when(f"{JOB_NAME_LABEL}=first,{REPLICA_TYPE_LABEL}=launcher", after=1.0)
+        done = await wait_for_phase(client, MPIJOBS, namespace, "first", "Succeeded", timeout=40)
+    assert condition(done, "Paused")["reason"] == "Admitted"
+    assert condition(done, "Completed")["status"] == "True"
+    workload = await workload_of(client, namespace, "first")
+    assert workload is not None and is_true(workload, "Finished")
+    requeued = condition(workload["status"], "Requeued")
+    assert (requeued["status"], requeued["reason"]) == ("True", "Preempted")
+    tasks = {s["name"]: s["uid"] for t in done["tasks"] for s in t["status"]}
+    assert not set(tasks.values()) & set(before.values()), "it ran again on new pods"
