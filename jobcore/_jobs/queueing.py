@@ -34,6 +34,7 @@ from jobcore._jobs.workload import same_pod_sets
 from jobcore._jobs.workload import workload_name
 from jobcore._runtime.client import Client
 from jobcore._runtime.errors import AlreadyExistsError
+from jobcore._runtime.errors import ConflictError
 from jobcore._runtime.errors import NotFoundError
 from jobcore._runtime.events import EventRecorder
 from jobcore._runtime.informer import Informer
@@ -251,7 +252,9 @@ class Queueing:
         meta = workload["metadata"]
         if status:
             patch = {**patch, "metadata": {"resourceVersion": _version(workload)}}
-        with contextlib.suppress(NotFoundError):  # gone: nothing is left to tell Kueue
+        # Gone: nothing is left to tell Kueue. Changed since the cache's copy (a conflict):
+        # its event brings the job back, to decide again from the Workload as it is now.
+        with contextlib.suppress(NotFoundError, ConflictError):
             await self.client.patch(
                 api.WORKLOADS,
                 meta["name"],

@@ -70,6 +70,23 @@ async def workload_of(client: Client, namespace: str, job: str) -> Object | None
     return next((w for w in workloads if w["metadata"]["ownerReferences"][0]["name"] == job), None)
 
 
+async def finished_workload(client: Client, namespace: str, job: str) -> Object:
+    """The job's Workload once the job layer marked it Finished and lifted Kueue's finalizer."""
+
+    async def finished() -> bool:
+        workload = await workload_of(client, namespace, job)
+        return (
+            workload is not None
+            and is_true(workload, "Finished")
+            and not (workload["metadata"].get("finalizers"))
+        )
+
+    await eventually(finished, timeout=20)
+    workload = await workload_of(client, namespace, job)
+    assert workload is not None
+    return workload
+
+
 async def pods_of(client: Client, namespace: str, job: str) -> dict[str, Object]:
     return {n: p for n, p in (await live_pods(client, namespace)).items() if n.startswith(job)}
 
@@ -173,8 +190,7 @@ async def test_a_preempted_job_stops_keeps_its_history_and_runs_again_once_readm
         done = await wait_for_phase(client, MPIJOBS, namespace, "first", "Succeeded", timeout=40)
     assert condition(done, "Paused")["reason"] == "Admitted"
     assert condition(done, "Completed")["status"] == "True"
-    workload = await workload_of(client, namespace, "first")
-    assert workload is not None and is_true(workload, "Finished")
+    workload = await finished_workload(client, namespace, "first")
     requeued = condition(workload["status"], "Requeued")
     assert (requeued["status"], requeued["reason"]) == ("True", "Preempted")
     tasks = {s["name"]: s["uid"] for t in done["tasks"] for s in t["status"]}
