@@ -17,12 +17,12 @@ from jobcore.testing import KUEUE_WORKLOAD_PRIORITY_CLASSES as KUEUE_PRIORITY_CL
 from jobcore.testing import KUEUE_WORKLOADS
 from jobcore.testing import SimulatedNode
 from jobcore.testing import condition
-from jobcore.testing import event_reasons
 from jobcore.testing import events_of
 from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
+from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phase
 from tests.kindjobs import MPIJOB
 from tests.kueuequeues import cluster_queue
@@ -81,7 +81,11 @@ async def finished_workload(client: Client, namespace: str, job: str) -> Object:
             and not (workload["metadata"].get("finalizers"))
         )
 
-    await eventually(finished, timeout=20)
+    try:
+        await eventually(finished, timeout=20)
+    except TimeoutError as timeout:
+        timeout.add_note(repr(await workload_of(client, namespace, job)))
+        raise
     workload = await workload_of(client, namespace, job)
     assert workload is not None
     return workload
@@ -129,24 +133,13 @@ async def test_jobs_behind_one_quota_run_one_after_the_other_on_their_flavours_n
     # The first ends: its Workload is Finished and lets go; the second is admitted and runs.
     await wait_for_phase(client, MPIJOBS, namespace, "first", "Succeeded", timeout=30)
 
-    async def finished() -> bool:
-        workload = await workload_of(client, namespace, "first")
-        return (
-            workload is not None
-            and is_true(workload, "Finished")
-            and not (workload["metadata"].get("finalizers"))
-        )
-
-    await eventually(finished, timeout=20)
-    workload = await workload_of(client, namespace, "first")
-    assert workload is not None
+    workload = await finished_workload(client, namespace, "first")
     assert condition(workload["status"], "Finished")["reason"] == "Succeeded"
     assert [s["name"] for s in workload["spec"]["podSets"]] == ["launcher", "worker"]
     assert [s["count"] for s in workload["spec"]["podSets"]] == [1, 2]
     done = await wait_for_phase(client, MPIJOBS, namespace, "second", "Succeeded", timeout=40)
     assert condition(done, "Paused")["reason"] == "Admitted"
-    reasons = await event_reasons(client, namespace, "second")
-    assert {"CreatedWorkload", "FinishedWorkload"} <= set(reasons)
+    await wait_for_events(client, namespace, "second", "CreatedWorkload", "FinishedWorkload")
 
 
 async def priority_class(client: Client, name: str, value: int) -> None:
@@ -188,9 +181,9 @@ async def test_a_preempted_job_stops_keeps_its_history_and_runs_again_once_readm
         # Readmitted, it runs again on new pods, with the status it had.
         simulated_node.when(f"{JOB_NAME_LABEL}=first,{REPLICA_TYPE_LABEL}=launcher", after=1.0)
         done = await wait_for_phase(client, MPIJOBS, namespace, "first", "Succeeded", timeout=40)
+        workload = await finished_workload(client, namespace, "first")
     assert condition(done, "Paused")["reason"] == "Admitted"
     assert condition(done, "Completed")["status"] == "True"
-    workload = await finished_workload(client, namespace, "first")
     requeued = condition(workload["status"], "Requeued")
     assert (requeued["status"], requeued["reason"]) == ("True", "Preempted")
     tasks = {s["name"]: s["uid"] for t in done["tasks"] for s in t["status"]}
