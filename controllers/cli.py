@@ -37,6 +37,7 @@ from jobcore.jobs import SchedulerPlugins
 from jobcore.jobs import T9kScheduler
 from jobcore.jobs import Volcano
 from jobcore.jobs import add_job_controller
+from jobcore.jobs import kueue_served
 
 if sys.platform == "win32":  # uvloop is not made for Windows
     from asyncio import run as _run_event_loop
@@ -167,6 +168,13 @@ def _parser() -> argparse.ArgumentParser:
             metavar="SECONDS",
         )
     run.add_argument("--max-concurrent-reconciles", type=int, default=32, help="per kind")
+    run.add_argument(
+        "--kueue",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="queue the jobs that carry Kueue's queue-name label through Kueue's Workloads "
+        "(auto: when the API server serves them)",
+    )
     add_client_arguments(run)
     run.add_argument(
         "--retry-backoff",
@@ -270,6 +278,7 @@ async def _run(args: argparse.Namespace) -> int:
         server_limits=server_limits(args),
     )
     gang_scheduler = _gang_scheduler(args)
+    kueue = args.kueue == "on" or (args.kueue == "auto" and await kueue_served(client))
     configure_gc()
     configure_malloc()
     for kind in kinds:
@@ -282,6 +291,7 @@ async def _run(args: argparse.Namespace) -> int:
             cluster_domain=args.cluster_domain,
             agent=AgentSource(args.agent_image, args.agent_path),
             retry_backoff=args.retry,
+            kueue=kueue,
         )
     manager.stop_on_signals()
     try:

@@ -17,6 +17,9 @@ from jobcore import LEASES
 from jobcore import PODS
 from jobcore import Object
 from jobcore import Resource
+from jobcore.jobs import KUEUE_RESOURCE_FLAVORS
+from jobcore.jobs import KUEUE_WORKLOAD_PRIORITY_CLASSES
+from jobcore.jobs import KUEUE_WORKLOADS
 from jobcore.jobs import JobKind
 from jobcore.jobs import SchedulerPlugins
 from jobcore.jobs import T9kScheduler
@@ -88,6 +91,13 @@ def grants(kinds: Sequence[JobKind[Any]]) -> list[Grant]:
         # server-side applied: a PATCH, which the API server authorizes as `create` too while
         # the PodGroup does not exist.
         *((pod_group, ("get", "create", "patch")) for pod_group in pod_groups),
+        # Kueue (`run --kueue`): a queued job's Workload is made, kept, given back and, when its
+        # pod sets change under a quota, deleted; its admission's flavours and the job's
+        # priority class are read by name.
+        (KUEUE_WORKLOADS, ("list", "watch", "create", "patch", "delete")),
+        (_subresource(KUEUE_WORKLOADS, "status"), ("patch",)),
+        (KUEUE_RESOURCE_FLAVORS, ("get",)),
+        (KUEUE_WORKLOAD_PRIORITY_CLASSES, ("get",)),
     ]
 
 

@@ -33,6 +33,9 @@ from jobcore._jobs.kind import Observed
 from jobcore._jobs.kind import Outcome
 from jobcore._jobs.kindcheck import InvalidKindError
 from jobcore._jobs.kindcheck import check_kind
+from jobcore._jobs.kueueapi import RESOURCE_FLAVORS as KUEUE_RESOURCE_FLAVORS
+from jobcore._jobs.kueueapi import WORKLOAD_PRIORITY_CLASSES as KUEUE_WORKLOAD_PRIORITY_CLASSES
+from jobcore._jobs.kueueapi import WORKLOADS as KUEUE_WORKLOADS
 from jobcore._jobs.models import ApiModel
 from jobcore._jobs.models import CleanUpPolicy
 from jobcore._jobs.models import Container
@@ -53,6 +56,7 @@ from jobcore._jobs.plan import PlannedChildren
 from jobcore._jobs.plan import UnservedChildren
 from jobcore._jobs.plan import plan_children
 from jobcore._jobs.plan import run_mode_errors
+from jobcore._jobs.queueing import kueue_served
 from jobcore._jobs.reconciler import JobReconciler
 from jobcore._jobs.scheduling import GangScheduler
 from jobcore._jobs.scheduling import SchedulerPlugins
@@ -71,6 +75,9 @@ __all__ = [
     "INVALID_SPEC",
     "JOB_KIND_LABEL",
     "JOB_NAME_LABEL",
+    "KUEUE_RESOURCE_FLAVORS",
+    "KUEUE_WORKLOADS",
+    "KUEUE_WORKLOAD_PRIORITY_CLASSES",
     "NO_HOOKS",
     "REPLICA_INDEX_LABEL",
     "REPLICA_TYPE_LABEL",
@@ -115,6 +122,7 @@ __all__ = [
     "check_kind",
     "crd_for",
     "hooks_of",
+    "kueue_served",
     "parse_job",
     "parse_time",
     "plan_children",

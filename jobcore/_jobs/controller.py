@@ -103,7 +103,7 @@ def add_job_controller(
     )
     manager.add(recorder, needs_leader=False)
     queueing = None
-    if kueue:
+    if kueue and hooks.kueue:
         owned = requests_for_owner(kind.resource)
         workloads = manager.informer(
             WORKLOADS, namespace=namespace, keep=lambda obj: bool(list(owned(obj)))

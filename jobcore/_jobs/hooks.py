@@ -48,6 +48,9 @@ class KindHooks:
     min_counts: Callable[[Any], Mapping[str, int]] | None = None
     """`min_counts(job)`: the fewest pods of a replica type Kueue may admit the job with
     (partial admission; the kind then runs with what Kueue admitted). All of them by default."""
+    kueue: bool = True
+    """Whether jobcore's Kueue integration queues the kind's labelled jobs; False for a kind
+    Kueue integrates itself (Kubeflow's MPIJob), so that no job gets two Workloads."""
     controller_name: str | None = None
     """The controller's name in logs, metrics and Events; the plural by default (two kinds of
     one plural need one each)."""

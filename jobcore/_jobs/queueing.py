@@ -264,6 +264,16 @@ class Queueing:
             )
 
 
+async def kueue_served(client: Client) -> bool:
+    """Whether the API server serves Kueue's Workloads (in the version jobcore writes), by
+    discovery, which every authenticated user may read."""
+    try:
+        found = await client.request("GET", f"/apis/{api.GROUP}/{api.VERSION}")
+    except NotFoundError:
+        return False
+    return any(r.get("name") == api.WORKLOADS.plural for r in found.get("resources") or ())
+
+
 def _held(job: Job[Any], why: str) -> Job[Any]:
     return dataclasses.replace(job, held=why)
 

@@ -126,6 +126,7 @@ class MPIJobKind:
         manages=_manages,
         announce=_announce,
         forget=metrics.forget,  # a deleted job's per-job metric series go with it
+        kueue=False,  # Kueue integrates Kubeflow's MPIJob itself
     )
     short_names: Sequence[str] = ()
     spec_model: type[MPIJobSpec] = MPIJobSpec

@@ -13,6 +13,7 @@ from jobcore import Client
 from jobcore import Object
 from jobcore.jobs import JOB_NAME_LABEL
 from jobcore.jobs import REPLICA_TYPE_LABEL
+from jobcore.jobs import kueue_served
 from jobcore.testing import KUEUE_WORKLOAD_PRIORITY_CLASSES as KUEUE_PRIORITY_CLASSES
 from jobcore.testing import KUEUE_WORKLOADS
 from jobcore.testing import SimulatedNode
@@ -58,6 +59,7 @@ async def kueue_controller(client: Client, namespace: str) -> AsyncIterator[None
     """Kueue's stand-in and the MPIJob controller with its Kueue integration, and the
     namespace's LocalQueue "team" in a ClusterQueue of 3 cpu of the flavour "spot"."""
     async with kueue(client), job_controller(client, MPIJOB.kind, namespace=namespace, kueue=True):
+        assert await kueue_served(client), "what `jobcore run --kueue auto` looks for"
         spot = f"spot-{namespace}"
         await flavor(client, spot, pool=spot)
         await cluster_queue(client, f"cq-{namespace}", {spot: "3"})

@@ -85,6 +85,10 @@ def test_rbac_grants_exactly_the_verbs_the_controller_uses() -> None:
         ("scheduler.tensorstack.dev", "podgroups"): ["get", "create", "patch"],
         ("scheduling.volcano.sh", "podgroups"): ["get", "create", "patch"],
         ("scheduling.x-k8s.io", "podgroups"): ["get", "create", "patch"],
+        ("kueue.x-k8s.io", "workloads"): ["list", "watch", "create", "patch", "delete"],
+        ("kueue.x-k8s.io", "workloads/status"): ["patch"],
+        ("kueue.x-k8s.io", "resourceflavors"): ["get"],
+        ("kueue.x-k8s.io", "workloadpriorityclasses"): ["get"],
     }
     assert all("resourceNames" not in rule for rule in cluster_role["rules"])
     assert objects[3]["roleRef"]["name"] == cluster_role["metadata"]["name"]
