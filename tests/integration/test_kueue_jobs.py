@@ -14,6 +14,7 @@ from jobcore import Object
 from jobcore.jobs import JOB_NAME_LABEL
 from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import kueue_served
+from jobcore.testing import KUEUE_CLUSTER_QUEUES
 from jobcore.testing import KUEUE_WORKLOAD_PRIORITY_CLASSES as KUEUE_PRIORITY_CLASSES
 from jobcore.testing import KUEUE_WORKLOADS
 from jobcore.testing import SimulatedNode
@@ -31,6 +32,7 @@ from tests.kueuequeues import flavor
 from tests.kueuequeues import kueue
 from tests.kueuequeues import local_queue
 from tests.mpijobs import MPIJOBS
+from torchjob import TorchJobKind
 
 pytestmark = pytest.mark.integration
 
@@ -190,3 +192,47 @@ async def test_a_preempted_job_stops_keeps_its_history_and_runs_again_once_readm
     assert (requeued["status"], requeued["reason"]) == ("True", "Preempted")
     tasks = {s["name"]: s["uid"] for t in done["tasks"] for s in t["status"]}
     assert not set(tasks.values()) & set(before.values()), "it ran again on new pods"
+
+
+async def test_a_plugin_kind_is_queued_with_no_code_of_its_own_for_kueue(
+    client: Client, namespace: str, simulated_node: SimulatedNode
+) -> None:
+    """examples/torchjob declares nothing for Kueue: its master and workers are its pod sets,
+    held while the quota is too small, run once it grows."""
+    kind = TorchJobKind()
+    template = {
+        "spec": {
+            "containers": [
+                {"name": "pytorch", "image": "t", "resources": {"requests": {"cpu": "1"}}}
+            ]
+        }
+    }
+    job = {
+        "apiVersion": kind.resource.api_version,
+        "kind": kind.resource.kind,
+        "metadata": {"name": "mnist", "namespace": namespace, "labels": {QUEUE_LABEL: "team"}},
+        "spec": {"master": {"template": template}, "worker": {"replicas": 2, "template": template}},
+    }
+    simulated_node.when(f"{REPLICA_TYPE_LABEL}=master", exit_code=0, after=0.5)
+    async with kueue(client), job_controller(client, kind, namespace=namespace, kueue=True):
+        spot, cq = f"spot-{namespace}", f"cq-{namespace}"
+        await flavor(client, spot, pool=spot)
+        await cluster_queue(client, cq, {spot: "2"})  # 3 pods of 1 cpu do not fit
+        await local_queue(client, namespace, "team", cq)
+        await client.create(kind.resource, job)
+
+        async def waiting_for_quota() -> bool:
+            status = await job_status(client, kind.resource, namespace, "mnist")
+            paused = [c for c in (status or {}).get("conditions") or () if c["type"] == "Paused"]
+            return bool(paused) and "insufficient quota" in paused[0]["message"]
+
+        await eventually(waiting_for_quota, timeout=20)
+        assert not await pods_of(client, namespace, "mnist")
+        grown = [{"name": spot, "resources": [{"name": "cpu", "nominalQuota": "3"}]}]
+        patch = {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": grown}]}}
+        await client.patch(KUEUE_CLUSTER_QUEUES, cq, patch)
+        status = await wait_for_phase(client, kind.resource, namespace, "mnist", "Succeeded")
+        workload = await finished_workload(client, namespace, "mnist")
+    sets = [(s["name"], s["count"]) for s in workload["spec"]["podSets"]]
+    assert sets == [("master", 1), ("worker", 2)]
+    assert [t["type"] for t in status["tasks"]] == ["master", "worker"]
