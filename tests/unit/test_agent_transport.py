@@ -13,6 +13,7 @@ from jobcore import Object
 from jobcore._jobs.plan import plan
 from jobcore.jobs import AgentSource
 from jobcore.jobs import Job
+from jobcore.jobs import ResumeSpec
 from jobcore.launcher import AGENT
 from jobcore.launcher import AGENT_KEY
 from jobcore.testing import by_name
@@ -143,3 +144,29 @@ def test_debug_mode_keeps_the_agent_for_a_launch_by_hand_even_skipping_init_cont
     worker = planned["pi-worker-0"]
     assert [c["name"] for c in worker["spec"]["initContainers"]] == ["jobcore-agent"]
     assert container_named(worker, "mpi-worker")["command"][:2] == [AGENT, "serve"]
+
+
+def test_a_paused_agent_job_has_no_pods_and_resumed_gets_them_back_with_the_agent() -> None:
+    """Pause and resume act on pods, whatever the transport: paused, the job keeps its
+    Secret (and its agent key) and loses its pods; resumed with a command, the launcher runs
+    it with the agent still its MPI's remote shell."""
+    job = agent_job()
+    paused = {**job.obj["spec"], "runMode": {"pause": {"enabled": True}}}
+    held = job_of(KIND, job_manifest(KIND, paused, name="pi", namespace="ns"))
+    kinds = {o["kind"] for o in plan(KIND, dataclasses.replace(held, agent=SOURCE), observed_of())}
+    assert "Pod" not in kinds and "Secret" in kinds
+    resume = [{"type": "launcher", "command": ["mpirun", "-n", "2", "./pi"]}]
+    ready = [pod_of(job, f"pi-worker-{i}", "worker", i, ready=True) for i in range(2)]
+    planned = by_name(
+        plan(
+            KIND,
+            job,
+            observed_of(*ready),
+            resume_specs=[ResumeSpec.model_validate(r) for r in resume],
+        )
+    )
+    launcher = container_named(planned["pi-launcher"], "mpi-launcher")
+    assert launcher["command"] == ["mpirun", "-n", "2", "./pi"]
+    assert env_of(launcher)["OMPI_MCA_plm_rsh_agent"] == f"{AGENT} rsh"
+    worker = container_named(planned["pi-worker-0"], "mpi-worker")
+    assert worker["command"][:2] == [AGENT, "serve"]
