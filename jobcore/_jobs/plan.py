@@ -18,12 +18,14 @@ from typing import Any
 
 from jobcore._jobs.admission import admit_pod
 from jobcore._jobs.kind import AGENT_INIT_CONTAINER
+from jobcore._jobs.kind import REPLICA_INDEX_LABEL
 from jobcore._jobs.kind import REPLICA_TYPE_LABEL
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kind import JobPolicy
 from jobcore._jobs.kind import Observed
+from jobcore._jobs.kind import PodSetInfo
 from jobcore._jobs.kind import SpecT
 from jobcore._jobs.models import JobSpec
 from jobcore._jobs.models import ResumeSpec
@@ -137,6 +139,8 @@ def plan(
     children = kind.render(job, observed)
     if job.paused:  # no pods, nor batch Jobs that would run some
         return [child for child in children if child.get("kind") not in _WORKLOADS]
+    if job.admission is not None:  # Kueue may admit fewer pods than asked (a pod set's minCount)
+        children = [child for child in children if _admitted(child, job.admission)]
     for child in children:
         if scheduler is not None and child.get("kind") == BATCH_JOBS.kind:
             template = child["spec"]["template"]
@@ -195,6 +199,17 @@ def adopt(job: Job[Any], child: Object) -> Object:
     meta["labels"] = {**(meta.get("labels") or {}), **job.labels()}
     meta["ownerReferences"] = [owner_reference(job.obj)]
     return child
+
+
+def _admitted(child: Object, admission: Mapping[str, PodSetInfo]) -> bool:
+    """Whether Kueue admitted this child: any but a pod whose index is past its pod set's
+    admitted count."""
+    if child.get("kind") != PODS.kind:
+        return True
+    labels = child["metadata"].get("labels") or {}
+    info = admission.get(str(labels.get(REPLICA_TYPE_LABEL, "")).lower())
+    index = str(labels.get(REPLICA_INDEX_LABEL, "0"))
+    return info is None or not index.isdigit() or int(index) < info.count
 
 
 def run_mode_of(pod: Object) -> str:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from collections.abc import Sequence
+from typing import ClassVar
 
 from jobcore import PODS
 from jobcore import Object
 from jobcore import Resource
 from jobcore.jobs import FieldError
 from jobcore.jobs import Job
+from jobcore.jobs import KindHooks
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
 from jobcore.launcher import SSH_VOLUME
+from jobcore.launcher import WORKER
 from jobcore.launcher import LauncherWorkersKind
 from jobcore.launcher import container_errors
 from jobcore.launcher import env_from_errors
@@ -51,9 +54,16 @@ from jobkinds.mpi.openmpi import open_mpi_env_errors
 _INTERFACE = re.compile(r"[A-Za-z0-9_.:@-]+")
 
 
+def _min_counts(job: Job[HorovodJobSpec]) -> dict[str, int]:
+    """An elastic job trains on as few as minReplicas workers: Kueue may admit that many."""
+    elastic = job.spec.elastic
+    return {WORKER: elastic.min_replicas} if elastic is not None else {}
+
+
 class HorovodJobKind(LauncherWorkersKind):
     """HorovodJob: see the package docstring; satisfies `jobcore.JobKind[HorovodJobSpec]`."""
 
+    hooks: ClassVar[KindHooks] = KindHooks(min_counts=_min_counts)
     resource: Resource = Resource("batch.tensorstack.dev", "v1beta1", "HorovodJob", "horovodjobs")
     short_names: Sequence[str] = ("hj", "hvdj")
     spec_model: type[HorovodJobSpec] = HorovodJobSpec

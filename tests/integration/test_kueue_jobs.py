@@ -26,6 +26,7 @@ from jobcore.testing import job_status
 from jobcore.testing import live_pods
 from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phase
+from tests.kindjobs import HOROVODJOB
 from tests.kindjobs import MPIJOB
 from tests.kueuequeues import cluster_queue
 from tests.kueuequeues import flavor
@@ -38,6 +39,7 @@ pytestmark = pytest.mark.integration
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+CPU = {"requests": {"cpu": "1"}}
 
 
 def queued_mpijob(namespace: str, name: str, queue: str = "team") -> Object:
@@ -236,3 +238,51 @@ async def test_a_plugin_kind_is_queued_with_no_code_of_its_own_for_kueue(
     sets = [(s["name"], s["count"]) for s in workload["spec"]["podSets"]]
     assert sets == [("master", 1), ("worker", 2)]
     assert [t["type"] for t in status["tasks"]] == ["master", "worker"]
+
+
+async def test_an_elastic_horovodjob_admitted_partially_runs_on_fewer_workers_until_evicted(
+    client: Client, namespace: str, simulated_node: SimulatedNode
+) -> None:
+    """Its workers' pod set may shrink to minReplicas: a quota of 3 cpu admits the launcher
+    and 2 of its 3 workers, and it runs on those; deactivated, it stops and waits."""
+    kind = HOROVODJOB.kind
+    template = {"spec": {"containers": [{"name": "worker", "image": "h", "resources": CPU}]}}
+    worker = {"replicas": 3, "slotsPerWorker": 1, "cmd": ["python", "t.py"], "template": template}
+    job = HOROVODJOB.job(
+        namespace, "hv", worker=worker, elastic={"minReplicas": 1, "maxReplicas": 3}
+    )
+    job["metadata"]["labels"] = {QUEUE_LABEL: "team"}
+    async with kueue(client), job_controller(client, kind, namespace=namespace, kueue=True):
+        spot, cq = f"spot-{namespace}", f"cq-{namespace}"
+        await flavor(client, spot)
+        await cluster_queue(client, cq, {spot: "3"})
+        await local_queue(client, namespace, "team", cq)
+        await client.create(kind.resource, job)
+        await wait_for_phase(client, kind.resource, namespace, "hv", "Running", timeout=30)
+        workload = await workload_of(client, namespace, "hv")
+        assert workload is not None
+        sets = [(s["name"], s["count"], s.get("minCount")) for s in workload["spec"]["podSets"]]
+        assert sets == [("launcher", 1, None), ("worker", 3, 1)]
+        counts = [a["count"] for a in workload["status"]["admission"]["podSetAssignments"]]
+        assert counts == [1, 2]
+        assert set(await pods_of(client, namespace, "hv")) == {
+            "hv-launcher",
+            "hv-worker-0",
+            "hv-worker-1",
+        }
+
+        # Deactivated (as Kueue does past a requeue limit, or an admin does): it stops.
+        name = workload["metadata"]["name"]
+        await client.patch(KUEUE_WORKLOADS, name, {"spec": {"active": False}}, namespace)
+
+        async def stopped() -> bool:
+            status = await job_status(client, kind.resource, namespace, "hv")
+            paused = [c for c in (status or {}).get("conditions") or () if c["type"] == "Paused"]
+            queued = bool(paused) and paused[0]["reason"] == "Queued"
+            return queued and not await pods_of(client, namespace, "hv")
+
+        await eventually(stopped, timeout=30)
+        status = await job_status(client, kind.resource, namespace, "hv")
+        assert condition(status, "Paused")["message"].startswith("Kueue evicted the job: ")
+        workload = await workload_of(client, namespace, "hv")
+        assert workload is not None and "admission" not in workload["status"]
