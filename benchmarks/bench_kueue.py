@@ -37,15 +37,17 @@ from jobcore.testing import FaultProxy
 from jobcore.testing import KueueStandIn
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
+from jobcore.testing import create_cluster_queue
+from jobcore.testing import create_flavor
+from jobcore.testing import create_local_queue
 from jobcore.testing import install_kueue_crds
 from jobcore.testing import job_controller
+from jobcore.testing import job_manifest
 from jobcore.testing import wait_for_phases
-from tests.kindjobs import MPIJOB
-from tests.kueuequeues import cluster_queue
-from tests.kueuequeues import flavor
-from tests.kueuequeues import local_queue
+from jobkinds.mpijob import MPIJobKind
 
 NAMESPACE = "bench"
+KIND = MPIJobKind()
 
 
 class _FirstSeen:
@@ -79,11 +81,11 @@ async def _run_jobs(
     """Create the jobs, wait until all succeeded; the controller's requests and writes."""
     requests, writes = proxy.requests, len(proxy.writes)
     for name in names:
-        job = MPIJOB.job(NAMESPACE, name, worker=_WORKER)
+        job = job_manifest(KIND, {"worker": _WORKER}, name=name, namespace=NAMESPACE, uid=None)
         if labelled:
             job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
-        await client.create(MPIJOB.resource, job)
-    await wait_for_phases(client, MPIJOB.resource, NAMESPACE, names, "Succeeded", timeout=600)
+        await client.create(KIND.resource, job)
+    await wait_for_phases(client, KIND.resource, NAMESPACE, names, "Succeeded", timeout=600)
     return proxy.requests - requests, len(proxy.writes) - writes
 
 
@@ -128,11 +130,10 @@ async def main(jobs: int) -> None:
                 controller = await Client.from_kubeconfig(config)
             for run in runs:
                 await bg.enter_async_context(background(run()))
-            await flavor(admin, "default")
-            await cluster_queue(admin, "cq", {"default": str(3 * jobs)})
-            await local_queue(admin, NAMESPACE, "team", "cq")
-            kind = MPIJOB.kind
-            async with job_controller(controller, kind, namespace=NAMESPACE, kueue=True):
+            await create_flavor(admin, "default")
+            await create_cluster_queue(admin, "cq", {"default": str(3 * jobs)})
+            await create_local_queue(admin, NAMESPACE, "team", "cq")
+            async with job_controller(controller, KIND, namespace=NAMESPACE, kueue=True):
                 plain = await _run_jobs(admin, proxy, [f"p{i}" for i in range(jobs)], False)
                 await _settled(proxy)
                 names = [f"q{i}" for i in range(jobs)]

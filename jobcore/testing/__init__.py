@@ -15,8 +15,10 @@ check; `resync` and `wait_until_settled` wait for a running controller's own wor
 controller would refuse, or with a public attribute it would ignore (a misspelt hook);
 `FaultProxy` stands between a controller and the API server and fails a share of its
 requests (`Faults`). `KueueStandIn` plays Kueue (admission, preemption, eviction) over
-Kueue's own API types, which `install_kueue_crds` installs (`KUEUE_WORKLOADS` and the other
-`KUEUE_*` resources name them; `WaitForPodsReady` configures its timeout). `RealCluster`
+Kueue's own API types, which `install_kueue_crds` installs (`kueue_running` does both;
+`create_flavor`, `create_cluster_queue` and `create_local_queue` set up queues;
+`KUEUE_WORKLOADS` and the other `KUEUE_*` resources name them; `WaitForPodsReady` configures
+its timeout). `RealCluster`
 runs a real single-node Kubernetes (kubelet, containerd, runc, CNI, kube-proxy, cluster DNS)
 on this host for tests in real containers. The pytest plugin (`jobcore.testing.plugin`,
 loaded automatically once jobcore is installed) provides the `control_plane`,
@@ -76,6 +78,10 @@ from jobcore.testing._kueue.api import RESOURCE_FLAVORS as KUEUE_RESOURCE_FLAVOR
 from jobcore.testing._kueue.api import WORKLOAD_PRIORITY_CLASSES as KUEUE_WORKLOAD_PRIORITY_CLASSES
 from jobcore.testing._kueue.api import WORKLOADS as KUEUE_WORKLOADS
 from jobcore.testing._kueue.crds import install_kueue_crds
+from jobcore.testing._kueue.queues import create_cluster_queue
+from jobcore.testing._kueue.queues import create_flavor
+from jobcore.testing._kueue.queues import create_local_queue
+from jobcore.testing._kueue.queues import kueue_running
 from jobcore.testing._kueue.standin import KueueStandIn
 from jobcore.testing._kueue.workloads import WaitForPodsReady
 from jobcore.testing._node import PodMatcher
@@ -120,6 +126,9 @@ __all__ = [
     "condition",
     "container_named",
     "controller_uids",
+    "create_cluster_queue",
+    "create_flavor",
+    "create_local_queue",
     "create_until_phase",
     "created_after_ready",
     "env_list",
@@ -136,6 +145,7 @@ __all__ = [
     "job_manifest",
     "job_of",
     "job_status",
+    "kueue_running",
     "live_pods",
     "observed_of",
     "pod_of",

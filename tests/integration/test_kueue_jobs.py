@@ -19,25 +19,26 @@ from jobcore.testing import KUEUE_WORKLOAD_PRIORITY_CLASSES as KUEUE_PRIORITY_CL
 from jobcore.testing import KUEUE_WORKLOADS
 from jobcore.testing import SimulatedNode
 from jobcore.testing import condition
+from jobcore.testing import create_cluster_queue
+from jobcore.testing import create_flavor
+from jobcore.testing import create_local_queue
 from jobcore.testing import events_of
 from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import job_status
+from jobcore.testing import kueue_running
 from jobcore.testing import live_pods
 from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phase
 from tests.kindjobs import HOROVODJOB
 from tests.kindjobs import MPIJOB
-from tests.kueuequeues import cluster_queue
-from tests.kueuequeues import flavor
-from tests.kueuequeues import kueue
-from tests.kueuequeues import local_queue
 from tests.mpijobs import MPIJOBS
 from torchjob import TorchJobKind
 
 pytestmark = pytest.mark.integration
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KIND = MPIJOB.kind
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 CPU = {"requests": {"cpu": "1"}}
 
@@ -62,12 +63,15 @@ def queued_mpijob(namespace: str, name: str, queue: str = "team") -> Object:
 async def kueue_controller(client: Client, namespace: str) -> AsyncIterator[None]:
     """Kueue's stand-in and the MPIJob controller with its Kueue integration, and the
     namespace's LocalQueue "team" in a ClusterQueue of 3 cpu of the flavour "spot"."""
-    async with kueue(client), job_controller(client, MPIJOB.kind, namespace=namespace, kueue=True):
+    async with (
+        kueue_running(client),
+        job_controller(client, MPIJOB.kind, namespace=namespace, kueue=True),
+    ):
         assert await kueue_served(client), "what `jobcore run --kueue auto` looks for"
         spot = f"spot-{namespace}"
-        await flavor(client, spot, pool=spot)
-        await cluster_queue(client, f"cq-{namespace}", {spot: "3"})
-        await local_queue(client, namespace, "team", f"cq-{namespace}")
+        await create_flavor(client, spot, pool=spot)
+        await create_cluster_queue(client, f"cq-{namespace}", {spot: "3"})
+        await create_local_queue(client, namespace, "team", f"cq-{namespace}")
         yield
 
 
@@ -159,11 +163,16 @@ async def test_a_preempted_job_stops_keeps_its_history_and_runs_again_once_readm
     client: Client, namespace: str, simulated_node: SimulatedNode
 ) -> None:
     low, high = f"low-{namespace}", f"high-{namespace}"
-    async with kueue(client), job_controller(client, MPIJOB.kind, namespace=namespace, kueue=True):
+    async with (
+        kueue_running(client),
+        job_controller(client, MPIJOB.kind, namespace=namespace, kueue=True),
+    ):
         spot = f"spot-{namespace}"
-        await flavor(client, spot)
-        await cluster_queue(client, f"cq-{namespace}", {spot: "3"}, preemption="LowerPriority")
-        await local_queue(client, namespace, "team", f"cq-{namespace}")
+        await create_flavor(client, spot)
+        await create_cluster_queue(
+            client, f"cq-{namespace}", {spot: "3"}, preemption="LowerPriority"
+        )
+        await create_local_queue(client, namespace, "team", f"cq-{namespace}")
         await priority_class(client, low, 10)
         await priority_class(client, high, 1000)
         first = queued_mpijob(namespace, "first")
@@ -216,11 +225,11 @@ async def test_a_plugin_kind_is_queued_with_no_code_of_its_own_for_kueue(
         "spec": {"master": {"template": template}, "worker": {"replicas": 2, "template": template}},
     }
     simulated_node.when(f"{REPLICA_TYPE_LABEL}=master", exit_code=0, after=0.5)
-    async with kueue(client), job_controller(client, kind, namespace=namespace, kueue=True):
+    async with kueue_running(client), job_controller(client, kind, namespace=namespace, kueue=True):
         spot, cq = f"spot-{namespace}", f"cq-{namespace}"
-        await flavor(client, spot, pool=spot)
-        await cluster_queue(client, cq, {spot: "2"})  # 3 pods of 1 cpu do not fit
-        await local_queue(client, namespace, "team", cq)
+        await create_flavor(client, spot, pool=spot)
+        await create_cluster_queue(client, cq, {spot: "2"})  # 3 pods of 1 cpu do not fit
+        await create_local_queue(client, namespace, "team", cq)
         await client.create(kind.resource, job)
 
         async def waiting_for_quota() -> bool:
@@ -252,11 +261,11 @@ async def test_an_elastic_horovodjob_admitted_partially_runs_on_fewer_workers_un
         namespace, "hv", worker=worker, elastic={"minReplicas": 1, "maxReplicas": 3}
     )
     job["metadata"]["labels"] = {QUEUE_LABEL: "team"}
-    async with kueue(client), job_controller(client, kind, namespace=namespace, kueue=True):
+    async with kueue_running(client), job_controller(client, kind, namespace=namespace, kueue=True):
         spot, cq = f"spot-{namespace}", f"cq-{namespace}"
-        await flavor(client, spot)
-        await cluster_queue(client, cq, {spot: "3"})
-        await local_queue(client, namespace, "team", cq)
+        await create_flavor(client, spot)
+        await create_cluster_queue(client, cq, {spot: "3"})
+        await create_local_queue(client, namespace, "team", cq)
         await client.create(kind.resource, job)
         await wait_for_phase(client, kind.resource, namespace, "hv", "Running", timeout=30)
         workload = await workload_of(client, namespace, "hv")

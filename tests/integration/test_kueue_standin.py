@@ -18,19 +18,29 @@ from jobcore.testing import KUEUE_RESOURCE_FLAVORS
 from jobcore.testing import KUEUE_WORKLOADS
 from jobcore.testing import WaitForPodsReady
 from jobcore.testing import condition
+from jobcore.testing import create_cluster_queue
+from jobcore.testing import create_flavor
+from jobcore.testing import create_local_queue
 from jobcore.testing import eventually
 from jobcore.testing import install_kueue_crds
+from jobcore.testing import kueue_running
 from jobcore.testing import temporary_namespace
-from tests.kueuequeues import cluster_queue
-from tests.kueuequeues import flavor
-from tests.kueuequeues import kueue
-from tests.kueuequeues import local_queue
-from tests.kueuequeues import team_queue
 
 pytestmark = pytest.mark.integration
 
 TEMPLATE = {"spec": {"containers": [{"name": "c", "image": "i", "args": ["kept"]}]}}
 """A pod template: the fields the CRD does not type are kept as written."""
+
+
+async def team_queue(client: Client, namespace: str, cpu: str, *, preemption: str = "Never") -> str:
+    """A flavour, a ClusterQueue of `cpu` in it, and the namespace's LocalQueue "team" in
+    that ClusterQueue; returns the ClusterQueue's name (cluster-wide names carry the
+    test's namespace)."""
+    cq, default = f"cq-{namespace}", f"default-{namespace}"
+    await create_flavor(client, default)
+    await create_cluster_queue(client, cq, {default: cpu}, preemption=preemption)
+    await create_local_queue(client, namespace, "team", cq)
+    return cq
 
 
 def workload_body(namespace: str, name: str, spec: Object, **meta: Any) -> Object:
@@ -145,9 +155,9 @@ async def test_the_crds_default_and_prune_as_kueues_do(client: Client, namespace
 async def test_two_teams_behind_one_quota_are_admitted_in_order(
     client: Client, namespace: str
 ) -> None:
-    async with kueue(client), temporary_namespace(client, "team-b") as other:
+    async with kueue_running(client), temporary_namespace(client, "team-b") as other:
         cq = await team_queue(client, namespace, "1")
-        await local_queue(client, other, "team", cq)
+        await create_local_queue(client, other, "team", cq)
         await workload(client, namespace, "first")
         await wait_for(client, namespace, "first", "Admitted")
         await workload(client, other, "second")
@@ -183,11 +193,11 @@ async def test_the_first_flavour_that_fits_gives_its_node_labels(
     client: Client, namespace: str
 ) -> None:
     cq, small, large = f"cq-{namespace}", f"on-demand-{namespace}", f"spot-{namespace}"
-    async with kueue(client):
-        await flavor(client, small, instance="on-demand")
-        await flavor(client, large, instance="spot")
-        await cluster_queue(client, cq, {small: "1", large: "4"})
-        await local_queue(client, namespace, "team", cq)
+    async with kueue_running(client):
+        await create_flavor(client, small, instance="on-demand")
+        await create_flavor(client, large, instance="spot")
+        await create_cluster_queue(client, cq, {small: "1", large: "4"})
+        await create_local_queue(client, namespace, "team", cq)
         await workload(client, namespace, "fits-first", cpu="1")
         await workload(client, namespace, "needs-more", cpu="2")
         placed = {}
@@ -205,7 +215,7 @@ async def test_the_first_flavour_that_fits_gives_its_node_labels(
 async def test_a_higher_priority_workload_preempts_a_lower_one(
     client: Client, namespace: str
 ) -> None:
-    async with kueue(client):
+    async with kueue_running(client):
         cq = await team_queue(client, namespace, "2", preemption="LowerPriority")
         await workload(client, namespace, "low", cpu="2", priority=1)
         await wait_for(client, namespace, "low", "Admitted")
@@ -247,7 +257,7 @@ async def test_a_workload_not_ready_in_time_is_evicted_and_requeued(
     client: Client, namespace: str
 ) -> None:
     wait = WaitForPodsReady(timeout=2, backoff_base=1)
-    async with kueue(client, wait_for_pods_ready=wait):
+    async with kueue_running(client, wait_for_pods_ready=wait):
         await team_queue(client, namespace, "2")
         await workload(client, namespace, "ready")
         await workload(client, namespace, "slow")
@@ -272,7 +282,7 @@ async def test_a_workload_not_ready_in_time_is_evicted_and_requeued(
 async def test_a_deactivated_workload_is_evicted_until_reactivated(
     client: Client, namespace: str
 ) -> None:
-    async with kueue(client):
+    async with kueue_running(client):
         await team_queue(client, namespace, "1")
         await workload(client, namespace, "job")
         await wait_for(client, namespace, "job", "Admitted")
@@ -298,7 +308,7 @@ async def test_a_deactivated_workload_is_evicted_until_reactivated(
 async def test_a_pod_set_with_min_count_is_admitted_partially(
     client: Client, namespace: str
 ) -> None:
-    async with kueue(client):
+    async with kueue_running(client):
         await team_queue(client, namespace, "3")
         await workload(client, namespace, "too-big", count=5)
         await workload(client, namespace, "elastic", count=5, min_count=2)
@@ -314,7 +324,7 @@ async def test_a_pod_set_with_min_count_is_admitted_partially(
 async def test_an_orphan_is_finished_and_loses_the_finalizer(
     client: Client, namespace: str
 ) -> None:
-    async with kueue(client):
+    async with kueue_running(client):
         orphan = workload_body(
             namespace,
             "orphan",
@@ -336,7 +346,9 @@ async def test_an_orphan_is_finished_and_loses_the_finalizer(
 async def test_past_the_requeue_limit_a_workload_is_deactivated(
     client: Client, namespace: str
 ) -> None:
-    async with kueue(client, wait_for_pods_ready=WaitForPodsReady(timeout=1, backoff_limit=0)):
+    async with kueue_running(
+        client, wait_for_pods_ready=WaitForPodsReady(timeout=1, backoff_limit=0)
+    ):
         await team_queue(client, namespace, "1")
         await workload(client, namespace, "never-ready")
         reason = "DeactivatedDueToRequeuingLimitExceeded"
