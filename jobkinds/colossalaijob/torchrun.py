@@ -27,7 +27,8 @@ shift
 pids=
 hosts=
 stopped=0
-trap 'stopped=143; kill -TERM $pids 2>/dev/null' TERM INT
+interrupted=0
+trap 'stopped=143; interrupted=1; kill -TERM $pids 2>/dev/null' TERM INT
 echo "jobcore: starting torchrun on $(($# / 2)) worker(s) through the agent"
 while [ $# -ge 2 ]; do
   "$agent" rsh -n "$1" "$2" &
@@ -40,12 +41,16 @@ failed=
 set -f
 set -- $hosts
 for pid in $pids; do
-  while :; do
+  interrupted=0
+  wait "$pid"
+  status=$?
+  # A trapped signal ends `wait` early, with its own code: wait again, for the rsh's own
+  # (the shell keeps it for this wait, ended or not; 127 when the first wait had it already).
+  while [ "$interrupted" -eq 1 ]; do
+    interrupted=0
     wait "$pid"
-    status=$?
-    # A trapped signal ends `wait` early: wait again while the worker's rsh is still there.
-    if [ "$status" -gt 128 ] && kill -0 "$pid" 2>/dev/null; then continue; fi
-    break
+    again=$?
+    [ "$again" -eq 127 ] || status=$again
   done
   if [ "$status" -ne 0 ]; then
     echo "jobcore: torchrun on ${1%%.*} exited with code $status"
