@@ -112,7 +112,7 @@ class Queueing:
             await self._patch(workload, {"status": {"conditions": items}}, status=True)
             named = f"{job.namespace}/{workload['metadata']['name']}"
             message = f"Workload '{named}' is declared finished"
-            self.recorder.emit(job.obj, type="Normal", reason="FinishedWorkload", message=message)
+            self._say(job, "FinishedWorkload", message)
         await self._release(workload)
 
     async def forget(self, namespace: str, name: str) -> None:
@@ -137,12 +137,7 @@ class Queueing:
         except AlreadyExistsError:
             pass  # made by an earlier pass that the cache has not shown yet
         else:
-            self.recorder.emit(
-                job.obj,
-                type="Normal",
-                reason="CreatedWorkload",
-                message=f"Created Workload: {named}",
-            )
+            self._say(job, "CreatedWorkload", f"Created Workload: {named}")
         return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}) yet.")
 
     async def _rebuild(
@@ -153,11 +148,8 @@ class Queueing:
         named = f"{job.namespace}/{workload['metadata']['name']}"
         if not api.is_true(workload, api.QUOTA_RESERVED):
             await self._patch(workload, {"spec": {"podSets": sets, "queueName": queue}})
-            self.recorder.emit(
-                job.obj,
-                type="Normal",
-                reason="UpdatedWorkload",
-                message=f"Updated not matching Workload for suspended job: {named}",
+            self._say(
+                job, "UpdatedWorkload", f"Updated not matching Workload for suspended job: {named}"
             )
             return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}).")
         if observed.pods:
@@ -167,9 +159,7 @@ class Queueing:
         await self._release(workload)
         with contextlib.suppress(NotFoundError):
             await self.client.delete(api.WORKLOADS, workload["metadata"]["name"], job.namespace)
-        self.recorder.emit(
-            job.obj, type="Normal", reason="DeletedWorkload", message=f"Deleted Workload: {named}"
-        )
+        self._say(job, "DeletedWorkload", f"Deleted Workload: {named}")
         return _held(job, "The job's pods changed: queueing it again.")
 
     async def _give_back(
@@ -189,7 +179,7 @@ class Queueing:
         )
         patch = {"status": {"conditions": items, "admission": None}}
         await self._patch(workload, patch, status=True)
-        self.recorder.emit(job.obj, type="Normal", reason="Stopped", message=message)
+        self._say(job, "Stopped", message)
         return _held(job, f"Kueue evicted the job: {message}")
 
     async def _pods_ready(self, workload: Object, job: Job[Any], observed: Observed) -> None:
@@ -239,6 +229,10 @@ class Queueing:
         found = await self.client.get(api.WORKLOAD_PRIORITY_CLASSES, str(name))
         ref = {"group": api.GROUP, "kind": "WorkloadPriorityClass", "name": str(name)}
         return ref, int(found.get("value") or 0)
+
+    def _say(self, job: Job[Any], reason: str, message: str) -> None:
+        """A Normal Event on the job, as Kueue's job framework records it on its jobs."""
+        self.recorder.emit(job.obj, type="Normal", reason=reason, message=message)
 
     async def _release(self, workload: Object) -> None:
         finalizers = workload["metadata"].get("finalizers") or []

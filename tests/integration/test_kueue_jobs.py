@@ -105,6 +105,20 @@ async def pods_of(client: Client, namespace: str, job: str) -> dict[str, Object]
     return {n: p for n, p in (await live_pods(client, namespace)).items() if n.startswith(job)}
 
 
+def _paused(status: Object | None) -> Object:
+    found = [c for c in (status or {}).get("conditions") or () if c["type"] == "Paused"]
+    return found[0] if found else {}
+
+
+def paused_reason(status: Object | None) -> str:
+    """The job's Paused condition's reason ("" while it has none)."""
+    return str(_paused(status).get("reason", ""))
+
+
+def paused_message(status: Object | None) -> str:
+    return str(_paused(status).get("message", ""))
+
+
 def is_true(obj: Object, kind: str) -> bool:
     found = [c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == kind]
     return bool(found) and found[0]["status"] == "True"
@@ -121,8 +135,7 @@ async def test_jobs_behind_one_quota_run_one_after_the_other_on_their_flavours_n
 
     async def second_queued() -> Any:
         status = await job_status(client, MPIJOBS, namespace, "second")
-        paused = [c for c in (status or {}).get("conditions") or () if c["type"] == "Paused"]
-        return bool(paused) and paused[0]["reason"] == "Queued"
+        return paused_reason(status) == "Queued"
 
     await eventually(second_queued, timeout=20)
     assert not await pods_of(client, namespace, "second"), "no pod before its admission"
@@ -234,8 +247,7 @@ async def test_a_plugin_kind_is_queued_with_no_code_of_its_own_for_kueue(
 
         async def waiting_for_quota() -> bool:
             status = await job_status(client, kind.resource, namespace, "mnist")
-            paused = [c for c in (status or {}).get("conditions") or () if c["type"] == "Paused"]
-            return bool(paused) and "insufficient quota" in paused[0]["message"]
+            return "insufficient quota" in paused_message(status)
 
         await eventually(waiting_for_quota, timeout=20)
         assert not await pods_of(client, namespace, "mnist")
@@ -286,8 +298,7 @@ async def test_an_elastic_horovodjob_admitted_partially_runs_on_fewer_workers_un
 
         async def stopped() -> bool:
             status = await job_status(client, kind.resource, namespace, "hv")
-            paused = [c for c in (status or {}).get("conditions") or () if c["type"] == "Paused"]
-            queued = bool(paused) and paused[0]["reason"] == "Queued"
+            queued = paused_reason(status) == "Queued"
             return queued and not await pods_of(client, namespace, "hv")
 
         await eventually(stopped, timeout=30)
