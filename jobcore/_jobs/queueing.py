@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable
+from collections.abc import Hashable
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,8 @@ from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kind import Observed
 from jobcore._jobs.kind import Outcome
+from jobcore._jobs.tasks import pod_ready
+from jobcore._jobs.tasks import replica_phase
 from jobcore._jobs.workload import Priority
 from jobcore._jobs.workload import new_workload
 from jobcore._jobs.workload import pod_sets
@@ -58,6 +61,10 @@ class Queueing:
     workloads: Informer
     recorder: EventRecorder
     min_counts: Callable[[Job[Any]], Mapping[str, int]] | None = None
+    _pod_sets: dict[tuple[str, str], tuple[Hashable, list[Object]]] = dataclasses.field(
+        default_factory=dict, repr=False
+    )
+    """Each queued job's pod sets, with what they were rendered from (see `_sets`)."""
 
     @property
     def _group(self) -> str:
@@ -77,7 +84,7 @@ class Queueing:
         queue = queue_name(job.obj)
         if queue is None:
             return job
-        sets = pod_sets(self.kind, job, self.min_counts(job) if self.min_counts else None)
+        sets = self._sets(job)
         workload = self.workload_of(job)
         if workload is None:
             return await self._create(job, queue, sets, observed)
@@ -118,10 +125,29 @@ class Queueing:
     async def forget(self, namespace: str, name: str) -> None:
         """The job `namespace/name` is gone: its Workloads lose Kueue's finalizer, so that
         the garbage collector can delete them."""
+        self._pod_sets.pop((namespace, name), None)
         for workload in self.workloads.list(namespace):
             owner = controller_of(workload) or {}
             if (owner.get("kind"), owner.get("name")) == (self.kind.resource.kind, name):
                 await self._release(workload)
+
+    def _sets(self, job: Job[Any]) -> list[Object]:
+        """The job's pod sets, rendered again only when its spec, labels or annotations
+        changed: a pass over a queued job costs what changed, not the job's size."""
+        meta = job.obj.get("metadata") or {}
+        generation = meta.get("generation")
+        version = (
+            job.uid,
+            generation,
+            tuple(sorted((meta.get("labels") or {}).items())),
+            tuple(sorted((meta.get("annotations") or {}).items())),
+        )
+        known = self._pod_sets.get((job.namespace, job.name))
+        if isinstance(generation, int) and known is not None and known[0] == version:
+            return known[1]
+        sets = pod_sets(self.kind, job, self.min_counts(job) if self.min_counts else None)
+        self._pod_sets[job.namespace, job.name] = (version, sets)
+        return sets
 
     # Steps ------------------------------------------------------------------------------
 
@@ -185,7 +211,8 @@ class Queueing:
     async def _pods_ready(self, workload: Object, job: Job[Any], observed: Observed) -> None:
         """Tell Kueue (its waitForPodsReady) whether every admitted pod is Ready or done."""
         expected = sum(int(s.get("count") or 0) for s in workload["spec"].get("podSets") or ())
-        ready = sum(1 for pod in observed.pods.values() if _ready_or_done(pod))
+        pods = observed.pods.values()
+        ready = sum(1 for pod in pods if pod_ready(pod) or replica_phase(pod) == "Succeeded")
         before = api.find(api.conditions(workload), api.PODS_READY)
         if ready >= expected > 0:
             was_down = before is not None and before.get("reason") == "WaitForRecovery"
@@ -274,11 +301,3 @@ def _held(job: Job[Any], why: str) -> Job[Any]:
 
 def _version(workload: Object) -> str:
     return str(workload["metadata"].get("resourceVersion") or "")
-
-
-def _ready_or_done(pod: Object) -> bool:
-    status = pod.get("status") or {}
-    if status.get("phase") == "Succeeded":
-        return True
-    conditions = status.get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

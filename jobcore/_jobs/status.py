@@ -18,6 +18,7 @@ from jobcore._jobs.models import JobCondition
 from jobcore._jobs.models import JobPhase
 from jobcore._jobs.models import JobStatus
 from jobcore._jobs.models import ResumeSpec
+from jobcore._jobs.tasks import pod_ready
 from jobcore._jobs.tasks import replica_phase
 from jobcore._jobs.tasks import tasks_and_aggregate
 from jobcore._runtime.resources import Object
@@ -128,7 +129,7 @@ def derive_status(
     """The whole status for this moment; equal to `previous` when nothing changed."""
     pods = list(pods)
     tasks, aggregate = tasks_and_aggregate(pods, replica_types, previous, lifecycle.restarts)
-    ready = sum(1 for pod in pods if _is_ready(pod) and replica_phase(pod) != "Deleted")
+    ready = sum(1 for pod in pods if pod_ready(pod) and replica_phase(pod) != "Deleted")
     phase = _phase(previous, outcome, lifecycle)
     conditions = ConditionSetter(previous.conditions, timestamp or now())
     if lifecycle.uninitialized is not None:
@@ -238,10 +239,3 @@ def invalid_status(previous: JobStatus, message: str, timestamp: str | None = No
     conditions = ConditionSetter(previous.conditions, timestamp or now())
     conditions.set("Failed", True, INVALID_SPEC, message)
     return previous.model_copy(update={"conditions": conditions.conditions, "phase": "Failed"})
-
-
-def _is_ready(pod: Object) -> bool:
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False

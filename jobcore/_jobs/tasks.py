@@ -51,6 +51,12 @@ def replica_phase(pod: Object) -> ReplicaPhase:
     return phase  # type: ignore[no-any-return]
 
 
+def pod_ready(pod: Object) -> bool:
+    """Whether the kubelet reports the pod Ready (its Ready condition is True)."""
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
 def _containers(pod: Object) -> list[ContainerState]:
     states = []
     pod_status = pod.get("status") or {}

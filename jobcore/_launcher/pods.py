@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobcore._jobs.kind import Outcome
+from jobcore._jobs.tasks import pod_ready
 from jobcore._runtime.resources import Object
 
 WAITING_ERRORS = frozenset(
@@ -34,10 +35,8 @@ def pod_phase(pod: Object | None) -> str | None:
 
 
 def is_ready(pod: Object | None) -> bool:
-    if pod is None or pod["metadata"].get("deletionTimestamp"):
-        return False
-    conditions = (pod.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    """Ready and not being deleted."""
+    return pod is not None and not pod["metadata"].get("deletionTimestamp") and pod_ready(pod)
 
 
 def is_scheduled(pod: Object | None) -> bool:

@@ -32,6 +32,7 @@ from jobcore._runtime.resources import CONFIGMAPS
 from jobcore._runtime.resources import SECRETS
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
+from jobcore.launcher import is_ready
 from jobcore.testing import _podidentity
 from jobcore.testing._netns import tool
 
@@ -283,19 +284,12 @@ def _names(pod: Object) -> tuple[str, ...]:
     return (f"{fqdn}.svc.{DEFAULT_CLUSTER_DOMAIN}", f"{fqdn}.svc", fqdn, f"{host}.{sub}", host)
 
 
-def _is_ready(pod: Object) -> bool:
-    if pod["metadata"].get("deletionTimestamp"):
-        return False
-    conditions = (pod.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def dns_records(pods: Iterable[Object]) -> dict[str, tuple[Record, ...]]:
     """Per namespace, the Ready Pods with hostname, subdomain and an address, sorted."""
     records: dict[str, list[Record]] = {}
     for pod in pods:
         spec, ip = pod["spec"], (pod.get("status") or {}).get("podIP")
-        if spec.get("hostname") and spec.get("subdomain") and ip and _is_ready(pod):
+        if spec.get("hostname") and spec.get("subdomain") and ip and is_ready(pod):
             records.setdefault(pod["metadata"]["namespace"], []).append((ip, _names(pod)))
     return {ns: tuple(sorted(found)) for ns, found in records.items()}
 

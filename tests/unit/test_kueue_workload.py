@@ -5,6 +5,8 @@ admission merges into the pods."""
 from __future__ import annotations
 
 import copy
+from typing import Any
+from typing import cast
 
 import pytest
 
@@ -16,6 +18,7 @@ from jobcore._jobs.kind import PodSetInfo
 from jobcore._jobs.kueueapi import JOB_UID_LABEL
 from jobcore._jobs.kueueapi import POD_SET_LABEL
 from jobcore._jobs.kueueapi import RESOURCE_IN_USE_FINALIZER
+from jobcore._jobs.queueing import Queueing
 from jobcore._jobs.workload import new_workload
 from jobcore._jobs.workload import pod_sets
 from jobcore._jobs.workload import queue_name
@@ -150,3 +153,22 @@ def test_a_partial_admission_counts_and_a_contradicting_flavour_refuses() -> Non
         AdmissionConflict, match="pool=spot contradicts the pods' nodeSelector pool=on-demand"
     ):
         admit_pod(pod, infos)
+
+
+def test_a_queued_jobs_pod_sets_are_rendered_again_only_when_it_changed() -> None:
+    queueing = Queueing(
+        client=cast(Any, None), kind=KIND, workloads=cast(Any, None), recorder=cast(Any, None)
+    )
+
+    def stored(generation: int, replicas: int, **labels: str) -> Job[MPIJobSpec]:
+        job = make_job(worker={"replicas": replicas})
+        job.obj["metadata"]["generation"] = generation
+        job.obj["metadata"]["labels"].update(labels)
+        return job
+
+    first = queueing._sets(stored(1, 3))
+    assert queueing._sets(stored(1, 3)) is first  # a status write, say: nothing rendered
+    resized = queueing._sets(stored(2, 5))
+    assert [s["count"] for s in resized] == [1, 5]
+    relabelled = queueing._sets(stored(2, 5, team="b"))
+    assert relabelled is not resized and relabelled == resized
