@@ -192,6 +192,8 @@ async def wait_for_phases(
     try:
         await eventually(reached, timeout=timeout, interval=0.2)
     except TimeoutError:
+        if await reached():  # a loaded machine may time out before the first read ends
+            return
         behind = {name: seen.get(name) for name in names if seen.get(name) != phase}
         first = next(iter(behind))
         why = await report(client, resource, namespace, first)

@@ -9,7 +9,9 @@ and pkg/scheduler/preemption (classical preemption within a ClusterQueue).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -157,37 +159,34 @@ def _decide(
     """getInitialAssignments: the whole workload; else with preemption; else, for a pod set
     with a minCount, the largest count from count-1 down to minCount that can be admitted."""
     pod_sets = list(workload.get("spec", {}).get("podSets") or [])
-    counts = [int(p.get("count", 1)) for p in pod_sets]
-    full = _attempt(
-        workload,
-        pod_sets=pod_sets,
-        counts=counts,
-        groups=groups,
-        used=used,
-        admitted=admitted,
-        policy=policy,
+    decisions = (
+        _attempt(
+            workload,
+            pod_sets=pod_sets,
+            counts=counts,
+            groups=groups,
+            used=used,
+            admitted=admitted,
+            policy=policy,
+        )
+        for counts in _candidate_counts(pod_sets)
     )
-    if full.admission is not None or full.targets:
-        return full
+    full = next(decisions)
+    tried = itertools.chain([full], decisions)
+    return next((d for d in tried if d.admission is not None or d.targets), full)
+
+
+def _candidate_counts(pod_sets: list[Object]) -> Iterator[list[int]]:
+    """Each pod set's count, then, for the first pod set with a minCount (Kueue allows one),
+    its count lowered one by one down to that minCount."""
+    counts = [int(p.get("count", 1)) for p in pod_sets]
+    yield counts
     for index, pod_set in enumerate(pod_sets):
         minimum = pod_set.get("minCount")
-        if not isinstance(minimum, int):
-            continue
-        for count in range(counts[index] - 1, minimum - 1, -1):
-            reduced = [*counts[:index], count, *counts[index + 1 :]]
-            partial = _attempt(
-                workload,
-                pod_sets=pod_sets,
-                counts=reduced,
-                groups=groups,
-                used=used,
-                admitted=admitted,
-                policy=policy,
-            )
-            if partial.admission is not None or partial.targets:
-                return partial
-        break  # Kueue allows minCount on one pod set only
-    return full
+        if isinstance(minimum, int):
+            for count in range(counts[index] - 1, minimum - 1, -1):
+                yield [*counts[:index], count, *counts[index + 1 :]]
+            return
 
 
 def _attempt(

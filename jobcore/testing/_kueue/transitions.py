@@ -29,20 +29,18 @@ def _generation(workload: Object) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def _set(workload: Object, kind: str, status: bool, reason: str, message: str) -> bool:
+    """Set the condition `kind`, observed at the Workload's generation."""
+    items = _status(workload)["conditions"]
+    return api.set_condition(items, kind, status, reason, message, generation=_generation(workload))
+
+
 def _reset(workload: Object, kind: str, reason: str) -> bool:
     """resetActiveCondition: a True condition turns False, its message kept as "Previously"."""
-    items = _status(workload)["conditions"]
-    old = api.find(items, kind)
+    old = api.find(_status(workload)["conditions"], kind)
     if old is None or old.get("status") != "True":
         return False
-    return api.set_condition(
-        items,
-        kind,
-        False,
-        reason,
-        f"Previously: {old.get('message', '')}",
-        generation=_generation(workload),
-    )
+    return _set(workload, kind, False, reason, f"Previously: {old.get('message', '')}")
 
 
 def reserve(workload: Object, admission: Object) -> bool:
@@ -51,26 +49,11 @@ def reserve(workload: Object, admission: Object) -> bool:
     status = _status(workload)
     status["admission"] = admission
     status.pop("resourceRequests", None)
-    generation = _generation(workload)
     message = f"Quota reserved in ClusterQueue {admission['clusterQueue']}"
-    api.set_condition(
-        status["conditions"],
-        api.QUOTA_RESERVED,
-        True,
-        "QuotaReserved",
-        message,
-        generation=generation,
-    )
+    _set(workload, api.QUOTA_RESERVED, True, "QuotaReserved", message)
     _reset(workload, api.EVICTED, "QuotaReserved")
     _reset(workload, api.PREEMPTED, "QuotaReserved")
-    api.set_condition(
-        status["conditions"],
-        api.ADMITTED,
-        True,
-        "Admitted",
-        "The workload is admitted",
-        generation=generation,
-    )
+    _set(workload, api.ADMITTED, True, "Admitted", "The workload is admitted")
     return True
 
 
@@ -78,27 +61,13 @@ def unreserve(workload: Object, reason: str, message: str) -> bool:
     """UnsetQuotaReservationWithCondition: QuotaReserved False with `reason`, the admission
     cleared, and Admitted False (NoReservation) if it was True."""
     status = _status(workload)
-    changed = api.set_condition(
-        status["conditions"],
-        api.QUOTA_RESERVED,
-        False,
-        reason,
-        message,
-        generation=_generation(workload),
-    )
+    changed = _set(workload, api.QUOTA_RESERVED, False, reason, message)
     if status.get("admission") is not None:
         del status["admission"]
         changed = True
     admitted = api.find(status["conditions"], api.ADMITTED)
     if admitted is not None and admitted.get("status") == "True":
-        api.set_condition(
-            status["conditions"],
-            api.ADMITTED,
-            False,
-            "NoReservation",
-            "The workload has no reservation",
-            generation=_generation(workload),
-        )
+        _set(workload, api.ADMITTED, False, "NoReservation", "The workload has no reservation")
         changed = True
     return changed
 
@@ -109,9 +78,7 @@ def evict(workload: Object, reason: str, message: str, *, cause: str = "") -> bo
     in schedulingStats. The admission stays until the job's integration clears it."""
     status = _status(workload)
     shown = f"{reason}DueTo{cause}" if reason == api.DEACTIVATED and cause else reason
-    api.set_condition(
-        status["conditions"], api.EVICTED, True, shown, message, generation=_generation(workload)
-    )
+    _set(workload, api.EVICTED, True, shown, message)
     status.pop("clusterName", None)
     status.pop("nominatedClusterNames", None)
     stats = status.setdefault("schedulingStats", {})
@@ -149,26 +116,12 @@ def requeue_state(workload: Object, *, base: float, limit: float) -> None:
 
 def set_requeued(workload: Object, reason: str, message: str, status: bool) -> bool:
     """SetRequeuedCondition."""
-    return api.set_condition(
-        _status(workload)["conditions"],
-        api.REQUEUED,
-        status,
-        reason,
-        message,
-        generation=_generation(workload),
-    )
+    return _set(workload, api.REQUEUED, status, reason, message)
 
 
 def finish(workload: Object, reason: str, message: str) -> bool:
     """finish.Finish: Finished True."""
-    return api.set_condition(
-        _status(workload)["conditions"],
-        api.FINISHED,
-        True,
-        reason,
-        message,
-        generation=_generation(workload),
-    )
+    return _set(workload, api.FINISHED, True, reason, message)
 
 
 def preemption_message(preemptor: Object, cluster_queue: str) -> str:
