@@ -27,7 +27,9 @@ def configure_logging(
     when the stream is a terminal. Context variables bound with `structlog.contextvars` (see
     `reconcile_context`) are merged into every line, including lines from libraries that log
     through the stdlib (kubernetes_asyncio, aiohttp), so they too can be traced to a
-    reconcile. Call it once at start-up; calling it again replaces the configuration.
+    reconcile. The console prints tracebacks plainly, never with their frames' local
+    variables (which may hold tokens). Call it once at start-up; calling it again replaces
+    the configuration.
     """
     levels = logging.getLevelNamesMapping()
     level_no = levels.get(level.upper())
@@ -36,7 +38,9 @@ def configure_logging(
     stream = stream or sys.stderr
     console = format == "console" or (format == "auto" and stream.isatty())
     renderer: Processor = (
-        structlog.dev.ConsoleRenderer(colors=stream.isatty())
+        structlog.dev.ConsoleRenderer(
+            colors=stream.isatty(), exception_formatter=structlog.dev.plain_traceback
+        )
         if console
         else structlog.processors.JSONRenderer()
     )

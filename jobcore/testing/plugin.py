@@ -20,6 +20,7 @@ from typing import Any
 from typing import TypeVar
 
 import pytest
+import structlog
 
 from jobcore._runtime.compact import modified_subtrees
 from jobcore.testing._controlplane import ControlPlane
@@ -85,6 +86,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_fixtures, "jobcore-async-fixtures")
     if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         config.pluginmanager.register(_GroupsKept(), "jobcore-xdist-groups")
+    _plain_tracebacks()
+
+
+def _plain_tracebacks() -> None:
+    """Unless the tests configured structlog themselves, its console output with plain
+    tracebacks: its default prints each logged exception's frames with their local variables
+    through rich, where rich is installed, which costs CPU seconds in a test whose reconciles
+    fail on purpose, and prints whatever secrets those variables hold."""
+    if not structlog.is_configured():
+        *shared, _ = structlog.get_config()["processors"]
+        plain = structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)
+        structlog.configure(processors=[*shared, plain])
 
 
 class _GroupsKept:
