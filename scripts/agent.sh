@@ -4,7 +4,8 @@
 #
 #   scripts/agent.sh           build if needed; the binary's path is the last line on stdout:
 #                              ~/.cache/jobcore/agent/<hash>/jobcore-agent
-#   scripts/agent.sh --test    go vet, go test, then each fuzz target for $JOBCORE_FUZZTIME (4s)
+#   scripts/agent.sh --test    go vet, go test, then each fuzz target for $JOBCORE_FUZZTIME (4s),
+#                              in one process
 #   scripts/agent.sh --fuzz D  each fuzz target for D (a Go duration, e.g. 10m): the long run
 #   scripts/agent.sh --measure build, then print the binary's size and a serve process's RSS
 #                              idle and while one session streams 100 MB (loopback, /proc)
@@ -30,14 +31,16 @@ need_go() {
 }
 cd "$root/agent"
 
-# fuzz DURATION: every fuzz target, one `go test -fuzz` each (Go runs one target at a time);
-# minimising a new input is bounded to 5 s (Go's default 60 s would stall a 10 s run).
+# fuzz DURATION [PROCESSES]: every fuzz target, one `go test -fuzz` each (Go runs one target at
+# a time) in PROCESSES fuzzing processes (default: one per core); minimising a new input is
+# bounded to 5 s (Go's default 60 s would stall a 10 s run).
 fuzz() {
   local package target
   for package in $(go list ./...); do
     for target in $(go test -list '^Fuzz' "$package" | grep '^Fuzz' || true); do
       echo "agent.sh: fuzzing $target in $package for $1" >&2
-      go test -run "^$" -fuzz "^$target\$" -fuzztime "$1" -fuzzminimizetime 5s "$package"
+      go test -run "^$" -fuzz "^$target\$" -fuzztime "$1" -fuzzminimizetime 5s \
+        -parallel "${2:-$(nproc)}" "$package"
     done
   done
 }
@@ -79,7 +82,7 @@ case ${1:-} in
     need_go
     go vet ./...
     go test -count=1 ./...
-    fuzz "${JOBCORE_FUZZTIME:-4s}"
+    fuzz "${JOBCORE_FUZZTIME:-4s}" 1 # a check beside the test suite: one core, not all
     exit 0
     ;;
   --fuzz)

@@ -177,11 +177,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def real_cluster() -> Iterator[RealCluster]:
     """The machine's real cluster, started once per test run (or per xdist worker: keep its
     tests on one, see REAL_CLUSTER_GROUP) with the images of `images_folder()` imported, and
-    stopped after it, the host put back as it was.
+    stopped after it, the host put back as it was (a conftest may give it a narrower scope with
+    `serve_real_cluster`).
 
     Skips the test where the host cannot run one (not root, binaries or packages missing),
     fails it under CI; a component that does not start fails it naming the component's log.
     """
+    yield from serve_real_cluster()
+
+
+def serve_real_cluster() -> Iterator[RealCluster]:
+    """The `real_cluster` fixture's body, for a fixture of another scope."""
     require(real_cluster_available())
     cluster = RealCluster(images_folder())
     loop = asyncio.new_event_loop()

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from jobcore.jobs import JOB_NAME_LABEL
 from jobcore.testing import RealCluster
 from jobcore.testing import eventually
 from jobcore.testing import require
+from jobcore.testing.plugin import serve_real_cluster
 from tests import installs
 from tests.realruns import run_to_end
 
@@ -88,7 +90,14 @@ class Cluster:
         return holder.partition("_")[0]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
+def real_cluster() -> Iterator[RealCluster]:
+    """The kit's real cluster for this tier only: stopped when its last test ends, not with
+    the test run, since an idle cluster took 0.08 of a core from the tests after it."""
+    yield from serve_real_cluster()
+
+
+@pytest.fixture(scope="package")
 def cluster(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Cluster:
     """The controller deployed from a copy of `manifests/` with `kubectl apply -k`, its two
     replicas Ready (the kubelet ran their probes) and one of them leading."""

@@ -93,7 +93,9 @@ async def test_a_pod_in_another_namespace_naming_a_job_as_its_controller_is_not_
     ):
         job = await client.create(MPIJOBS, mpijob(namespace, "train"))
         workers = {"train-worker-0", "train-worker-1"}
-        ours = await wait_for_pods(client, namespace, workers, phase="Running")
+        # Watching every namespace, the controller first lists every pod that the session's
+        # other tests left (15 s of a loaded CI-style run).
+        ours = await wait_for_pods(client, namespace, workers, phase="Running", timeout=90)
         anchor = await client.create(CONFIGMAPS, configmap(other_namespace, "anchor"))
         await client.create(PODS, impostor(other_namespace, job, ours["train-worker-0"], anchor))
         await theirs.succeed(other_namespace, "train-launcher")  # "the launcher exited 0"

@@ -1,0 +1,1 @@
+"""The real-cluster tier: a package, so that its cluster is stopped once its tests end."""
