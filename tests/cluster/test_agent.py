@@ -1,7 +1,8 @@
 """Jobs launched through jobcore's agent in the real cluster: each MPI's T9k MPIJob from an
-image without sshd, a HorovodJob and a ColossalAIJob, a rank exiting 3, a worker killed mid-run,
-and Kubeflow's pi in an image without Python, as a non-root user under a read-only root the
-kubelet enforces, beside a job whose worker's agent hangs.
+image without sshd, a HorovodJob and a ColossalAIJob, a rank exiting 3, and Kubeflow's pi in
+an image without Python, as a non-root user under a read-only root the kubelet enforces, beside
+a job whose worker's agent hangs. A worker killed mid-run through the agent is
+tests/cluster/test_mpijob.py's.
 
 The agent comes from the controller's own image (its init container's image is jobcore's);
 `scripts/images.sh` builds the sshd-free images (`clusterjobs.AGENT_IMAGES`). Horovod and
@@ -52,7 +53,8 @@ pytestmark = pytest.mark.integration
 LAUNCHER = "mpi-launcher"
 JOBS = {"openmpi5": ("openmpi5", None), "mpich": ("mpich", None), "intel": ("intel", None)}
 """The MPIJobs run side by side, by name: their MPI, and the rank that exits 3 (if any). Open
-MPI 4's success is the killed worker's job's second run, and Kubeflow's pi."""
+MPI 4's success is the killed worker's job's second run (tests/cluster/test_mpijob.py), and
+Kubeflow's pi."""
 Run = tuple[Resource, Object, str]
 """A job to run: its kind's resource, the job, its launcher's container."""
 
@@ -152,16 +154,6 @@ async def test_each_mpi_horovod_and_colossalai_run_through_the_agent_and_a_rank_
     assert failure.startswith(
         "Pod[rank3-launcher] exited with error code 3 (container mpi-launcher)"
     ), failure
-
-
-async def test_a_killed_worker_restarts_the_agent_job_which_then_succeeds(
-    cluster: Cluster, cluster_client: Client, cluster_namespace: str, tmp_path: Path
-) -> None:
-    """As over ssh (tests/cluster/test_mpijob.py): the job restarts, then succeeds."""
-    job = mpiruns.mpi_job(
-        "openmpi", tmp_path, name="kill", namespace=cluster_namespace, hold=True, transport="agent"
-    )
-    await mpiruns.killed_then_rerun(cluster, cluster_client, job, tmp_path, launcher_exit=r"\d+")
 
 
 # Kubeflow's pi -------------------------------------------------------------------------------

@@ -4,12 +4,14 @@ them."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from controllers.realjobs import MPIJOBS
 from jobcore import Client
+from jobcore.launcher import Transport
 from jobcore.testing import condition
 from tests.cluster import mpiruns
 from tests.cluster.conftest import Cluster
@@ -89,7 +91,22 @@ async def test_a_rank_exiting_3_fails_the_job_with_the_code_and_reason_of_the_ku
 async def test_a_killed_worker_restarts_the_job_which_then_succeeds(
     cluster: Cluster, cluster_client: Client, cluster_namespace: str, tmp_path: Path
 ) -> None:
-    """A worker killed mid-run (137) restarts the job (runPolicy.backoffLimit 1); mpirun, which
-    loses it over ssh, exits 255."""
-    job = mpiruns.mpi_job("openmpi", tmp_path, name="kill", namespace=cluster_namespace, hold=True)
-    await mpiruns.killed_then_rerun(cluster, cluster_client, job, tmp_path, launcher_exit="255")
+    """A worker killed mid-run (137) restarts the job (runPolicy.backoffLimit 1), over ssh and
+    through the agent, side by side; mpirun, which loses it over ssh, exits 255."""
+    runs = []
+    transports: tuple[tuple[Transport, str], ...] = (("ssh", "255"), ("agent", r"\d+"))
+    for transport, exit_code in transports:
+        folder = tmp_path / transport
+        folder.mkdir()
+        job = mpiruns.mpi_job(
+            "openmpi",
+            folder,
+            name=f"kill-{transport}",
+            namespace=cluster_namespace,
+            hold=True,
+            transport=transport,
+        )
+        runs.append(
+            mpiruns.killed_then_rerun(cluster, cluster_client, job, folder, launcher_exit=exit_code)
+        )
+    await asyncio.gather(*runs)
