@@ -22,6 +22,7 @@ from typing import Any
 import structlog
 
 from jobcore._jobs import kueueapi as api
+from jobcore._jobs import kueuepriority
 from jobcore._jobs.admission import admitted_pod_sets
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
@@ -249,13 +250,17 @@ class Queueing:
         return flavors
 
     async def _priority(self, job: Job[Any]) -> Priority:
-        """Kueue's label's WorkloadPriorityClass, if the job names one; else none (0)."""
-        name = (job.obj["metadata"].get("labels") or {}).get(api.PRIORITY_CLASS_LABEL)
-        if not name:
-            return None, 0
-        found = await self.client.get(api.WORKLOAD_PRIORITY_CLASSES, str(name))
-        ref = {"group": api.GROUP, "kind": "WorkloadPriorityClass", "name": str(name)}
-        return ref, int(found.get("value") or 0)
+        """The priority Kueue's job framework gives the job's Workload (`kueuepriority`). A
+        class it names that does not exist is said in a Warning Event, and the pass fails,
+        to be retried, as in Kueue: no Workload until the class exists."""
+        try:
+            return await kueuepriority.resolve(self.client, job.obj, self._sets(job))
+        except NotFoundError as missing:
+            message = f"Kueue's Workload waits for a priority class: {missing.message}"
+            self.recorder.emit(
+                job.obj, type="Warning", reason="PriorityClassNotFound", message=message
+            )
+            raise
 
     def _say(self, job: Job[Any], reason: str, message: str) -> None:
         """A Normal Event on the job, as Kueue's job framework records it on its jobs."""

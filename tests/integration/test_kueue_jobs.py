@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from jobcore import PRIORITY_CLASSES
 from jobcore import Client
 from jobcore import Object
 from jobcore.jobs import JOB_NAME_LABEL
@@ -187,7 +188,6 @@ async def test_a_preempted_job_stops_keeps_its_history_and_runs_again_once_readm
         )
         await create_local_queue(client, namespace, "team", f"cq-{namespace}")
         await priority_class(client, low, 10)
-        await priority_class(client, high, 1000)
         first = queued_mpijob(namespace, "first")
         first["metadata"]["labels"][PRIORITY_LABEL] = low
         await client.create(MPIJOBS, first)
@@ -197,11 +197,25 @@ async def test_a_preempted_job_stops_keeps_its_history_and_runs_again_once_readm
         }
 
         simulated_node.when(f"{JOB_NAME_LABEL}=urgent,{REPLICA_TYPE_LABEL}=launcher", after=1.0)
+        # The urgent job's priority is its pods' PriorityClass, as Kueue reads it.
+        await client.create(
+            PRIORITY_CLASSES,
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": high},
+                "value": 1000,
+            },
+        )
         urgent = queued_mpijob(namespace, "urgent")
-        urgent["metadata"]["labels"][PRIORITY_LABEL] = high
+        urgent["spec"]["worker"]["template"]["spec"]["priorityClassName"] = high
         await client.create(MPIJOBS, urgent)
         # The lower-priority job is evicted: its pods go, then its quota; the urgent one runs.
         await wait_for_phase(client, MPIJOBS, namespace, "urgent", "Succeeded", timeout=40)
+        workload = await workload_of(client, namespace, "urgent")
+        assert workload is not None
+        ref = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": high}
+        assert (workload["spec"]["priorityClassRef"], workload["spec"]["priority"]) == (ref, 1000)
         stopped = [m for r, m in await events_of(client, namespace, "first") if r == "Stopped"]
         assert stopped, "the evicted job says why it stopped"
         assert stopped[0].startswith("Preempted to accommodate a workload"), stopped
