@@ -102,9 +102,9 @@ class Queueing:
             return dataclasses.replace(job, admission=admitted_pod_sets(workload, flavors))
         if not reserved and workload["spec"].get("queueName") != queue:
             await self._patch(workload, {"spec": {"queueName": queue}})
-        reason = api.find(api.conditions(workload), api.QUOTA_RESERVED)
-        why = f": {reason['message']}" if reason and reason.get("message") else ""
-        return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}){why}.")
+        return _held(
+            job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}){_why(workload)}."
+        )
 
     async def finish(self, job: Job[Any], outcome: Outcome) -> None:
         """The job ended: its Workload is Finished (Kueue releases its quota) and loses
@@ -298,6 +298,17 @@ async def kueue_served(client: Client) -> bool:
     except NotFoundError:
         return False
     return any(r.get("name") == api.WORKLOADS.plural for r in found.get("resources") or ())
+
+
+def _why(workload: Object) -> str:
+    """What Kueue says the Workload waits for: quota (QuotaReserved's message) or, once it
+    holds quota, its admission checks (Admitted's message, and each check not Ready)."""
+    reserved = api.is_true(workload, api.QUOTA_RESERVED)
+    found = api.find(api.conditions(workload), api.ADMITTED if reserved else api.QUOTA_RESERVED)
+    why = f": {found['message']}" if found and found.get("message") else ""
+    checks = (workload.get("status") or {}).get("admissionChecks") or () if reserved else ()
+    waiting = [f"{c.get('name')} {c.get('state')}" for c in checks if c.get("state") != "Ready"]
+    return why + (f" ({', '.join(waiting)})" if waiting else "")
 
 
 def _held(job: Job[Any], why: str) -> Job[Any]:

@@ -5,6 +5,8 @@ and its Workload is finished when it ends."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ from jobcore.testing import KUEUE_WORKLOAD_PRIORITY_CLASSES as KUEUE_PRIORITY_CL
 from jobcore.testing import KUEUE_WORKLOADS
 from jobcore.testing import SimulatedNode
 from jobcore.testing import condition
+from jobcore.testing import create_admission_check
 from jobcore.testing import create_cluster_queue
 from jobcore.testing import create_flavor
 from jobcore.testing import create_local_queue
@@ -31,6 +34,7 @@ from jobcore.testing import kueue_running
 from jobcore.testing import live_pods
 from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phase
+from jobcore.testing import wait_for_pods
 from tests.kindjobs import HOROVODJOB
 from tests.kindjobs import MPIJOB
 from tests.mpijobs import MPIJOBS
@@ -236,7 +240,8 @@ async def test_a_plugin_kind_is_queued_with_no_code_of_its_own_for_kueue(
     client: Client, namespace: str, simulated_node: SimulatedNode
 ) -> None:
     """examples/torchjob declares nothing for Kueue: its master and workers are its pod sets,
-    held while the quota is too small, run once it grows."""
+    held while the quota is too small, then, once it grows, while its ClusterQueue's admission
+    check is not Ready; its workers run with the pod set update the check gave them."""
     kind = TorchJobKind()
     template = {
         "spec": {
@@ -251,11 +256,13 @@ async def test_a_plugin_kind_is_queued_with_no_code_of_its_own_for_kueue(
         "metadata": {"name": "mnist", "namespace": namespace, "labels": {QUEUE_LABEL: "team"}},
         "spec": {"master": {"template": template}, "worker": {"replicas": 2, "template": template}},
     }
-    simulated_node.when(f"{REPLICA_TYPE_LABEL}=master", exit_code=0, after=0.5)
+    simulated_node.when(f"{REPLICA_TYPE_LABEL}=master", exit_code=0, after=2.0)
     async with kueue_running(client), job_controller(client, kind, namespace=namespace, kueue=True):
-        spot, cq = f"spot-{namespace}", f"cq-{namespace}"
+        spot, cq, check = f"spot-{namespace}", f"cq-{namespace}", f"prov-{namespace}"
         await create_flavor(client, spot, pool=spot)
-        await create_cluster_queue(client, cq, {spot: "2"})  # 3 pods of 1 cpu do not fit
+        await create_admission_check(client, check, "example.com/provisioner")
+        # 3 pods of 1 cpu do not fit
+        await create_cluster_queue(client, cq, {spot: "2"}, admission_checks=[check])
         await create_local_queue(client, namespace, "team", cq)
         await client.create(kind.resource, job)
 
@@ -268,6 +275,50 @@ async def test_a_plugin_kind_is_queued_with_no_code_of_its_own_for_kueue(
         grown = [{"name": spot, "resources": [{"name": "cpu", "nominalQuota": "3"}]}]
         patch = {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": grown}]}}
         await client.patch(KUEUE_CLUSTER_QUEUES, cq, patch)
+
+        async def waiting_for_check() -> bool:
+            status = await job_status(client, kind.resource, namespace, "mnist")
+            return f"{check} Pending" in paused_message(status)
+
+        await eventually(waiting_for_check, timeout=20)
+        workload = await workload_of(client, namespace, "mnist")
+        assert workload is not None and is_true(workload, "QuotaReserved")
+        assert not is_true(workload, "Admitted")
+        assert [(c["name"], c["state"]) for c in workload["status"]["admissionChecks"]] == [
+            (check, "Pending")
+        ]
+        assert not await pods_of(client, namespace, "mnist"), "quota alone does not start it"
+
+        # The test plays the check's controller: Ready, with an update for the workers' pods.
+        update: Object = {
+            "name": "worker",
+            "labels": {"provisioned": "yes"},
+            "annotations": {"example.com/slot": "7"},
+            "nodeSelector": {"zone": "z1"},
+            "tolerations": [{"key": "reserved", "operator": "Exists", "effect": "NoSchedule"}],
+        }
+        at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        ready: Object = {
+            "name": check,
+            "state": "Ready",
+            "message": "Provisioned",
+            "lastTransitionTime": at,
+        }
+        ready["podSetUpdates"] = [update]
+        name = workload["metadata"]["name"]
+        body: Object = {"status": {"admissionChecks": [ready]}}
+        await client.patch(KUEUE_WORKLOADS, name, body, namespace, subresource="status")
+        await wait_for_pods(
+            client, namespace, ["mnist-master-0", "mnist-worker-0", "mnist-worker-1"]
+        )
+        pods = await pods_of(client, namespace, "mnist")
+        for pod_name in ("mnist-worker-0", "mnist-worker-1"):
+            pod = pods[pod_name]
+            assert pod["spec"]["nodeSelector"] == {"pool": spot, "zone": "z1"}
+            assert update["tolerations"][0] in pod["spec"]["tolerations"]
+            assert pod["metadata"]["labels"]["provisioned"] == "yes"
+            assert pod["metadata"]["annotations"]["example.com/slot"] == "7"
+        assert "zone" not in pods["mnist-master-0"]["spec"]["nodeSelector"], "the workers' only"
         status = await wait_for_phase(client, kind.resource, namespace, "mnist", "Succeeded")
         workload = await finished_workload(client, namespace, "mnist")
     sets = [(s["name"], s["count"]) for s in workload["spec"]["podSets"]]
