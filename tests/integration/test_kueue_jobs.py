@@ -35,6 +35,7 @@ from jobcore.testing import live_pods
 from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_for_pods
+from tests.kindjobs import COLOSSALAIJOB
 from tests.kindjobs import HOROVODJOB
 from tests.kindjobs import MPIJOB
 from tests.mpijobs import MPIJOBS
@@ -66,11 +67,13 @@ def queued_mpijob(namespace: str, name: str, queue: str = "team") -> Object:
 
 @pytest.fixture
 async def kueue_controller(client: Client, namespace: str) -> AsyncIterator[None]:
-    """Kueue's stand-in and the MPIJob controller with its Kueue integration, and the
-    namespace's LocalQueue "team" in a ClusterQueue of 3 cpu of the flavour "spot"."""
+    """Kueue's stand-in and the MPIJob and ColossalAIJob controllers with their Kueue
+    integration, and the namespace's LocalQueue "team" in a ClusterQueue of 3 cpu of the
+    flavour "spot"."""
     async with (
         kueue_running(client),
         job_controller(client, MPIJOB.kind, namespace=namespace, kueue=True),
+        job_controller(client, COLOSSALAIJOB.kind, namespace=namespace, kueue=True),
     ):
         assert await kueue_served(client), "what `jobcore run --kueue auto` looks for"
         spot = f"spot-{namespace}"
@@ -136,17 +139,23 @@ async def test_jobs_behind_one_quota_run_one_after_the_other_on_their_flavours_n
     simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=2.0)
     await client.create(MPIJOBS, queued_mpijob(namespace, "first"))
     first = await wait_for_phase(client, MPIJOBS, namespace, "first", "Running", timeout=30)
-    await client.create(MPIJOBS, queued_mpijob(namespace, "second"))
+    # The second is a ColossalAIJob of 2 workers of 1 cpu: they do not fit beside the first.
+    colossal = COLOSSALAIJOB.resource
+    template = {"spec": {"containers": [{"name": "worker", "image": "c", "resources": CPU}]}}
+    worker = {**COLOSSALAIJOB.spec["worker"], "replicas": 2, "template": template}
+    second = COLOSSALAIJOB.job(namespace, "second", worker=worker)
+    second["metadata"]["labels"] = {QUEUE_LABEL: "team"}
+    await client.create(colossal, second)
 
     async def second_queued() -> Any:
-        status = await job_status(client, MPIJOBS, namespace, "second")
+        status = await job_status(client, colossal, namespace, "second")
         return paused_reason(status) == "Queued"
 
     await eventually(second_queued, timeout=20)
     assert not await pods_of(client, namespace, "second"), "no pod before its admission"
-    status = await job_status(client, MPIJOBS, namespace, "second")
+    status = await job_status(client, colossal, namespace, "second")
     message = condition(status, "Paused")["message"]
-    assert message.startswith(f"Kueue has not admitted Workload {namespace}/mpijob-second-")
+    assert message.startswith(f"Kueue has not admitted Workload {namespace}/colossalaijob-second-")
     assert "(LocalQueue team)" in message
 
     # The admitted job's pods run on the flavour's nodes, in Kueue's pod sets.
@@ -165,9 +174,15 @@ async def test_jobs_behind_one_quota_run_one_after_the_other_on_their_flavours_n
     assert condition(workload["status"], "Finished")["reason"] == "Succeeded"
     assert [s["name"] for s in workload["spec"]["podSets"]] == ["launcher", "worker"]
     assert [s["count"] for s in workload["spec"]["podSets"]] == [1, 2]
-    done = await wait_for_phase(client, MPIJOBS, namespace, "second", "Succeeded", timeout=40)
+    done = await wait_for_phase(client, colossal, namespace, "second", "Succeeded", timeout=40)
     assert condition(done, "Paused")["reason"] == "Admitted"
     await wait_for_events(client, namespace, "second", "CreatedWorkload", "FinishedWorkload")
+    workload = await finished_workload(client, namespace, "second")
+    sets = [(s["name"], s["count"]) for s in workload["spec"]["podSets"]]
+    assert sets == [("launcher", 1), ("worker", 2)]
+    assert workload["status"]["admission"]["podSetAssignments"][1]["flavors"] == {
+        "cpu": f"spot-{namespace}"
+    }
 
 
 async def priority_class(client: Client, name: str, value: int) -> None:
