@@ -10,6 +10,7 @@ start: Kueue fails such a Workload, and so does jobcore.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -87,6 +88,20 @@ def _with_updates(info: PodSetInfo, name: str, checks: Sequence[Object]) -> PodS
 def _clash(mine: Mapping[str, str], theirs: Mapping[str, str]) -> str | None:
     """The first key to which the two maps give different values, if any."""
     return next((k for k, v in theirs.items() if mine.get(k, v) != v), None)
+
+
+def admission_conflict(pod_sets: Sequence[Object], infos: Mapping[str, PodSetInfo]) -> str | None:
+    """Why the admission cannot be merged into the pods of these pod sets (their templates),
+    if it cannot: what `admit_pod` would refuse."""
+    for pod_set in pod_sets:
+        template = copy.deepcopy(pod_set.get("template") or {})
+        template.setdefault("metadata", {})
+        template.setdefault("spec", {})
+        try:
+            admit_pod(template, infos)
+        except AdmissionConflict as conflict:
+            return str(conflict)
+    return None
 
 
 def admit_pod(pod: Object, infos: Mapping[str, PodSetInfo]) -> None:

@@ -23,6 +23,7 @@ import structlog
 
 from jobcore._jobs import kueueapi as api
 from jobcore._jobs import kueuepriority
+from jobcore._jobs.admission import admission_conflict
 from jobcore._jobs.admission import admitted_pod_sets
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
@@ -97,9 +98,15 @@ class Queueing:
         if reserved and evicted is not None and evicted.get("status") == "True":
             return await self._give_back(job, workload, evicted, observed)
         if api.is_true(workload, api.ADMITTED):
-            await self._pods_ready(workload, job, observed)
-            flavors = await self._flavors(workload)
-            return dataclasses.replace(job, admission=admitted_pod_sets(workload, flavors))
+            infos = admitted_pod_sets(workload, await self._flavors(workload))
+            refused = admission_conflict(sets, infos)
+            if refused is not None:  # the job fails (InvalidSpec) as its pods are planned
+                await self._finish(job, workload, "FailedToStart", refused)
+            elif api.is_true(workload, api.FINISHED):  # it failed to start, and was fixed
+                return await self._rebuild(job, workload, queue, sets, observed=observed)
+            else:
+                await self._pods_ready(workload, job, observed)
+            return dataclasses.replace(job, admission=infos)
         if not reserved and workload["spec"].get("queueName") != queue:
             await self._patch(workload, {"spec": {"queueName": queue}})
         return _held(
@@ -110,18 +117,11 @@ class Queueing:
         """The job ended: its Workload is Finished (Kueue releases its quota) and loses
         Kueue's finalizer."""
         workload = self.workload_of(job)
-        if workload is None:
-            return
-        if not api.is_true(workload, api.FINISHED):
-            items = api.conditions(workload)
+        if workload is not None:
             reason = "Succeeded" if outcome.state == "succeeded" else "Failed"
-            message = outcome.message or f"The job {reason.lower()}."
-            api.set_condition(items, api.FINISHED, True, reason, message)
-            await self._patch(workload, {"status": {"conditions": items}}, status=True)
-            named = f"{job.namespace}/{workload['metadata']['name']}"
-            message = f"Workload '{named}' is declared finished"
-            self._say(job, "FinishedWorkload", message)
-        await self._release(workload)
+            await self._finish(
+                job, workload, reason, outcome.message or f"The job {reason.lower()}."
+            )
 
     async def forget(self, namespace: str, name: str) -> None:
         """The job `namespace/name` is gone: its Workloads lose Kueue's finalizer, so that
@@ -261,6 +261,17 @@ class Queueing:
                 job.obj, type="Warning", reason="PriorityClassNotFound", message=message
             )
             raise
+
+    async def _finish(self, job: Job[Any], workload: Object, reason: str, message: str) -> None:
+        """The Workload Finished (`reason`: Succeeded, Failed, or FailedToStart when its
+        admission cannot be merged into the pods), without Kueue's finalizer."""
+        if not api.is_true(workload, api.FINISHED):
+            items = api.conditions(workload)
+            api.set_condition(items, api.FINISHED, True, reason, message)
+            await self._patch(workload, {"status": {"conditions": items}}, status=True)
+            named = f"{job.namespace}/{workload['metadata']['name']}"
+            self._say(job, "FinishedWorkload", f"Workload '{named}' is declared finished")
+        await self._release(workload)
 
     def _say(self, job: Job[Any], reason: str, message: str) -> None:
         """A Normal Event on the job, as Kueue's job framework records it on its jobs."""

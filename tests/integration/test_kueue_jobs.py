@@ -28,6 +28,7 @@ from jobcore.testing import create_flavor
 from jobcore.testing import create_local_queue
 from jobcore.testing import events_of
 from jobcore.testing import eventually
+from jobcore.testing import install_kueue_crds
 from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import kueue_running
@@ -111,6 +112,25 @@ async def finished_workload(client: Client, namespace: str, job: str) -> Object:
 
 async def pods_of(client: Client, namespace: str, job: str) -> dict[str, Object]:
     return {n: p for n, p in (await live_pods(client, namespace)).items() if n.startswith(job)}
+
+
+async def check_ready(client: Client, namespace: str, job: str, check: str, update: Object) -> None:
+    """Play the controller of the admission check `check`: once the job's Workload holds
+    quota, its check turns Ready with `update` for one of its pod sets."""
+
+    async def reserved() -> Object | None:
+        workload = await workload_of(client, namespace, job)
+        return workload if workload is not None and is_true(workload, "QuotaReserved") else None
+
+    await eventually(reserved, timeout=20)
+    workload = await reserved()
+    assert workload is not None
+    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ready: Object = {"name": check, "state": "Ready", "message": "Provisioned"}
+    ready |= {"lastTransitionTime": at, "podSetUpdates": [update]}
+    body: Object = {"status": {"admissionChecks": [ready]}}
+    name = workload["metadata"]["name"]
+    await client.patch(KUEUE_WORKLOADS, name, body, namespace, subresource="status")
 
 
 def _paused(status: Object | None) -> Object:
@@ -312,17 +332,7 @@ async def test_a_plugin_kind_is_queued_with_no_code_of_its_own_for_kueue(
             "nodeSelector": {"zone": "z1"},
             "tolerations": [{"key": "reserved", "operator": "Exists", "effect": "NoSchedule"}],
         }
-        at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        ready: Object = {
-            "name": check,
-            "state": "Ready",
-            "message": "Provisioned",
-            "lastTransitionTime": at,
-        }
-        ready["podSetUpdates"] = [update]
-        name = workload["metadata"]["name"]
-        body: Object = {"status": {"admissionChecks": [ready]}}
-        await client.patch(KUEUE_WORKLOADS, name, body, namespace, subresource="status")
+        await check_ready(client, namespace, "mnist", check, update)
         await wait_for_pods(
             client, namespace, ["mnist-master-0", "mnist-worker-0", "mnist-worker-1"]
         )
@@ -386,3 +396,60 @@ async def test_an_elastic_horovodjob_admitted_partially_runs_on_fewer_workers_un
         assert condition(status, "Paused")["message"].startswith("Kueue evicted the job: ")
         workload = await workload_of(client, namespace, "hv")
         assert workload is not None and "admission" not in workload["status"]
+
+
+async def test_a_job_that_cannot_start_gives_its_quota_back_and_a_deleted_one_its_workload(
+    client: Client, namespace: str, simulated_node: SimulatedNode, control_plane: Any
+) -> None:
+    """A job whose admission check's pod set update contradicts its pods fails (InvalidSpec)
+    and its Workload is Finished (FailedToStart) without Kueue's finalizer, so the next job
+    gets the quota; fixed, it queues again on a new Workload; deleted while queued, it
+    leaves no Workload."""
+    await install_kueue_crds(client)
+    await control_plane.start_controller_manager()  # the garbage collector, after the CRDs
+    async with (
+        kueue_running(client),
+        job_controller(client, MPIJOB.kind, namespace=namespace, kueue=True),
+    ):
+        spot, cq, check = f"spot-{namespace}", f"cq-{namespace}", f"prov-{namespace}"
+        await create_flavor(client, spot, pool=spot)
+        await create_admission_check(client, check, "example.com/provisioner")
+        await create_cluster_queue(client, cq, {spot: "3"}, admission_checks=[check])
+        await create_local_queue(client, namespace, "team", cq)
+        bad = queued_mpijob(namespace, "bad")
+        bad["spec"]["worker"]["template"]["metadata"] = {"labels": {"zone": "a"}}
+        await client.create(MPIJOBS, bad)
+        await check_ready(
+            client, namespace, "bad", check, {"name": "worker", "labels": {"zone": "b"}}
+        )
+        failed = await wait_for_phase(client, MPIJOBS, namespace, "bad", "Failed", timeout=30)
+        assert condition(failed, "Failed")["reason"] == "InvalidSpec"
+        workload = await finished_workload(client, namespace, "bad")
+        finished = condition(workload["status"], "Finished")
+        assert finished["reason"] == "FailedToStart"
+        assert (
+            "the admission's labels zone=b contradicts the pods' labels zone=a"
+            in (finished["message"])
+        )
+        assert finished["message"] in condition(failed, "Failed")["message"]
+        await client.create(MPIJOBS, queued_mpijob(namespace, "next"))
+        await check_ready(client, namespace, "next", check, {"name": "worker"})
+        await wait_for_phase(client, MPIJOBS, namespace, "next", "Running", timeout=30)
+
+        fixed = {"spec": {"worker": {"template": {"metadata": None}}}}
+        await client.patch(MPIJOBS, "bad", fixed, namespace)
+
+        async def queued_again() -> bool:
+            status = await job_status(client, MPIJOBS, namespace, "bad")
+            workload = await workload_of(client, namespace, "bad")
+            fresh = workload is not None and not is_true(workload, "Finished")
+            return fresh and paused_reason(status) == "Queued"
+
+        await eventually(queued_again, timeout=20)
+        await client.delete(MPIJOBS, "bad", namespace)
+
+        async def no_workload() -> bool:
+            return await workload_of(client, namespace, "bad") is None
+
+        # A garbage collector started before Kueue's CRDs learns of Workloads within 30 s.
+        await eventually(no_workload, timeout=40)
