@@ -236,19 +236,15 @@ async def test_a_preempted_job_stops_keeps_its_history_and_runs_again_once_readm
         }
 
         simulated_node.when(f"{JOB_NAME_LABEL}=urgent,{REPLICA_TYPE_LABEL}=launcher", after=1.0)
-        # The urgent job's priority is its pods' PriorityClass, as Kueue reads it.
-        await client.create(
-            PRIORITY_CLASSES,
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": high},
-                "value": 1000,
-            },
-        )
+        # The urgent job's priority is its pods' PriorityClass, as Kueue reads it: no
+        # Workload until the class exists.
         urgent = queued_mpijob(namespace, "urgent")
         urgent["spec"]["worker"]["template"]["spec"]["priorityClassName"] = high
         await client.create(MPIJOBS, urgent)
+        await wait_for_events(client, namespace, "urgent", "PriorityClassNotFound")
+        assert await workload_of(client, namespace, "urgent") is None
+        body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 1000}
+        await client.create(PRIORITY_CLASSES, {**body, "metadata": {"name": high}})
         # The lower-priority job is evicted: its pods go, then its quota; the urgent one runs.
         await wait_for_phase(client, MPIJOBS, namespace, "urgent", "Succeeded", timeout=40)
         workload = await workload_of(client, namespace, "urgent")
@@ -432,8 +428,21 @@ async def test_a_job_that_cannot_start_gives_its_quota_back_and_a_deleted_one_it
             in (finished["message"])
         )
         assert finished["message"] in condition(failed, "Failed")["message"]
-        await client.create(MPIJOBS, queued_mpijob(namespace, "next"))
-        await check_ready(client, namespace, "next", check, {"name": "worker"})
+        # The next job names no priority class: it gets the cluster's global default.
+        default = f"default-{namespace}"
+        body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 5}
+        await client.create(
+            PRIORITY_CLASSES, {**body, "metadata": {"name": default}, "globalDefault": True}
+        )
+        try:
+            await client.create(MPIJOBS, queued_mpijob(namespace, "next"))
+            await check_ready(client, namespace, "next", check, {"name": "worker"})
+        finally:  # every pod the API server admits would get it
+            await client.delete(PRIORITY_CLASSES, default)
+        following = await workload_of(client, namespace, "next")
+        assert following is not None
+        ref = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": default}
+        assert (following["spec"]["priorityClassRef"], following["spec"]["priority"]) == (ref, 5)
         await wait_for_phase(client, MPIJOBS, namespace, "next", "Running", timeout=30)
 
         fixed = {"spec": {"worker": {"template": {"metadata": None}}}}
