@@ -15,6 +15,7 @@ from jobcore import CONFIGMAPS
 from jobcore import EVENTS
 from jobcore import LEASES
 from jobcore import PODS
+from jobcore import PRIORITY_CLASSES
 from jobcore import Object
 from jobcore import Resource
 from jobcore.jobs import KUEUE_RESOURCE_FLAVORS
@@ -93,11 +94,13 @@ def grants(kinds: Sequence[JobKind[Any]]) -> list[Grant]:
         *((pod_group, ("get", "create", "patch")) for pod_group in pod_groups),
         # Kueue (`run --kueue`): a queued job's Workload is made, kept, given back and, when its
         # pod sets change under a quota, deleted; its admission's flavours and the job's
-        # priority class are read by name.
+        # priority class are read by name, and the PriorityClasses listed for the cluster's
+        # default when the job names none.
         (KUEUE_WORKLOADS, ("list", "watch", "create", "patch", "delete")),
         (_subresource(KUEUE_WORKLOADS, "status"), ("patch",)),
         (KUEUE_RESOURCE_FLAVORS, ("get",)),
         (KUEUE_WORKLOAD_PRIORITY_CLASSES, ("get",)),
+        (PRIORITY_CLASSES, ("get", "list")),
     ]
 
 

@@ -77,6 +77,7 @@ from jobcore._runtime.resources import LEASES
 from jobcore._runtime.resources import NAMESPACES
 from jobcore._runtime.resources import NODES
 from jobcore._runtime.resources import PODS
+from jobcore._runtime.resources import PRIORITY_CLASSES
 from jobcore._runtime.resources import SECRETS
 from jobcore._runtime.resources import SERVICES
 from jobcore._runtime.resources import Object
@@ -102,6 +103,7 @@ __all__ = [
     "NAMESPACE_INDEX",
     "NODES",
     "PODS",
+    "PRIORITY_CLASSES",
     "REGISTRY",
     "SECRETS",
     "SERVICES",

@@ -103,11 +103,16 @@ init containers, as the pod's own commands may run the agent."""
 
 @dataclass(frozen=True, slots=True)
 class PodSetInfo:
-    """What Kueue's admission adds to one pod set's pods, and how many of them it admitted."""
+    """What Kueue's admission adds to one pod set's pods (its flavours' and its admission
+    checks' pod set updates), and how many of them it admitted."""
 
     count: int
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: Sequence[Object] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    conflict: str | None = None
+    """Why the pod set cannot start: an admission check's update contradicts the rest."""
 
 
 @dataclass(frozen=True, slots=True)

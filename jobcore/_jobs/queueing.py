@@ -22,6 +22,8 @@ from typing import Any
 import structlog
 
 from jobcore._jobs import kueueapi as api
+from jobcore._jobs import kueuepriority
+from jobcore._jobs.admission import admission_conflict
 from jobcore._jobs.admission import admitted_pod_sets
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
@@ -96,31 +98,30 @@ class Queueing:
         if reserved and evicted is not None and evicted.get("status") == "True":
             return await self._give_back(job, workload, evicted, observed)
         if api.is_true(workload, api.ADMITTED):
-            await self._pods_ready(workload, job, observed)
-            flavors = await self._flavors(workload)
-            return dataclasses.replace(job, admission=admitted_pod_sets(workload, flavors))
+            infos = admitted_pod_sets(workload, await self._flavors(workload))
+            refused = admission_conflict(sets, infos)
+            if refused is not None:  # the job fails (InvalidSpec) as its pods are planned
+                await self._finish(job, workload, "FailedToStart", refused)
+            elif api.is_true(workload, api.FINISHED):  # it failed to start, and was fixed
+                return await self._rebuild(job, workload, queue, sets, observed=observed)
+            else:
+                await self._pods_ready(workload, job, observed)
+            return dataclasses.replace(job, admission=infos)
         if not reserved and workload["spec"].get("queueName") != queue:
             await self._patch(workload, {"spec": {"queueName": queue}})
-        reason = api.find(api.conditions(workload), api.QUOTA_RESERVED)
-        why = f": {reason['message']}" if reason and reason.get("message") else ""
-        return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}){why}.")
+        return _held(
+            job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}){_why(workload)}."
+        )
 
     async def finish(self, job: Job[Any], outcome: Outcome) -> None:
         """The job ended: its Workload is Finished (Kueue releases its quota) and loses
         Kueue's finalizer."""
         workload = self.workload_of(job)
-        if workload is None:
-            return
-        if not api.is_true(workload, api.FINISHED):
-            items = api.conditions(workload)
+        if workload is not None:
             reason = "Succeeded" if outcome.state == "succeeded" else "Failed"
-            message = outcome.message or f"The job {reason.lower()}."
-            api.set_condition(items, api.FINISHED, True, reason, message)
-            await self._patch(workload, {"status": {"conditions": items}}, status=True)
-            named = f"{job.namespace}/{workload['metadata']['name']}"
-            message = f"Workload '{named}' is declared finished"
-            self._say(job, "FinishedWorkload", message)
-        await self._release(workload)
+            await self._finish(
+                job, workload, reason, outcome.message or f"The job {reason.lower()}."
+            )
 
     async def forget(self, namespace: str, name: str) -> None:
         """The job `namespace/name` is gone: its Workloads lose Kueue's finalizer, so that
@@ -249,13 +250,28 @@ class Queueing:
         return flavors
 
     async def _priority(self, job: Job[Any]) -> Priority:
-        """Kueue's label's WorkloadPriorityClass, if the job names one; else none (0)."""
-        name = (job.obj["metadata"].get("labels") or {}).get(api.PRIORITY_CLASS_LABEL)
-        if not name:
-            return None, 0
-        found = await self.client.get(api.WORKLOAD_PRIORITY_CLASSES, str(name))
-        ref = {"group": api.GROUP, "kind": "WorkloadPriorityClass", "name": str(name)}
-        return ref, int(found.get("value") or 0)
+        """The priority Kueue's job framework gives the job's Workload (`kueuepriority`). A
+        class it names that does not exist is said in a Warning Event, and the pass fails,
+        to be retried, as in Kueue: no Workload until the class exists."""
+        try:
+            return await kueuepriority.resolve(self.client, job.obj, self._sets(job))
+        except NotFoundError as missing:
+            message = f"Kueue's Workload waits for a priority class: {missing.message}"
+            self.recorder.emit(
+                job.obj, type="Warning", reason="PriorityClassNotFound", message=message
+            )
+            raise
+
+    async def _finish(self, job: Job[Any], workload: Object, reason: str, message: str) -> None:
+        """The Workload Finished (`reason`: Succeeded, Failed, or FailedToStart when its
+        admission cannot be merged into the pods), without Kueue's finalizer."""
+        if not api.is_true(workload, api.FINISHED):
+            items = api.conditions(workload)
+            api.set_condition(items, api.FINISHED, True, reason, message)
+            await self._patch(workload, {"status": {"conditions": items}}, status=True)
+            named = f"{job.namespace}/{workload['metadata']['name']}"
+            self._say(job, "FinishedWorkload", f"Workload '{named}' is declared finished")
+        await self._release(workload)
 
     def _say(self, job: Job[Any], reason: str, message: str) -> None:
         """A Normal Event on the job, as Kueue's job framework records it on its jobs."""
@@ -293,6 +309,17 @@ async def kueue_served(client: Client) -> bool:
     except NotFoundError:
         return False
     return any(r.get("name") == api.WORKLOADS.plural for r in found.get("resources") or ())
+
+
+def _why(workload: Object) -> str:
+    """What Kueue says the Workload waits for: quota (QuotaReserved's message) or, once it
+    holds quota, its admission checks (Admitted's message, and each check not Ready)."""
+    reserved = api.is_true(workload, api.QUOTA_RESERVED)
+    found = api.find(api.conditions(workload), api.ADMITTED if reserved else api.QUOTA_RESERVED)
+    why = f": {found['message']}" if found and found.get("message") else ""
+    checks = (workload.get("status") or {}).get("admissionChecks") or () if reserved else ()
+    waiting = [f"{c.get('name')} {c.get('state')}" for c in checks if c.get("state") != "Ready"]
+    return why + (f" ({', '.join(waiting)})" if waiting else "")
 
 
 def _held(job: Job[Any], why: str) -> Job[Any]:

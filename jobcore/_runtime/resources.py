@@ -54,6 +54,9 @@ NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 NODES = Resource("", "v1", "Node", "nodes", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "Lease", "leases")
 BATCH_JOBS = Resource("batch", "v1", "Job", "jobs")
+PRIORITY_CLASSES = Resource(
+    "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False
+)
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
     "apiextensions.k8s.io",
     "v1",

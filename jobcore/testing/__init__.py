@@ -16,7 +16,8 @@ controller would refuse, or with a public attribute it would ignore (a misspelt 
 `FaultProxy` stands between a controller and the API server and fails a share of its
 requests (`Faults`). `KueueStandIn` plays Kueue (admission, preemption, eviction) over
 Kueue's own API types, which `install_kueue_crds` installs (`kueue_running` does both;
-`create_flavor`, `create_cluster_queue` and `create_local_queue` set up queues;
+`create_flavor`, `create_cluster_queue`, `create_local_queue` and `create_admission_check`
+set up queues;
 `KUEUE_WORKLOADS` and the other `KUEUE_*` resources name them; `WaitForPodsReady` configures
 its timeout). `RealCluster`
 runs a real single-node Kubernetes (kubelet, containerd, runc, CNI, kube-proxy, cluster DNS)
@@ -72,12 +73,14 @@ from jobcore.testing._kinds import secret_text
 from jobcore.testing._kinds import spec_with
 from jobcore.testing._kinds import terminated
 from jobcore.testing._kinds import waiting
+from jobcore.testing._kueue.api import ADMISSION_CHECKS as KUEUE_ADMISSION_CHECKS
 from jobcore.testing._kueue.api import CLUSTER_QUEUES as KUEUE_CLUSTER_QUEUES
 from jobcore.testing._kueue.api import LOCAL_QUEUES as KUEUE_LOCAL_QUEUES
 from jobcore.testing._kueue.api import RESOURCE_FLAVORS as KUEUE_RESOURCE_FLAVORS
 from jobcore.testing._kueue.api import WORKLOAD_PRIORITY_CLASSES as KUEUE_WORKLOAD_PRIORITY_CLASSES
 from jobcore.testing._kueue.api import WORKLOADS as KUEUE_WORKLOADS
 from jobcore.testing._kueue.crds import install_kueue_crds
+from jobcore.testing._kueue.queues import create_admission_check
 from jobcore.testing._kueue.queues import create_cluster_queue
 from jobcore.testing._kueue.queues import create_flavor
 from jobcore.testing._kueue.queues import create_local_queue
@@ -100,6 +103,7 @@ from jobcore.testing._required import require
 from jobcore.testing._required import under_ci
 
 __all__ = [
+    "KUEUE_ADMISSION_CHECKS",
     "KUEUE_CLUSTER_QUEUES",
     "KUEUE_LOCAL_QUEUES",
     "KUEUE_RESOURCE_FLAVORS",
@@ -126,6 +130,7 @@ __all__ = [
     "condition",
     "container_named",
     "controller_uids",
+    "create_admission_check",
     "create_cluster_queue",
     "create_flavor",
     "create_local_queue",

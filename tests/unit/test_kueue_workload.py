@@ -129,7 +129,8 @@ def test_each_pod_gets_its_flavours_node_labels_tolerations_and_pod_set() -> Non
     job = make_job(worker={"replicas": 2})
     sets = pod_sets(KIND, job)
     infos = admitted_pod_sets(admitted(sets, {"cpu": "spot", "nvidia.com/gpu": "gpu"}), FLAVORS)
-    assert infos["worker"] == PodSetInfo(2, {"pool": "spot", "gpu": "a100"}, [{"key": "spot"}])
+    selector, labels = {"pool": "spot", "gpu": "a100"}, {POD_SET_LABEL: "worker"}
+    assert infos["worker"] == PodSetInfo(2, selector, [{"key": "spot"}], labels=labels)
     pods = {p["metadata"]["name"]: p for p in KIND.render(job, observed_of()) if p["kind"] == "Pod"}
     worker = pods["walk-worker-0"]
     admit_pod(worker, infos)
@@ -153,6 +154,39 @@ def test_a_partial_admission_counts_and_a_contradicting_flavour_refuses() -> Non
         AdmissionConflict, match="pool=spot contradicts the pods' nodeSelector pool=on-demand"
     ):
         admit_pod(pod, infos)
+
+
+def test_admission_checks_pod_set_updates_join_the_flavours_unless_they_contradict() -> None:
+    job = make_job(worker={"replicas": 2})
+    workload = admitted(pod_sets(KIND, job), {"cpu": "spot"})
+    update = {
+        "name": "worker",
+        "labels": {"team": "a"},
+        "annotations": {"provisioned": "yes"},
+        "nodeSelector": {"zone": "z1"},
+        "tolerations": [{"key": "spot"}, {"key": "reserved"}],
+    }
+    check = {"name": "prov", "state": "Ready", "podSetUpdates": [update]}
+    workload["status"]["admissionChecks"] = [check]
+    infos = admitted_pod_sets(workload, FLAVORS)
+    pods = {p["metadata"]["name"]: p for p in KIND.render(job, observed_of()) if p["kind"] == "Pod"}
+    worker = pods["walk-worker-0"]
+    launcher: Object = {"metadata": {"labels": {REPLICA_TYPE_LABEL: "launcher"}}, "spec": {}}
+    admit_pod(worker, infos)
+    admit_pod(launcher, infos)
+    assert worker["spec"]["nodeSelector"] == {"pool": "spot", "zone": "z1"}
+    assert worker["spec"]["tolerations"] == [{"key": "spot"}, {"key": "reserved"}]
+    assert worker["metadata"]["labels"]["team"] == "a"
+    assert worker["metadata"]["annotations"]["provisioned"] == "yes"
+    assert launcher["spec"]["nodeSelector"] == {"pool": "spot"}, "another pod set's update"
+
+    update["nodeSelector"] = {"pool": "reserved"}  # against the flavour's node label
+    with pytest.raises(AdmissionConflict, match="admission check prov's nodeSelector pool="):
+        admit_pod(pods["walk-worker-1"], admitted_pod_sets(workload, FLAVORS))
+    update["nodeSelector"] = {}
+    update["labels"] = {REPLICA_TYPE_LABEL: "other"}  # against the pods' own label
+    with pytest.raises(AdmissionConflict, match="contradicts the pods' labels"):
+        admit_pod(pods["walk-worker-1"], admitted_pod_sets(workload, FLAVORS))
 
 
 def test_a_queued_jobs_pod_sets_are_rendered_again_only_when_it_changed() -> None:

@@ -43,8 +43,10 @@ from jobcore._jobs.kueueapi import is_true
 from jobcore._jobs.kueueapi import now
 from jobcore._jobs.kueueapi import set_condition
 from jobcore._runtime.resources import Object
+from jobcore._runtime.resources import Resource
 
 __all__ = [
+    "ADMISSION_CHECKS",
     "ADMITTED",
     "BACKOFF_FINISHED",
     "CLUSTER_QUEUES",
@@ -82,6 +84,10 @@ __all__ = [
     "seconds_since",
     "set_condition",
 ]
+
+
+ADMISSION_CHECKS = Resource(GROUP, VERSION, "AdmissionCheck", "admissionchecks", namespaced=False)
+"""Served for a test to play an admission check's controller; no job integration reads it."""
 
 
 def seconds_since(timestamp: str) -> float:

@@ -64,14 +64,16 @@ def editable(workload: Object) -> Object:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """The Workloads (as assumed), LocalQueues by (namespace, name), ClusterQueues and
-    ResourceFlavors by name, and the order in which the stand-in first saw each Workload."""
+    """The Workloads (as assumed), LocalQueues by (namespace, name), ClusterQueues,
+    ResourceFlavors and AdmissionChecks by name, and the order in which the stand-in first saw
+    each Workload."""
 
     workloads: list[Object]
     local_queues: dict[tuple[str, str], Object]
     cluster_queues: dict[str, Object]
     flavors: dict[str, Object]
     seen: dict[str, int]
+    admission_checks: dict[str, Object]
 
     def local_queue(self, workload: Object) -> Object | None:
         queue = workload.get("spec", {}).get("queueName")
@@ -99,11 +101,35 @@ class Snapshot:
         return None
 
     def cluster_queue_active(self, cluster_queue: Object) -> bool:
-        """Active: every flavour it names exists, and it is not stopped."""
+        """Active: every flavour and admission check it names exists, and it is not stopped."""
         if _stopped(cluster_queue):
             return False
         groups = cluster_queue.get("spec", {}).get("resourceGroups") or []
-        return all(f["name"] in self.flavors for g in groups for f in g.get("flavors") or [])
+        checks = [rule.get("name") for rule in _check_rules(cluster_queue)]
+        return all(f["name"] in self.flavors for g in groups for f in g.get("flavors") or []) and (
+            all(name in self.admission_checks for name in checks)
+        )
+
+
+def required_checks(workload: Object, cluster_queue: Object) -> list[str]:
+    """AdmissionChecksForWorkload, sorted: the ClusterQueue's checks for all its flavours, and,
+    once admitted, those whose `onFlavors` name a flavour of the admission."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    assigned = {
+        str(flavor)
+        for assignment in admission.get("podSetAssignments") or ()
+        for flavor in (assignment.get("flavors") or {}).values()
+    }
+    return sorted(
+        str(rule["name"])
+        for rule in _check_rules(cluster_queue)
+        if not rule.get("onFlavors") or assigned & set(rule["onFlavors"])
+    )
+
+
+def _check_rules(cluster_queue: Object) -> list[Object]:
+    strategy = cluster_queue.get("spec", {}).get("admissionChecksStrategy") or {}
+    return [rule for rule in strategy.get("admissionChecks") or () if rule.get("name")]
 
 
 def _stopped(queue: Object) -> bool:

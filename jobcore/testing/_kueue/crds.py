@@ -1,6 +1,6 @@
 """Kueue's CRDs (kueue.x-k8s.io/v1beta2), written from its API reference, for a test server.
 
-Workload, LocalQueue, ClusterQueue, ResourceFlavor and WorkloadPriorityClass.
+Workload, LocalQueue, ClusterQueue, ResourceFlavor, WorkloadPriorityClass and AdmissionCheck.
 
 They install on Kubernetes 1.20 (apiextensions.k8s.io/v1, no CEL): Kueue's CEL rules
 (`x-kubernetes-validations`) are left out, so what its webhook and those rules refuse (a
@@ -236,6 +236,13 @@ LOCAL_QUEUE_SPEC = obj(
         "fairSharing": obj({"weight": QUANTITY}),
     }
 )
+ADMISSION_CHECK_SPEC = obj(
+    {
+        "controllerName": STRING,
+        "parameters": obj({"apiGroup": STRING, "kind": STRING, "name": STRING}),
+    },
+    required=("controllerName",),
+)
 RESOURCE_FLAVOR_SPEC = obj(
     {
         "nodeLabels": STRING_MAP,
@@ -271,7 +278,8 @@ def _crd(
 
 
 def kueue_crds() -> list[Object]:
-    """The CRDs of the five Kueue kinds the stand-in and a job integration use."""
+    """The CRDs of the six Kueue kinds the stand-in, a job integration and a test playing an
+    admission check's controller use."""
     age = _column("Age", ".metadata.creationTimestamp", "date")
     return [
         _crd(
@@ -321,6 +329,13 @@ def kueue_crds() -> list[Object]:
             short_names=["wpc"],
             columns=[_column("Value", ".value", "integer")],
             status=False,
+        ),
+        _crd(
+            api.ADMISSION_CHECKS,
+            {"spec": ADMISSION_CHECK_SPEC, "status": obj({"conditions": CONDITIONS})},
+            short_names=["ac"],
+            columns=[_column("Controller", ".spec.controllerName"), age],
+            status=True,
         ),
     ]
 

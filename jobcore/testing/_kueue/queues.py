@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from collections.abc import Sequence
 from typing import Any
 
 from jobcore._runtime.client import Client
 from jobcore.testing._background import background
+from jobcore.testing._kueue.api import ADMISSION_CHECKS
 from jobcore.testing._kueue.api import CLUSTER_QUEUES
 from jobcore.testing._kueue.api import LOCAL_QUEUES
 from jobcore.testing._kueue.api import RESOURCE_FLAVORS
@@ -36,10 +38,16 @@ async def create_flavor(client: Client, name: str, **node_labels: str) -> None:
 
 
 async def create_cluster_queue(
-    client: Client, name: str, quotas: dict[str, str], *, preemption: str = "Never"
+    client: Client,
+    name: str,
+    quotas: dict[str, str],
+    *,
+    preemption: str = "Never",
+    admission_checks: Sequence[str] = (),
 ) -> None:
-    """A ClusterQueue with one resource group covering cpu: `quotas` is flavour: cpu, and
-    `preemption` its withinClusterQueue policy."""
+    """A ClusterQueue with one resource group covering cpu: `quotas` is flavour: cpu,
+    `preemption` its withinClusterQueue policy, and `admission_checks` the AdmissionChecks
+    (which must exist) its Workloads need, for every flavour."""
     flavors = [
         {"name": f, "resources": [{"name": "cpu", "nominalQuota": q}]} for f, q in quotas.items()
     ]
@@ -47,8 +55,19 @@ async def create_cluster_queue(
         "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}],
         "preemption": {"withinClusterQueue": preemption},
     }
+    if admission_checks:
+        rules = [{"name": check} for check in admission_checks]
+        spec["admissionChecksStrategy"] = {"admissionChecks": rules}
     body = {"apiVersion": CLUSTER_QUEUES.api_version, "kind": "ClusterQueue"}
     await client.create(CLUSTER_QUEUES, {**body, "metadata": {"name": name}, "spec": spec})
+
+
+async def create_admission_check(client: Client, name: str, controller: str) -> None:
+    """An AdmissionCheck run by `controller` (the test plays it, writing the Workloads'
+    `status.admissionChecks`)."""
+    body = {"apiVersion": ADMISSION_CHECKS.api_version, "kind": "AdmissionCheck"}
+    spec = {"controllerName": controller}
+    await client.create(ADMISSION_CHECKS, {**body, "metadata": {"name": name}, "spec": spec})
 
 
 async def create_local_queue(client: Client, namespace: str, name: str, cluster_queue: str) -> None:

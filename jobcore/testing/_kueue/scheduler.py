@@ -28,6 +28,7 @@ from jobcore.testing._kueue.cluster import Assumed
 from jobcore.testing._kueue.cluster import Snapshot
 from jobcore.testing._kueue.cluster import editable
 from jobcore.testing._kueue.cluster import holds_quota
+from jobcore.testing._kueue.cluster import required_checks
 from jobcore.testing._kueue.cluster import write_status
 
 Groups = list[tuple[tuple[str, ...], list[quota.Flavor]]]
@@ -117,7 +118,8 @@ class Scheduler:
                     "podSetAssignments": [p.to_api() for p in decision.admission.pod_sets],
                 }
                 changed = editable(workload)
-                transitions.reserve(changed, admission)
+                checks = required_checks({"status": {"admission": admission}}, cluster_queue)
+                transitions.reserve(changed, admission, checks)
                 if not await self._write(workload, changed):
                     return False
                 for slot, value in decision.admission.usage().items():

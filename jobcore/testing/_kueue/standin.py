@@ -60,6 +60,7 @@ class KueueStandIn:
         self._local_queues = self.manager.informer(api.LOCAL_QUEUES)
         self._cluster_queues = self.manager.informer(api.CLUSTER_QUEUES)
         self._flavors = self.manager.informer(api.RESOURCE_FLAVORS)
+        self._checks = self.manager.informer(api.ADMISSION_CHECKS)
         self._arrivals = _Arrivals()
         self.workloads.add_handler(self._arrivals)
         self._assumed = Assumed()
@@ -73,7 +74,12 @@ class KueueStandIn:
             reconciler_from(controller.reconcile),
             max_concurrent_reconciles=4,
         )
-        queues: list[Informer] = [self._local_queues, self._cluster_queues, self._flavors]
+        queues: list[Informer] = [
+            self._local_queues,
+            self._cluster_queues,
+            self._flavors,
+            self._checks,
+        ]
         for informer in [self.workloads, *queues]:
             self.scheduler.watch(informer, mapper=lambda _: [SCHEDULE])
         self.workload_controller.watch(self.workloads, mapper=request_for_object)
@@ -99,6 +105,7 @@ class KueueStandIn:
             cluster_queues={q["metadata"]["name"]: q for q in self._cluster_queues.list()},
             flavors={f["metadata"]["name"]: f for f in self._flavors.list()},
             seen=dict(self._arrivals.seen),
+            admission_checks={c["metadata"]["name"]: c for c in self._checks.list()},
         )
 
     async def run(self) -> None:

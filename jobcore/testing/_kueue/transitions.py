@@ -1,7 +1,7 @@
 """The changes Kueue makes to a Workload's status, made on a copy.
 
-Reserve quota and admit, leave pending, evict (with the Preempted condition for a
-preemption), requeue, finish.
+Reserve quota and admit, keep the admission checks and the Admitted condition in step, leave
+pending, evict (with the Preempted condition for a preemption), requeue, finish.
 
 Each follows the function of Kueue's `pkg/workload` named in its docstring, with the same
 condition types, reasons and messages; each returns whether it changed anything.
@@ -9,6 +9,7 @@ condition types, reasons and messages; each returns whether it changed anything.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC
 from datetime import datetime
 from datetime import timedelta
@@ -16,6 +17,10 @@ from typing import Any
 
 from jobcore._runtime.resources import Object
 from jobcore.testing._kueue import api
+
+_NO_MESSAGE = "Waiting for the admission check's controller"
+"""A new check's message: Kueue writes none (""), which Kubernetes 1.20 reads as null and
+refuses in a required field."""
 
 
 def _status(workload: Object) -> dict[str, Any]:
@@ -43,9 +48,10 @@ def _reset(workload: Object, kind: str, reason: str) -> bool:
     return _set(workload, kind, False, reason, f"Previously: {old.get('message', '')}")
 
 
-def reserve(workload: Object, admission: Object) -> bool:
-    """SetQuotaReservation, then SyncAdmittedCondition (no admission checks: admitted at
-    once): QuotaReserved and Admitted True; Evicted and Preempted reset to False."""
+def reserve(workload: Object, admission: Object, checks: Sequence[str] = ()) -> bool:
+    """SetQuotaReservation: QuotaReserved True, Evicted and Preempted reset to False; then,
+    if the Workload lists every admission check in `checks` (HasAllRequiredChecks), the
+    scheduler's SyncAdmittedCondition: Admitted True when they all are Ready."""
     status = _status(workload)
     status["admission"] = admission
     status.pop("resourceRequests", None)
@@ -53,8 +59,51 @@ def reserve(workload: Object, admission: Object) -> bool:
     _set(workload, api.QUOTA_RESERVED, True, "QuotaReserved", message)
     _reset(workload, api.EVICTED, "QuotaReserved")
     _reset(workload, api.PREEMPTED, "QuotaReserved")
-    _set(workload, api.ADMITTED, True, "Admitted", "The workload is admitted")
+    if set(checks) <= {c.get("name") for c in status.get("admissionChecks") or ()}:
+        sync_admitted(workload)
     return True
+
+
+def sync_admitted(workload: Object) -> bool:
+    """SyncAdmittedCondition (gate UnadmittedWorkloadsObservability off, as by default):
+    Admitted True once quota is reserved and every admission check is Ready, else False with
+    why, written only when that differs from whether it is admitted now."""
+    reserved = api.is_true(workload, api.QUOTA_RESERVED)
+    checks = _status(workload).get("admissionChecks") or ()
+    ready = all(c.get("state") == "Ready" for c in checks)
+    if api.is_true(workload, api.ADMITTED) == (reserved and ready):
+        return False
+    if reserved and ready:
+        return _set(workload, api.ADMITTED, True, "Admitted", "The workload is admitted")
+    if not reserved and not ready:
+        reason = "NoReservationUnsatisfiedChecks"
+        message = "The workload has no reservation and not all checks ready"
+    elif not reserved:
+        reason, message = "NoReservation", "The workload has no reservation"
+    else:
+        reason, message = "UnsatisfiedChecks", "The workload has not all checks ready"
+    return _set(workload, api.ADMITTED, False, reason, message)
+
+
+def sync_checks(workload: Object, checks: Sequence[str]) -> bool:
+    """syncAdmissionCheckConditions: a Pending state for each of `checks` the Workload lacks,
+    the states of the others dropped, sorted by name."""
+    status = _status(workload)
+    states = list(status.get("admissionChecks") or ())
+    kept = [s for s in states if s.get("name") in checks]
+    names = {s.get("name") for s in kept}
+    kept += [_check(name, "Pending") for name in checks if name not in names]
+    if len(kept) == len(states) and not set(checks) - names:
+        return False
+    if kept:
+        status["admissionChecks"] = sorted(kept, key=lambda s: str(s.get("name")))
+    else:
+        status.pop("admissionChecks", None)
+    return True
+
+
+def _check(name: str, state: str, message: str = _NO_MESSAGE) -> Object:
+    return {"name": name, "state": state, "lastTransitionTime": api.now(), "message": message}
 
 
 def unreserve(workload: Object, reason: str, message: str) -> bool:
@@ -81,6 +130,7 @@ def evict(workload: Object, reason: str, message: str, *, cause: str = "") -> bo
     _set(workload, api.EVICTED, True, shown, message)
     status.pop("clusterName", None)
     status.pop("nominatedClusterNames", None)
+    _reset_checks(status)
     stats = status.setdefault("schedulingStats", {})
     evictions = stats.setdefault("evictions", [])
     for entry in evictions:
@@ -93,6 +143,25 @@ def evict(workload: Object, reason: str, message: str, *, cause: str = "") -> bo
         entry = {"reason": reason, "count": 1} | ({"underlyingCause": cause} if cause else {})
         evictions.append(entry)
     return True
+
+
+def _reset_checks(status: Object) -> None:
+    """resetChecksOnEviction: every admission check not Pending is Pending again (a Retry
+    counted), its podSetUpdates dropped."""
+    for index, check in enumerate(status.get("admissionChecks") or ()):
+        if check.get("state") == "Pending":
+            continue
+        previously = str(check.get("state"))
+        reset = _check(
+            str(check["name"]),
+            "Pending",
+            f"Reset to Pending after eviction. Previously: {previously}",
+        )
+        if check.get("requeueAfterSeconds") is not None:
+            reset["requeueAfterSeconds"] = check["requeueAfterSeconds"]
+        if previously == "Retry":
+            reset["retryCount"] = int(check.get("retryCount") or 0) + 1
+        status["admissionChecks"][index] = reset
 
 
 def preempt(workload: Object, reason: str, message: str) -> bool:

@@ -1,8 +1,9 @@
 """The stand-in's workload controller: what Kueue does to one Workload besides scheduling.
 
 As pkg/controller/core/workload_controller.go: the finalizer of an orphan, deactivation,
-the waitForPodsReady timeout, the requeue after a backoff, and the QuotaReserved condition
-of a Workload whose queues cannot admit it.
+the waitForPodsReady timeout, the requeue after a backoff, the QuotaReserved condition
+of a Workload whose queues cannot admit it, and its admission checks' states and Admitted
+condition.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from jobcore.testing._kueue import transitions
 from jobcore.testing._kueue.cluster import Assumed
 from jobcore.testing._kueue.cluster import Snapshot
 from jobcore.testing._kueue.cluster import editable
+from jobcore.testing._kueue.cluster import required_checks
 from jobcore.testing._kueue.cluster import write
 from jobcore.testing._kueue.cluster import write_status
 
@@ -93,6 +95,14 @@ class WorkloadController:
             changed = editable(workload)
             if transitions.unreserve(changed, api.INADMISSIBLE, blocker):
                 await write_status(self._client, self._assumed, workload, changed)
+            return Result()
+        cluster_queue = snapshot.cluster_queues.get(snapshot.cluster_queue_name(workload) or "")
+        changed = editable(workload)
+        if (
+            cluster_queue is not None
+            and transitions.sync_checks(changed, required_checks(workload, cluster_queue))
+        ) or (not api.is_true(workload, api.ADMITTED) and transitions.sync_admitted(changed)):
+            await write_status(self._client, self._assumed, workload, changed)
             return Result()
         return await self._pods_ready_timeout(workload)
 
