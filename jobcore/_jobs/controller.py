@@ -19,6 +19,8 @@ from jobcore._jobs.kind import AgentSource
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kindcheck import check_kind
 from jobcore._jobs.kueueapi import WORKLOADS
+from jobcore._jobs.managedby import cached_jobs
+from jobcore._jobs.managedby import jobcore_runs
 from jobcore._jobs.queueing import Queueing
 from jobcore._jobs.reconciler import JobReconciler
 from jobcore._jobs.scheduling import GangScheduler
@@ -27,7 +29,7 @@ from jobcore._runtime.events import EventRecorder
 from jobcore._runtime.handler import requests_for_owner
 from jobcore._runtime.informer import Informer
 from jobcore._runtime.manager import Manager
-from jobcore._runtime.predicate import GenerationChanged
+from jobcore._runtime.predicate import FuncPredicate
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
 
@@ -75,10 +77,22 @@ def add_job_controller(
     hooks = hooks_of(kind)
     # Named by its plural, unless two kinds share one (kubeflow.org's MPIJob and T9k's).
     name = hooks.controller_name or kind.resource.plural
-    # A kind may leave some of its jobs to another controller (`manages`): never cached.
+    # Another controller's jobs are never cached, but for MultiKueue's when jobcore queues
+    # them: it keeps their Workloads.
+    queued = kueue and hooks.kueue
+    runs = hooks.manages or jobcore_runs
     jobs = manager.informer(
-        kind.resource, namespace=namespace, keep=hooks.manages, transform=job_as_cached
+        kind.resource,
+        namespace=namespace,
+        keep=cached_jobs(runs, queued),
+        transform=job_as_cached,
     )
+
+    def worth_a_pass(old: Object, new: Object) -> bool:
+        """A spec change; for a job MultiKueue runs, a status change too (copied back)."""
+        generation = old["metadata"].get("generation") != new["metadata"].get("generation")
+        return generation or not runs(new)
+
     children: dict[Resource, Informer] = {}
     to_job = child_mapper(kind.resource, children)  # reads `children` as they are filled in
 
@@ -103,7 +117,7 @@ def add_job_controller(
     )
     manager.add(recorder, needs_leader=False)
     queueing = None
-    if kueue and hooks.kueue:
+    if queued:
         owned = requests_for_owner(kind.resource)
         workloads = manager.informer(
             WORKLOADS, namespace=namespace, keep=lambda obj: bool(list(owned(obj)))
@@ -124,7 +138,7 @@ def add_job_controller(
     if hooks.forget is not None:
         jobs.add_handler(_OnDelete(hooks.forget))
     controller = Controller(name, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
-    controller.watch(jobs, predicates=[GenerationChanged()])
+    controller.watch(jobs, predicates=[FuncPredicate(update_func=worth_a_pass)])
     for informer in children.values():
         controller.watch(
             informer,

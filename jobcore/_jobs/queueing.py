@@ -105,6 +105,25 @@ class Queueing:
         why = f": {reason['message']}" if reason and reason.get("message") else ""
         return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}){why}.")
 
+    async def dispatched(self, job: Job[Any], ended: Outcome | None) -> None:
+        """A job that MultiKueue runs in a worker cluster, this being its manager: its Workload
+        is made here, as an external framework's must be for MultiKueue to dispatch it, given
+        back when Kueue evicts it, and Finished once the status MultiKueue copies back says
+        the job `ended`. Its pods and status are MultiKueue's."""
+        if ended is not None:
+            await self.finish(job, ended)
+            return
+        queue = queue_name(job.obj)
+        workload = self.workload_of(job)
+        if queue is None:
+            return
+        if workload is None:
+            await self._create(job, queue, self._sets(job), Observed({}))
+            return
+        evicted = api.find(api.conditions(workload), api.EVICTED)
+        if api.is_true(workload, api.QUOTA_RESERVED) and evicted and evicted["status"] == "True":
+            await self._give_back(job, workload, evicted, Observed({}))
+
     async def finish(self, job: Job[Any], outcome: Outcome) -> None:
         """The job ended: its Workload is Finished (Kueue releases its quota) and loses
         Kueue's finalizer."""
