@@ -10,13 +10,16 @@ from typing import Any
 
 import yaml
 
+from controllers.kueuerbac import kueue_rbac
 from jobcore import BATCH_JOBS
 from jobcore import CONFIGMAPS
 from jobcore import EVENTS
 from jobcore import LEASES
+from jobcore import NAMESPACES
 from jobcore import PODS
 from jobcore import Object
 from jobcore import Resource
+from jobcore.jobs import KUEUE_LOCAL_QUEUES
 from jobcore.jobs import KUEUE_RESOURCE_FLAVORS
 from jobcore.jobs import KUEUE_WORKLOAD_PRIORITY_CLASSES
 from jobcore.jobs import KUEUE_WORKLOADS
@@ -98,6 +101,10 @@ def grants(kinds: Sequence[JobKind[Any]]) -> list[Grant]:
         (_subresource(KUEUE_WORKLOADS, "status"), ("patch",)),
         (KUEUE_RESOURCE_FLAVORS, ("get",)),
         (KUEUE_WORKLOAD_PRIORITY_CLASSES, ("get",)),
+        # `run --kueue-default-local-queue` caches the LocalQueues named `default`,
+        # `--kueue-managed-jobs-namespace-selector` the namespaces' labels.
+        (KUEUE_LOCAL_QUEUES, ("list", "watch")),
+        (NAMESPACES, ("list", "watch")),
     ]
 
 
@@ -363,7 +370,8 @@ def write_manifests(
     The install holds only APIs that every Kubernetes from 1.20 on serves, so `apply -k`
     works on all of them. Not installed: `deploy/pdb.yaml`, the PodDisruptionBudget, applied
     apart from 1.21 on (see `disruption_budget`), and `deploy/metrics.yaml` and
-    `deploy/metrics-patch.yaml`, which expose `/metrics`. With `namespace` (an install
+    `deploy/metrics-patch.yaml`, which expose `/metrics`, and `kueue/`, what Kueue's controller
+    needs on the kinds for MultiKueue (see `kueue_rbac`). With `namespace` (an install
     limited to it, see `rbac`), `kustomization.yaml` leaves out `crds/` too: CRDs are
     cluster-scoped, for a cluster admin to install.
     """
@@ -379,6 +387,12 @@ def write_manifests(
         _dump(root / "deploy" / "metrics.yaml", metrics_exposure(namespace)),
         _dump(root / "deploy" / "metrics-patch.yaml", [metrics_patch()]),
     ]
+    if namespace is None:  # Kueue's rights for MultiKueue, applied apart: `apply -k kueue`
+        kueue = _dump(root / "kueue" / "rbac.yaml", kueue_rbac(kinds))
+        apart += [
+            kueue,
+            _dump(root / "kueue" / "kustomization.yaml", [_kustomization(["rbac.yaml"])]),
+        ]
     applied = installed if namespace else [*crds, *installed]
     names = sorted(str(path.relative_to(root)) for path in applied)
     written = [

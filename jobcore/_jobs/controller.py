@@ -18,7 +18,12 @@ from jobcore._jobs.kind import JOB_NAME_LABEL
 from jobcore._jobs.kind import AgentSource
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kindcheck import check_kind
+from jobcore._jobs.kueueapi import LOCAL_QUEUES
 from jobcore._jobs.kueueapi import WORKLOADS
+from jobcore._jobs.kueuescope import DEFAULT_LOCAL_QUEUE
+from jobcore._jobs.kueuescope import LABELLED_ONLY
+from jobcore._jobs.kueuescope import KueueScope
+from jobcore._jobs.kueuescope import queue_finder
 from jobcore._jobs.managedby import cached_jobs
 from jobcore._jobs.managedby import jobcore_runs
 from jobcore._jobs.queueing import Queueing
@@ -30,6 +35,7 @@ from jobcore._runtime.handler import requests_for_owner
 from jobcore._runtime.informer import Informer
 from jobcore._runtime.manager import Manager
 from jobcore._runtime.predicate import FuncPredicate
+from jobcore._runtime.resources import NAMESPACES
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
 
@@ -55,6 +61,7 @@ def add_job_controller(
     agent: AgentSource = DEFAULT_AGENT,
     retry_backoff: RetryBackoff = RETRY_BACKOFF,
     kueue: bool = False,
+    kueue_scope: KueueScope = LABELLED_ONLY,
 ) -> Controller:
     """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
 
@@ -70,8 +77,9 @@ def add_job_controller(
     comes from, as `Job.agent`. `retry_backoff` spaces a job's
     restarts and replaced pods (by default 10 s, doubling, at most 6 minutes, as a Kubernetes
     Job's). With `kueue` (Kueue's API is served), a job with Kueue's queue-name label runs
-    only while Kueue admits its Workload (`Queueing`). A kind `check_kind` finds problems in
-    is refused with InvalidKindError.
+    only while Kueue admits its Workload (`Queueing`); `kueue_scope` queues some unlabelled
+    jobs too (Kueue's `manageJobsWithoutQueueName`, LocalQueue defaulting: `KueueScope`). A
+    kind `check_kind` finds problems in is refused with InvalidKindError.
     """
     check_kind(kind)
     hooks = hooks_of(kind)
@@ -122,7 +130,14 @@ def add_job_controller(
         workloads = manager.informer(
             WORKLOADS, namespace=namespace, keep=lambda obj: bool(list(owned(obj)))
         )
-        queueing = Queueing(manager.client, kind, workloads, recorder, min_counts=hooks.min_counts)
+        queueing = Queueing(
+            manager.client,
+            kind,
+            workloads,
+            recorder,
+            min_counts=hooks.min_counts,
+            queue_of=_queue_finder(manager, kueue_scope, namespace),
+        )
     reconciler = JobReconciler(
         kind=kind,
         client=manager.client,
@@ -150,6 +165,24 @@ def add_job_controller(
         controller.watch(queueing.workloads, mapper=owned)
     manager.add_controller(controller)
     return controller
+
+
+def _queue_finder(
+    manager: Manager, scope: KueueScope, namespace: str | None
+) -> Callable[[Object], str | None]:
+    """Where a job is queued, with the caches `scope` needs: the namespaces for a selector,
+    the LocalQueues named `default` for LocalQueue defaulting."""
+    namespaces = None
+    if scope.unlabelled and scope.namespace_selector is not None:
+        namespaces = manager.informer(NAMESPACES)
+    local_queues = None
+    if scope.default_local_queue:
+        local_queues = manager.informer(
+            LOCAL_QUEUES,
+            namespace=namespace,
+            keep=lambda obj: obj["metadata"].get("name") == DEFAULT_LOCAL_QUEUE,
+        )
+    return queue_finder(scope, namespaces, local_queues)
 
 
 class _OnDelete:

@@ -61,6 +61,8 @@ class Queueing:
     workloads: Informer
     recorder: EventRecorder
     min_counts: Callable[[Job[Any]], Mapping[str, int]] | None = None
+    queue_of: Callable[[Object], str | None] = queue_name
+    """The job's LocalQueue ("" for none yet), or None for a job Kueue does not queue."""
     _pod_sets: dict[tuple[str, str], tuple[Hashable, list[Object]]] = dataclasses.field(
         default_factory=dict, repr=False
     )
@@ -81,7 +83,7 @@ class Queueing:
         """`job` as this pass runs it: unchanged without Kueue's label, held while its
         Workload is not admitted (or is being made, rebuilt or given back), else with the
         admission to merge into its pods."""
-        queue = queue_name(job.obj)
+        queue = self.queue_of(job.obj)
         if queue is None:
             return job
         sets = self._sets(job)
@@ -99,8 +101,8 @@ class Queueing:
             await self._pods_ready(workload, job, observed)
             flavors = await self._flavors(workload)
             return dataclasses.replace(job, admission=admitted_pod_sets(workload, flavors))
-        if not reserved and workload["spec"].get("queueName") != queue:
-            await self._patch(workload, {"spec": {"queueName": queue}})
+        if not reserved and (workload["spec"].get("queueName") or "") != queue:
+            await self._patch(workload, {"spec": {"queueName": queue or None}})
         reason = api.find(api.conditions(workload), api.QUOTA_RESERVED)
         why = f": {reason['message']}" if reason and reason.get("message") else ""
         return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}){why}.")
@@ -113,7 +115,7 @@ class Queueing:
         if ended is not None:
             await self.finish(job, ended)
             return
-        queue = queue_name(job.obj)
+        queue = self.queue_of(job.obj)
         workload = self.workload_of(job)
         if queue is None:
             return
@@ -192,7 +194,7 @@ class Queueing:
         quota is deleted once the job's pods are gone, and made again on the next pass."""
         named = f"{job.namespace}/{workload['metadata']['name']}"
         if not api.is_true(workload, api.QUOTA_RESERVED):
-            await self._patch(workload, {"spec": {"podSets": sets, "queueName": queue}})
+            await self._patch(workload, {"spec": {"podSets": sets, "queueName": queue or None}})
             self._say(
                 job, "UpdatedWorkload", f"Updated not matching Workload for suspended job: {named}"
             )

@@ -94,7 +94,9 @@ def new_workload(
 ) -> Object:
     """The Workload Kueue's job framework would create for `job`: owned by it, with Kueue's
     finalizer (Kueue keeps its quota while the finalizer is there), its queue and pod sets."""
-    spec: Object = {"queueName": queue, "podSets": list(sets), "priority": priority[1]}
+    spec: Object = {"podSets": list(sets), "priority": priority[1]}
+    if queue:  # none: queued by the controller's configuration, in no LocalQueue yet
+        spec["queueName"] = queue
     if priority[0] is not None:
         spec["priorityClassRef"] = dict(priority[0])
     return {

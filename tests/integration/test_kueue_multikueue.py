@@ -1,22 +1,36 @@
-"""MultiKueue for jobcore's kinds, on the real API server with Kueue's stand-in: a job that
-another controller runs (`spec.managedBy`) gets no pods and no status from jobcore; one that
-MultiKueue runs in a worker cluster keeps its Workload here, Finished when the status copied
-back says the job ended."""
+"""Which jobs jobcore runs and Kueue queues, on the real API server with Kueue's stand-in: a
+job that another controller runs (`spec.managedBy`) gets no pods and no status from jobcore;
+one that MultiKueue runs in a worker cluster keeps its Workload here, Finished when the status
+copied back says the job ended; an unlabelled job is queued in a namespace the controller's
+configuration selects, and runs at once elsewhere."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 
+from jobcore import NAMESPACES
 from jobcore import Client
+from jobcore.jobs import KueueScope
 from jobcore.testing import SimulatedNode
+from jobcore.testing import create_cluster_queue
+from jobcore.testing import create_flavor
+from jobcore.testing import create_local_queue
 from jobcore.testing import eventually
+from jobcore.testing import job_controller
 from jobcore.testing import job_status
+from jobcore.testing import kueue_running
+from jobcore.testing import temporary_namespace
 from jobcore.testing import wait_for_phase
+from tests.integration.test_kueue_jobs import QUEUE_LABEL
 from tests.integration.test_kueue_jobs import finished_workload
 from tests.integration.test_kueue_jobs import kueue_controller  # noqa: F401 (a fixture)
+from tests.integration.test_kueue_jobs import paused_reason
 from tests.integration.test_kueue_jobs import pods_of
 from tests.integration.test_kueue_jobs import queued_mpijob
 from tests.integration.test_kueue_jobs import workload_of
+from tests.kindjobs import MPIJOB
 from tests.mpijobs import MPIJOBS
 
 pytestmark = pytest.mark.integration
@@ -58,3 +72,50 @@ async def test_jobs_managed_by_others_get_no_pods_nor_status_while_a_job_beside_
     assert [c["reason"] for c in workload["status"]["conditions"] if c["type"] == "Finished"] == [
         "Succeeded"
     ]
+
+
+@pytest.fixture
+async def other_namespace(client: Client, namespace: str) -> AsyncIterator[str]:
+    async with temporary_namespace(client, f"{namespace[:30]}-b") as name:
+        yield name
+
+
+async def test_an_unlabelled_job_is_queued_in_a_selected_namespace_and_runs_at_once_elsewhere(
+    client: Client, namespace: str, other_namespace: str
+) -> None:
+    selected = {"metadata": {"labels": {"jobcore-test/queued": namespace}}}
+    await client.patch(NAMESPACES, namespace, selected)
+    scope = KueueScope(
+        manage_jobs_without_queue_name=True,
+        namespace_selector=f"jobcore-test/queued={namespace}",
+        default_local_queue=True,
+    )
+    async with (
+        kueue_running(client),
+        job_controller(client, MPIJOB.kind, namespace=None, kueue=True, kueue_scope=scope),
+    ):
+        spot = f"spot-{namespace}"
+        await create_flavor(client, spot, pool=spot)
+        await create_cluster_queue(client, f"cq-{namespace}", {spot: "1"})  # < the job's 3
+        await create_local_queue(client, namespace, "default", f"cq-{namespace}")
+        for where in (namespace, other_namespace):
+            job = queued_mpijob(where, "train")
+            del job["metadata"]["labels"][QUEUE_LABEL]
+            await client.create(MPIJOBS, job)
+
+        async def queued() -> bool:
+            status = await job_status(client, MPIJOBS, namespace, "train")
+            return paused_reason(status) == "Queued"
+
+        await eventually(queued, timeout=20)
+        workload = await workload_of(client, namespace, "train")
+        assert workload is not None and workload["spec"]["queueName"] == "default"
+        assert not await pods_of(client, namespace, "train")
+
+        async def running() -> bool:
+            return bool(await pods_of(client, other_namespace, "train"))
+
+        await eventually(running, timeout=20)
+        assert await workload_of(client, other_namespace, "train") is None
+        status = await job_status(client, MPIJOBS, other_namespace, "train")
+        assert paused_reason(status) == ""
