@@ -32,6 +32,7 @@ from jobcore._jobs.tasks import replica_phase
 from jobcore._jobs.workload import Priority
 from jobcore._jobs.workload import new_workload
 from jobcore._jobs.workload import pod_sets
+from jobcore._jobs.workload import prebuilt_name
 from jobcore._jobs.workload import queue_name
 from jobcore._jobs.workload import same_pod_sets
 from jobcore._jobs.workload import workload_name
@@ -43,6 +44,7 @@ from jobcore._runtime.events import EventRecorder
 from jobcore._runtime.informer import Informer
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import controller_of
+from jobcore._runtime.resources import owner_reference
 
 _log = structlog.get_logger("jobcore.kueue")
 
@@ -74,7 +76,7 @@ class Queueing:
 
     def workload_of(self, job: Job[Any]) -> Object | None:
         """The job's Workload in the cache, if it is the job's own (owned by its uid)."""
-        name = workload_name(job.kind, self._group, job.name, job.uid)
+        name = prebuilt_name(job.obj) or workload_name(job.kind, self._group, job.name, job.uid)
         workload = self.workloads.get(name, job.namespace)
         owner = controller_of(workload) if workload is not None else None
         return workload if owner is not None and owner.get("uid") == job.uid else None
@@ -88,10 +90,15 @@ class Queueing:
             return job
         sets = self._sets(job)
         workload = self.workload_of(job)
+        prebuilt = prebuilt_name(job.obj)
+        if workload is None and prebuilt is not None:
+            return await self._adopt(job, prebuilt)
         if workload is None:
             return await self._create(job, queue, sets, observed)
         named = f"{job.namespace}/{workload['metadata']['name']}"
         reserved = api.is_true(workload, api.QUOTA_RESERVED)
+        if not same_pod_sets(workload, sets) and prebuilt is not None:
+            return await self._out_of_sync(job, workload)
         if not same_pod_sets(workload, sets):
             return await self._rebuild(job, workload, queue, sets, observed=observed)
         evicted = api.find(api.conditions(workload), api.EVICTED)
@@ -186,6 +193,39 @@ class Queueing:
         else:
             self._say(job, "CreatedWorkload", f"Created Workload: {named}")
         return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}) yet.")
+
+    async def _adopt(self, job: Job[Any], name: str) -> Job[Any]:
+        """The job names a prebuilt Workload (MultiKueue's, on a worker): it becomes the job's
+        own (its controller and `job-uid` label), as Kueue's job framework adopts one, unless
+        another object controls it. Held until then; none is ever made for it."""
+        named = f"{job.namespace}/{name}"
+        try:
+            workload = await self.client.get(api.WORKLOADS, name, job.namespace)
+        except NotFoundError:
+            return _held(job, f"Waiting for the prebuilt Workload {named}.")
+        owner = controller_of(workload)
+        if owner is not None and owner.get("uid") != job.uid:
+            theirs = f"{owner.get('kind')} {owner.get('name')}"
+            return _held(job, f"The prebuilt Workload {named} belongs to {theirs}.")
+        owners = workload["metadata"].get("ownerReferences") or []
+        meta = {
+            "ownerReferences": [*owners, owner_reference(job.obj)],
+            "labels": {api.JOB_UID_LABEL: job.uid},
+            "resourceVersion": _version(workload),
+        }
+        await self._patch(workload, {"metadata": meta})
+        return _held(job, f"Kueue has not admitted the prebuilt Workload {named}.")
+
+    async def _out_of_sync(self, job: Job[Any], workload: Object) -> Job[Any]:
+        """The prebuilt Workload asks for other pods than the job's: Kueue's job framework
+        marks it Finished (OutOfSync) and the job does not run."""
+        message = "The prebuilt workload is out of sync with its user job"
+        if not api.is_true(workload, api.FINISHED):
+            items = api.conditions(workload)
+            api.set_condition(items, api.FINISHED, True, "OutOfSync", message)
+            await self._patch(workload, {"status": {"conditions": items}}, status=True)
+        named = f"{job.namespace}/{workload['metadata']['name']}"
+        return _held(job, f"{message} (Workload {named}): the job does not run.")
 
     async def _rebuild(
         self, job: Job[Any], workload: Object, queue: str, sets: list[Object], *, observed: Observed

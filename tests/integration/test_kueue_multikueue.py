@@ -12,7 +12,11 @@ import pytest
 
 from jobcore import NAMESPACES
 from jobcore import Client
+from jobcore import Object
+from jobcore._jobs.workload import pod_sets
 from jobcore.jobs import KueueScope
+from jobcore.jobs import parse_job
+from jobcore.testing import KUEUE_WORKLOADS
 from jobcore.testing import SimulatedNode
 from jobcore.testing import create_cluster_queue
 from jobcore.testing import create_flavor
@@ -36,6 +40,8 @@ from tests.mpijobs import MPIJOBS
 pytestmark = pytest.mark.integration
 
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 
 
 @pytest.mark.usefixtures("kueue_controller")
@@ -119,3 +125,51 @@ async def test_an_unlabelled_job_is_queued_in_a_selected_namespace_and_runs_at_o
         assert await workload_of(client, other_namespace, "train") is None
         status = await job_status(client, MPIJOBS, other_namespace, "train")
         assert paused_reason(status) == ""
+
+
+def prebuilt_workload(job: Object, name: str, workers: int) -> Object:
+    """The Workload MultiKueue makes in a worker before the job's copy, for `workers` workers
+    (the job's own count: in sync)."""
+    parsed, errors = parse_job(MPIJOB.kind, job)
+    assert parsed is not None, errors
+    sets = pod_sets(MPIJOB.kind, parsed)
+    for pod_set in sets:
+        if pod_set["name"] == "worker":
+            pod_set["count"] = workers
+    meta = {"name": name, "namespace": job["metadata"]["namespace"]}
+    spec = {"queueName": "team", "podSets": sets}
+    return {
+        "apiVersion": KUEUE_WORKLOADS.api_version,
+        "kind": "Workload",
+        "metadata": meta,
+        "spec": spec,
+    }
+
+
+@pytest.mark.usefixtures("kueue_controller")
+async def test_a_job_uses_its_prebuilt_workload_and_one_out_of_sync_does_not_run(
+    client: Client, namespace: str, simulated_node: SimulatedNode
+) -> None:
+    for name, workers in (("copy", 2), ("wrong", 3)):
+        job = queued_mpijob(namespace, name)
+        job["metadata"]["labels"][PREBUILT_LABEL] = f"{name}-prebuilt"
+        await client.create(KUEUE_WORKLOADS, prebuilt_workload(job, f"{name}-prebuilt", workers))
+        created = await client.create(MPIJOBS, job)
+        if name == "copy":  # admitted by its prebuilt Workload, it runs
+            await wait_for_phase(client, MPIJOBS, namespace, name, "Running", timeout=30)
+            workload = await client.get(KUEUE_WORKLOADS, f"{name}-prebuilt", namespace)
+            [owner] = workload["metadata"]["ownerReferences"]
+            assert (owner["uid"], owner["controller"]) == (created["metadata"]["uid"], True)
+            assert workload["metadata"]["labels"][JOB_UID_LABEL] == created["metadata"]["uid"]
+
+    async def out_of_sync() -> bool:
+        workload = await client.get(KUEUE_WORKLOADS, "wrong-prebuilt", namespace)
+        found = [
+            c for c in workload.get("status", {}).get("conditions") or () if c["type"] == "Finished"
+        ]
+        return bool(found) and found[0]["reason"] == "OutOfSync"
+
+    await eventually(out_of_sync, timeout=20)
+    assert not await pods_of(client, namespace, "wrong")
+    workloads = (await client.list(KUEUE_WORKLOADS, namespace))["items"]
+    assert sorted(w["metadata"]["name"] for w in workloads) == ["copy-prebuilt", "wrong-prebuilt"]
