@@ -418,6 +418,11 @@ def main(argv: list[str] | None = None) -> int:
                 default_local_queue=args.kueue_default_local_queue,
             )
             args.kueue_scope.check()
+            if args.namespace and args.kueue_managed_jobs_namespace_selector is not None:
+                raise ValueError(
+                    "--kueue-managed-jobs-namespace-selector: a namespaced install cannot read "
+                    "Namespaces (it watches --namespace only)"
+                )
         except ValueError as error:
             parser.error(str(error))
     if args.command == "sandbox" and not args.verbose:
