@@ -82,7 +82,8 @@ class Queueing:
         return workload if owner is not None and owner.get("uid") == job.uid else None
 
     async def admit(self, job: Job[Any], observed: Observed) -> Job[Any]:
-        """`job` as this pass runs it: unchanged without Kueue's label, held while its
+        """`job` as this pass runs it: unchanged if Kueue does not queue it (no label, not
+        in `queue_of`'s scope), held while its
         Workload is not admitted (or is being made, rebuilt or given back), else with the
         admission to merge into its pods."""
         queue = self.queue_of(job.obj)
@@ -112,7 +113,7 @@ class Queueing:
             await self._patch(workload, {"spec": {"queueName": queue or None}})
         reason = api.find(api.conditions(workload), api.QUOTA_RESERVED)
         why = f": {reason['message']}" if reason and reason.get("message") else ""
-        return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}){why}.")
+        return _held(job, f"Kueue has not admitted Workload {named} ({_in_queue(queue)}){why}.")
 
     async def dispatched(self, job: Job[Any], ended: Outcome | None) -> None:
         """A job that MultiKueue runs in a worker cluster, this being its manager: its Workload
@@ -192,7 +193,7 @@ class Queueing:
             pass  # made by an earlier pass that the cache has not shown yet
         else:
             self._say(job, "CreatedWorkload", f"Created Workload: {named}")
-        return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}) yet.")
+        return _held(job, f"Kueue has not admitted Workload {named} ({_in_queue(queue)}) yet.")
 
     async def _adopt(self, job: Job[Any], name: str) -> Job[Any]:
         """The job names a prebuilt Workload (MultiKueue's, on a worker): it becomes the job's
@@ -238,7 +239,7 @@ class Queueing:
             self._say(
                 job, "UpdatedWorkload", f"Updated not matching Workload for suspended job: {named}"
             )
-            return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}).")
+            return _held(job, f"Kueue has not admitted Workload {named} ({_in_queue(queue)}).")
         if observed.pods:
             return _held(
                 job, f"The job's pods changed: stopping it to queue Workload {named} again."
@@ -354,6 +355,10 @@ async def kueue_served(client: Client) -> bool:
     except NotFoundError:
         return False
     return any(r.get("name") == api.WORKLOADS.plural for r in found.get("resources") or ())
+
+
+def _in_queue(queue: str) -> str:
+    return f"LocalQueue {queue}" if queue else "in no LocalQueue"
 
 
 def _held(job: Job[Any], why: str) -> Job[Any]:
