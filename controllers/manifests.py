@@ -10,17 +10,15 @@ from typing import Any
 
 import yaml
 
+from controllers.kueuerbac import KUEUE_INTEGRATION_GRANTS
+from controllers.kueuerbac import kueue_rbac
 from jobcore import BATCH_JOBS
 from jobcore import CONFIGMAPS
 from jobcore import EVENTS
 from jobcore import LEASES
 from jobcore import PODS
-from jobcore import PRIORITY_CLASSES
 from jobcore import Object
 from jobcore import Resource
-from jobcore.jobs import KUEUE_RESOURCE_FLAVORS
-from jobcore.jobs import KUEUE_WORKLOAD_PRIORITY_CLASSES
-from jobcore.jobs import KUEUE_WORKLOADS
 from jobcore.jobs import JobKind
 from jobcore.jobs import SchedulerPlugins
 from jobcore.jobs import T9kScheduler
@@ -92,15 +90,7 @@ def grants(kinds: Sequence[JobKind[Any]]) -> list[Grant]:
         # server-side applied: a PATCH, which the API server authorizes as `create` too while
         # the PodGroup does not exist.
         *((pod_group, ("get", "create", "patch")) for pod_group in pod_groups),
-        # Kueue (`run --kueue`): a queued job's Workload is made, kept, given back and, when its
-        # pod sets change under a quota, deleted; its admission's flavours and the job's
-        # priority class are read by name, and the PriorityClasses listed for the cluster's
-        # default when the job names none.
-        (KUEUE_WORKLOADS, ("list", "watch", "create", "patch", "delete")),
-        (_subresource(KUEUE_WORKLOADS, "status"), ("patch",)),
-        (KUEUE_RESOURCE_FLAVORS, ("get",)),
-        (KUEUE_WORKLOAD_PRIORITY_CLASSES, ("get",)),
-        (PRIORITY_CLASSES, ("get", "list")),
+        *KUEUE_INTEGRATION_GRANTS,
     ]
 
 
@@ -366,7 +356,8 @@ def write_manifests(
     The install holds only APIs that every Kubernetes from 1.20 on serves, so `apply -k`
     works on all of them. Not installed: `deploy/pdb.yaml`, the PodDisruptionBudget, applied
     apart from 1.21 on (see `disruption_budget`), and `deploy/metrics.yaml` and
-    `deploy/metrics-patch.yaml`, which expose `/metrics`. With `namespace` (an install
+    `deploy/metrics-patch.yaml`, which expose `/metrics`, and `kueue/`, what Kueue's controller
+    needs on the kinds for MultiKueue (see `kueue_rbac`). With `namespace` (an install
     limited to it, see `rbac`), `kustomization.yaml` leaves out `crds/` too: CRDs are
     cluster-scoped, for a cluster admin to install.
     """
@@ -382,6 +373,12 @@ def write_manifests(
         _dump(root / "deploy" / "metrics.yaml", metrics_exposure(namespace)),
         _dump(root / "deploy" / "metrics-patch.yaml", [metrics_patch()]),
     ]
+    if namespace is None:  # Kueue's rights for MultiKueue, applied apart: `apply -k kueue`
+        kueue = _dump(root / "kueue" / "rbac.yaml", kueue_rbac(kinds))
+        apart += [
+            kueue,
+            _dump(root / "kueue" / "kustomization.yaml", [_kustomization(["rbac.yaml"])]),
+        ]
     applied = installed if namespace else [*crds, *installed]
     names = sorted(str(path.relative_to(root)) for path in applied)
     written = [

@@ -33,9 +33,11 @@ from jobcore._jobs.kind import Observed
 from jobcore._jobs.kind import Outcome
 from jobcore._jobs.kindcheck import InvalidKindError
 from jobcore._jobs.kindcheck import check_kind
+from jobcore._jobs.kueueapi import LOCAL_QUEUES as KUEUE_LOCAL_QUEUES
 from jobcore._jobs.kueueapi import RESOURCE_FLAVORS as KUEUE_RESOURCE_FLAVORS
 from jobcore._jobs.kueueapi import WORKLOAD_PRIORITY_CLASSES as KUEUE_WORKLOAD_PRIORITY_CLASSES
 from jobcore._jobs.kueueapi import WORKLOADS as KUEUE_WORKLOADS
+from jobcore._jobs.kueuescope import KueueScope
 from jobcore._jobs.models import ApiModel
 from jobcore._jobs.models import CleanUpPolicy
 from jobcore._jobs.models import Container
@@ -75,6 +77,7 @@ __all__ = [
     "INVALID_SPEC",
     "JOB_KIND_LABEL",
     "JOB_NAME_LABEL",
+    "KUEUE_LOCAL_QUEUES",
     "KUEUE_RESOURCE_FLAVORS",
     "KUEUE_WORKLOADS",
     "KUEUE_WORKLOAD_PRIORITY_CLASSES",
@@ -99,6 +102,7 @@ __all__ = [
     "JobSpec",
     "JobStatus",
     "KindHooks",
+    "KueueScope",
     "Observed",
     "OpenModel",
     "Outcome",

@@ -6,10 +6,12 @@ Layers, bottom up (import-linter checks that each imports only those below it):
 - `kind`, `cached`, `childmap`: the `JobKind` plugin interface, the `Job` a kind sees and the
   `Outcome` it decides; what the caches keep of jobs and children (a stub for a job over the
   spec limit, digests for ConfigMaps' and Secrets' values); which job a child belongs to.
+- `managedby`: who runs a job (`spec.managedBy`: jobcore, MultiKueue or another controller).
 - `tasks`, `statuspart`, `quantity`, `metrics`: a status's tasks bounded in size, where a
   kind's status lives, resource quantities, the job metrics.
 - `scheduling`, `status`, `hooks`: gang schedulers and PodGroups; the status derived from an
   outcome; a kind's optional hooks (`KindHooks`), read by `hooks_of` alone.
+- `kueuescope`: which jobs without Kueue's queue-name label Kueue queues, by configuration.
 - `readback`: bounds on the values a stored status gives back (whoever wrote it).
 - `policy`, `backoff`, `plan`, `kindcheck`: run policies (clean-up, TTL, deadlines), retry
   backoff, the children planned for one reconcile (`plan_children`, also `jobcore render`'s),

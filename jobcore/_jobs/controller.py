@@ -18,7 +18,14 @@ from jobcore._jobs.kind import JOB_NAME_LABEL
 from jobcore._jobs.kind import AgentSource
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kindcheck import check_kind
+from jobcore._jobs.kueueapi import LOCAL_QUEUES
 from jobcore._jobs.kueueapi import WORKLOADS
+from jobcore._jobs.kueuescope import DEFAULT_LOCAL_QUEUE
+from jobcore._jobs.kueuescope import LABELLED_ONLY
+from jobcore._jobs.kueuescope import KueueScope
+from jobcore._jobs.kueuescope import queue_finder
+from jobcore._jobs.managedby import cached_jobs
+from jobcore._jobs.managedby import jobcore_runs
 from jobcore._jobs.queueing import Queueing
 from jobcore._jobs.reconciler import JobReconciler
 from jobcore._jobs.scheduling import GangScheduler
@@ -27,7 +34,8 @@ from jobcore._runtime.events import EventRecorder
 from jobcore._runtime.handler import requests_for_owner
 from jobcore._runtime.informer import Informer
 from jobcore._runtime.manager import Manager
-from jobcore._runtime.predicate import GenerationChanged
+from jobcore._runtime.predicate import FuncPredicate
+from jobcore._runtime.resources import NAMESPACES
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
 
@@ -53,6 +61,7 @@ def add_job_controller(
     agent: AgentSource = DEFAULT_AGENT,
     retry_backoff: RetryBackoff = RETRY_BACKOFF,
     kueue: bool = False,
+    kueue_scope: KueueScope = LABELLED_ONLY,
 ) -> Controller:
     """Wire a controller for `kind` into `manager`: its jobs, and its children by label.
 
@@ -68,17 +77,30 @@ def add_job_controller(
     comes from, as `Job.agent`. `retry_backoff` spaces a job's
     restarts and replaced pods (by default 10 s, doubling, at most 6 minutes, as a Kubernetes
     Job's). With `kueue` (Kueue's API is served), a job with Kueue's queue-name label runs
-    only while Kueue admits its Workload (`Queueing`). A kind `check_kind` finds problems in
-    is refused with InvalidKindError.
+    only while Kueue admits its Workload (`Queueing`); `kueue_scope` queues some unlabelled
+    jobs too (Kueue's `manageJobsWithoutQueueName`, LocalQueue defaulting: `KueueScope`). A
+    kind `check_kind` finds problems in is refused with InvalidKindError.
     """
     check_kind(kind)
     hooks = hooks_of(kind)
     # Named by its plural, unless two kinds share one (kubeflow.org's MPIJob and T9k's).
     name = hooks.controller_name or kind.resource.plural
-    # A kind may leave some of its jobs to another controller (`manages`): never cached.
+    # Another controller's jobs are never cached, but for MultiKueue's when jobcore queues
+    # them: it keeps their Workloads.
+    queued = kueue and hooks.kueue
+    runs = hooks.manages or jobcore_runs
     jobs = manager.informer(
-        kind.resource, namespace=namespace, keep=hooks.manages, transform=job_as_cached
+        kind.resource,
+        namespace=namespace,
+        keep=cached_jobs(runs, queued),
+        transform=job_as_cached,
     )
+
+    def worth_a_pass(old: Object, new: Object) -> bool:
+        """A spec change; for a job MultiKueue runs, a status change too (copied back)."""
+        generation = old["metadata"].get("generation") != new["metadata"].get("generation")
+        return generation or not runs(new)
+
     children: dict[Resource, Informer] = {}
     to_job = child_mapper(kind.resource, children)  # reads `children` as they are filled in
 
@@ -103,12 +125,19 @@ def add_job_controller(
     )
     manager.add(recorder, needs_leader=False)
     queueing = None
-    if kueue and hooks.kueue:
+    if queued:
         owned = requests_for_owner(kind.resource)
         workloads = manager.informer(
             WORKLOADS, namespace=namespace, keep=lambda obj: bool(list(owned(obj)))
         )
-        queueing = Queueing(manager.client, kind, workloads, recorder, min_counts=hooks.min_counts)
+        queueing = Queueing(
+            manager.client,
+            kind,
+            workloads,
+            recorder,
+            min_counts=hooks.min_counts,
+            queue_of=_queue_finder(manager, kueue_scope, namespace),
+        )
     reconciler = JobReconciler(
         kind=kind,
         client=manager.client,
@@ -124,7 +153,7 @@ def add_job_controller(
     if hooks.forget is not None:
         jobs.add_handler(_OnDelete(hooks.forget))
     controller = Controller(name, reconciler, max_concurrent_reconciles=max_concurrent_reconciles)
-    controller.watch(jobs, predicates=[GenerationChanged()])
+    controller.watch(jobs, predicates=[FuncPredicate(update_func=worth_a_pass)])
     for informer in children.values():
         controller.watch(
             informer,
@@ -136,6 +165,24 @@ def add_job_controller(
         controller.watch(queueing.workloads, mapper=owned)
     manager.add_controller(controller)
     return controller
+
+
+def _queue_finder(
+    manager: Manager, scope: KueueScope, namespace: str | None
+) -> Callable[[Object], str | None]:
+    """Where a job is queued, with the caches `scope` needs: the namespaces for a selector,
+    the LocalQueues named `default` for LocalQueue defaulting."""
+    namespaces = None
+    if scope.unlabelled and scope.namespace_selector is not None:
+        namespaces = manager.informer(NAMESPACES)
+    local_queues = None
+    if scope.default_local_queue:
+        local_queues = manager.informer(
+            LOCAL_QUEUES,
+            namespace=namespace,
+            keep=lambda obj: obj["metadata"].get("name") == DEFAULT_LOCAL_QUEUE,
+        )
+    return queue_finder(scope, namespaces, local_queues)
 
 
 class _OnDelete:

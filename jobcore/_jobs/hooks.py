@@ -39,7 +39,8 @@ class KindHooks:
     holds only `runPolicy` (to clean up an invalid job): read only `spec.model_fields_set`."""
     manages: Callable[[Object], bool] | None = None
     """`manages(obj)`: False for a job another controller owns; it is neither cached nor
-    reconciled. Every job by default."""
+    reconciled (but for MultiKueue's, whose Workload jobcore keeps when it queues the kind).
+    By default, a job whose `spec.managedBy` is unset or jobcore's."""
     announce: Callable[[EventRecorder, Object, JobStatus, JobStatus], None] | None = None
     """`announce(recorder, obj, previous, status)`: called after each status write, after
     jobcore's own Events and metrics, for the kind's own."""

@@ -29,6 +29,8 @@ WORKLOAD_PRIORITY_CLASSES = Resource(
 RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+PREBUILT_WORKLOAD = "kueue.x-k8s.io/prebuilt-workload-name"
+"""The label (or annotation) naming the Workload made for a job before it (MultiKueue's)."""
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 POD_SET_LABEL = "kueue.x-k8s.io/podset"
 

@@ -24,6 +24,15 @@ _QUALIFIED_NAME = re.compile(rf"({DNS1123_LABEL}(\.{DNS1123_LABEL})*/)?{_NAME}")
 _TYPE_NAMES = {str: "a string", dict: "an object"}
 LabelValue = Annotated[str, StringConstraints(max_length=63, pattern=rf"^({_NAME})?$")]
 """A label value: at most 63 letters, digits, `-`, `_` and `.`, alphanumeric at both ends."""
+ManagerName = Annotated[
+    str,
+    StringConstraints(
+        max_length=63,
+        pattern=rf"^{DNS1123_LABEL}(\.{DNS1123_LABEL})*/[-A-Za-z0-9/._~%!$&'()*+,;=:]+$",
+    ),
+]
+"""A controller's name as Kubernetes' Job takes one in `spec.managedBy`: a domain-prefixed
+path (`example.com/controller`), at most 63 characters."""
 
 
 class ApiModel(BaseModel):
@@ -264,6 +273,14 @@ class JobSpec(ApiModel):
         default=None, description="Gang scheduling by T9k Scheduler."
     )
     run_mode: RunMode | None = Field(default=None, description="Debug and pause modes.")
+    managed_by: ManagerName | None = Field(
+        default=None,
+        description=(
+            "The controller that runs the job: batch.tensorstack.dev/jobcore or unset for "
+            "jobcore; any other (e.g. kueue.x-k8s.io/multikueue) leaves its pods and status "
+            "to that controller. Meant to be set at creation only."
+        ),
+    )
 
 
 # Status ----------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from jobcore._jobs.tasks import replica_phase
 from jobcore._jobs.workload import Priority
 from jobcore._jobs.workload import new_workload
 from jobcore._jobs.workload import pod_sets
+from jobcore._jobs.workload import prebuilt_name
 from jobcore._jobs.workload import queue_name
 from jobcore._jobs.workload import same_pod_sets
 from jobcore._jobs.workload import workload_name
@@ -45,6 +46,7 @@ from jobcore._runtime.events import EventRecorder
 from jobcore._runtime.informer import Informer
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import controller_of
+from jobcore._runtime.resources import owner_reference
 
 _log = structlog.get_logger("jobcore.kueue")
 
@@ -63,6 +65,8 @@ class Queueing:
     workloads: Informer
     recorder: EventRecorder
     min_counts: Callable[[Job[Any]], Mapping[str, int]] | None = None
+    queue_of: Callable[[Object], str | None] = queue_name
+    """The job's LocalQueue ("" for none yet), or None for a job Kueue does not queue."""
     _pod_sets: dict[tuple[str, str], tuple[Hashable, list[Object]]] = dataclasses.field(
         default_factory=dict, repr=False
     )
@@ -74,24 +78,30 @@ class Queueing:
 
     def workload_of(self, job: Job[Any]) -> Object | None:
         """The job's Workload in the cache, if it is the job's own (owned by its uid)."""
-        name = workload_name(job.kind, self._group, job.name, job.uid)
+        name = prebuilt_name(job.obj) or workload_name(job.kind, self._group, job.name, job.uid)
         workload = self.workloads.get(name, job.namespace)
         owner = controller_of(workload) if workload is not None else None
         return workload if owner is not None and owner.get("uid") == job.uid else None
 
     async def admit(self, job: Job[Any], observed: Observed) -> Job[Any]:
-        """`job` as this pass runs it: unchanged without Kueue's label, held while its
+        """`job` as this pass runs it: unchanged if Kueue does not queue it (no label, not
+        in `queue_of`'s scope), held while its
         Workload is not admitted (or is being made, rebuilt or given back), else with the
         admission to merge into its pods."""
-        queue = queue_name(job.obj)
+        queue = self.queue_of(job.obj)
         if queue is None:
             return job
         sets = self._sets(job)
         workload = self.workload_of(job)
+        prebuilt = prebuilt_name(job.obj)
+        if workload is None and prebuilt is not None:
+            return await self._adopt(job, prebuilt)
         if workload is None:
             return await self._create(job, queue, sets, observed)
         named = f"{job.namespace}/{workload['metadata']['name']}"
         reserved = api.is_true(workload, api.QUOTA_RESERVED)
+        if not same_pod_sets(workload, sets) and prebuilt is not None:
+            return await self._out_of_sync(job, workload)
         if not same_pod_sets(workload, sets):
             return await self._rebuild(job, workload, queue, sets, observed=observed)
         evicted = api.find(api.conditions(workload), api.EVICTED)
@@ -107,11 +117,30 @@ class Queueing:
             else:
                 await self._pods_ready(workload, job, observed)
             return dataclasses.replace(job, admission=infos)
-        if not reserved and workload["spec"].get("queueName") != queue:
-            await self._patch(workload, {"spec": {"queueName": queue}})
+        if not reserved and (workload["spec"].get("queueName") or "") != queue:
+            await self._patch(workload, {"spec": {"queueName": queue or None}})
         return _held(
-            job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}){_why(workload)}."
+            job, f"Kueue has not admitted Workload {named} ({_in_queue(queue)}){_why(workload)}."
         )
+
+    async def dispatched(self, job: Job[Any], ended: Outcome | None) -> None:
+        """A job that MultiKueue runs in a worker cluster, this being its manager: its Workload
+        is made here, as an external framework's must be for MultiKueue to dispatch it, given
+        back when Kueue evicts it, and Finished once the status MultiKueue copies back says
+        the job `ended`. Its pods and status are MultiKueue's."""
+        if ended is not None:
+            await self.finish(job, ended)
+            return
+        queue = self.queue_of(job.obj)
+        workload = self.workload_of(job)
+        if queue is None:
+            return
+        if workload is None:
+            await self._create(job, queue, self._sets(job), Observed({}))
+            return
+        evicted = api.find(api.conditions(workload), api.EVICTED)
+        if api.is_true(workload, api.QUOTA_RESERVED) and evicted and evicted["status"] == "True":
+            await self._give_back(job, workload, evicted, Observed({}))
 
     async def finish(self, job: Job[Any], outcome: Outcome) -> None:
         """The job ended: its Workload is Finished (Kueue releases its quota) and loses
@@ -165,7 +194,40 @@ class Queueing:
             pass  # made by an earlier pass that the cache has not shown yet
         else:
             self._say(job, "CreatedWorkload", f"Created Workload: {named}")
-        return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}) yet.")
+        return _held(job, f"Kueue has not admitted Workload {named} ({_in_queue(queue)}) yet.")
+
+    async def _adopt(self, job: Job[Any], name: str) -> Job[Any]:
+        """The job names a prebuilt Workload (MultiKueue's, on a worker): it becomes the job's
+        own (its controller and `job-uid` label), as Kueue's job framework adopts one, unless
+        another object controls it. Held until then; none is ever made for it."""
+        named = f"{job.namespace}/{name}"
+        try:
+            workload = await self.client.get(api.WORKLOADS, name, job.namespace)
+        except NotFoundError:
+            return _held(job, f"Waiting for the prebuilt Workload {named}.")
+        owner = controller_of(workload)
+        if owner is not None and owner.get("uid") != job.uid:
+            theirs = f"{owner.get('kind')} {owner.get('name')}"
+            return _held(job, f"The prebuilt Workload {named} belongs to {theirs}.")
+        owners = workload["metadata"].get("ownerReferences") or []
+        meta = {
+            "ownerReferences": [*owners, owner_reference(job.obj)],
+            "labels": {api.JOB_UID_LABEL: job.uid},
+            "resourceVersion": _version(workload),
+        }
+        await self._patch(workload, {"metadata": meta})
+        return _held(job, f"Kueue has not admitted the prebuilt Workload {named}.")
+
+    async def _out_of_sync(self, job: Job[Any], workload: Object) -> Job[Any]:
+        """The prebuilt Workload asks for other pods than the job's: Kueue's job framework
+        marks it Finished (OutOfSync) and the job does not run."""
+        message = "The prebuilt workload is out of sync with its user job"
+        if not api.is_true(workload, api.FINISHED):
+            items = api.conditions(workload)
+            api.set_condition(items, api.FINISHED, True, "OutOfSync", message)
+            await self._patch(workload, {"status": {"conditions": items}}, status=True)
+        named = f"{job.namespace}/{workload['metadata']['name']}"
+        return _held(job, f"{message} (Workload {named}): the job does not run.")
 
     async def _rebuild(
         self, job: Job[Any], workload: Object, queue: str, sets: list[Object], *, observed: Observed
@@ -174,11 +236,11 @@ class Queueing:
         quota is deleted once the job's pods are gone, and made again on the next pass."""
         named = f"{job.namespace}/{workload['metadata']['name']}"
         if not api.is_true(workload, api.QUOTA_RESERVED):
-            await self._patch(workload, {"spec": {"podSets": sets, "queueName": queue}})
+            await self._patch(workload, {"spec": {"podSets": sets, "queueName": queue or None}})
             self._say(
                 job, "UpdatedWorkload", f"Updated not matching Workload for suspended job: {named}"
             )
-            return _held(job, f"Kueue has not admitted Workload {named} (LocalQueue {queue}).")
+            return _held(job, f"Kueue has not admitted Workload {named} ({_in_queue(queue)}).")
         if observed.pods:
             return _held(
                 job, f"The job's pods changed: stopping it to queue Workload {named} again."
@@ -320,6 +382,10 @@ def _why(workload: Object) -> str:
     checks = (workload.get("status") or {}).get("admissionChecks") or () if reserved else ()
     waiting = [f"{c.get('name')} {c.get('state')}" for c in checks if c.get("state") != "Ready"]
     return why + (f" ({', '.join(waiting)})" if waiting else "")
+
+
+def _in_queue(queue: str) -> str:
+    return f"LocalQueue {queue}" if queue else "in no LocalQueue"
 
 
 def _held(job: Job[Any], why: str) -> Job[Any]:

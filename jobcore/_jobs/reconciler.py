@@ -45,6 +45,7 @@ from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kind import Observed
 from jobcore._jobs.kind import Outcome
 from jobcore._jobs.kind import SpecT
+from jobcore._jobs.managedby import jobcore_runs
 from jobcore._jobs.models import JobStatus
 from jobcore._jobs.parse import ParsedSpecs
 from jobcore._jobs.plan import UnservedChildren
@@ -131,6 +132,7 @@ class JobReconciler(Generic[SpecT]):
         self.specs = ParsedSpecs(kind, cluster_domain=cluster_domain, agent=agent)
         self.children = JobChildren(kind, client, children, self.expectations)
         hooks = hooks_of(kind)
+        self.runs = hooks.manages or jobcore_runs
         self.announcer = Announcer(recorder, kind.resource.kind, also=hooks.announce)
         self.writer = StatusWriter(
             client,
@@ -166,6 +168,11 @@ class JobReconciler(Generic[SpecT]):
             return Result(requeue_after=5.0)
         previous = self.writer.latest(obj)
         job, errors = self.specs.parse(obj, previous)
+        if not self.runs(obj):  # run by MultiKueue in another cluster: only its Workload here
+            if self.queueing is not None and job is not None:
+                ended = decide.frozen_outcome(previous) if decide.has_ended(previous) else None
+                await self.queueing.dispatched(job, ended)
+            return Result()
         if job is None and decide.has_ended(previous):
             # An ended job keeps its outcome, whatever its spec becomes.
             ttl = await self.ending.finish_unparsed(

@@ -20,6 +20,7 @@ from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kind import Observed
 from jobcore._jobs.kueueapi import JOB_UID_LABEL
+from jobcore._jobs.kueueapi import PREBUILT_WORKLOAD
 from jobcore._jobs.kueueapi import QUEUE_NAME_LABEL
 from jobcore._jobs.kueueapi import RESOURCE_IN_USE_FINALIZER
 from jobcore._jobs.kueueapi import WORKLOADS
@@ -43,6 +44,17 @@ def queue_name(obj: Object) -> str | None:
     Kueue's to admit."""
     value = (obj["metadata"].get("labels") or {}).get(QUEUE_NAME_LABEL)
     return value if isinstance(value, str) and value else None
+
+
+def prebuilt_name(obj: Object) -> str | None:
+    """The Workload made for the job before it, which it uses instead of its own (Kueue's
+    annotation, else its label, as MultiKueue writes one or the other on a worker's copy)."""
+    meta = obj["metadata"]
+    for found in (meta.get("annotations") or {}, meta.get("labels") or {}):
+        value = found.get(PREBUILT_WORKLOAD)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def workload_name(kind: str, group: str, name: str, uid: str) -> str:
@@ -94,7 +106,9 @@ def new_workload(
 ) -> Object:
     """The Workload Kueue's job framework would create for `job`: owned by it, with Kueue's
     finalizer (Kueue keeps its quota while the finalizer is there), its queue and pod sets."""
-    spec: Object = {"queueName": queue, "podSets": list(sets), "priority": priority[1]}
+    spec: Object = {"podSets": list(sets), "priority": priority[1]}
+    if queue:  # none: queued by the controller's configuration, in no LocalQueue yet
+        spec["queueName"] = queue
     if priority[0] is not None:
         spec["priorityClassRef"] = dict(priority[0])
     return {

@@ -43,6 +43,16 @@ SAMPLES = [
 SERVICE_ACCOUNT = f"system:serviceaccount:{NAMESPACE}:{NAME}"
 
 
+KUEUE_CONTROLLER = "system:serviceaccount:kueue-system:kueue-controller-manager"
+
+
+async def can_i(kubeconfig: str, who: str, verb: str, resource: str) -> str:
+    """The API server's authorizer's answer ("yes", "no") on whether `who` may."""
+    can = installs.kubectl(kubeconfig, "auth", "can-i", verb, *resource.split(), "--as", who)
+    _, answer, _ = await installs.run(can)
+    return answer.strip()
+
+
 def resource_of(job: Object) -> Resource:
     group, version = job["apiVersion"].split("/")
     return Resource(group, version, job["kind"], job["kind"].lower() + "s")
@@ -102,12 +112,20 @@ async def test_kubectl_apply_k_installs_a_controller_whose_rbac_is_enough_and_le
         ("update", f"leases.coordination.k8s.io/other -n {NAMESPACE}", "no"),
         ("update", f"leases.coordination.k8s.io/{NAME} -n {NAMESPACE}", "yes"),
     ):
-        _, answer, _ = await installs.run(
-            installs.kubectl(
-                kubeconfig_path, "auth", "can-i", verb, *resource.split(), "--as", SERVICE_ACCOUNT
-            )
-        )
-        assert answer.strip() == allowed, f"{verb} {resource}: {answer.strip()}"
+        assert await can_i(kubeconfig_path, SERVICE_ACCOUNT, verb, resource) == allowed, resource
+
+    # The optional manifest: what Kueue's controller needs on jobcore's kinds for MultiKueue.
+    kueue = installs.kubectl(kubeconfig_path, "apply", "-k", str(MANIFESTS / "kueue"))
+    code, out, err = await installs.run(kueue)
+    assert (code, installs.complaints(err)) == (0, []), err
+    for verb, resource, allowed in (
+        ("create", "horovodjobs.batch.tensorstack.dev", "yes"),
+        ("watch", "colossalaijobs.batch.tensorstack.dev", "yes"),
+        ("patch", "mpijobs.batch.tensorstack.dev --subresource=status", "yes"),
+        ("create", "mpijobs.kubeflow.org", "no"),  # Kueue's own integration, its own rights
+        ("create", "pods", "no"),
+    ):
+        assert await can_i(kubeconfig_path, KUEUE_CONTROLLER, verb, resource) == allowed, resource
 
     token = await installs.service_account_token(client, NAMESPACE)
     sa_kubeconfig = installs.with_token(kubeconfig_path, token, tmp_path / "sa.kubeconfig")

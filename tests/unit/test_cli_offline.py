@@ -285,6 +285,18 @@ def test_commands_run_on_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
             ("--leader-elect", "--leader-election-renew-deadline", "20"),
             "lease_duration must exceed renew_deadline",
         ),
+        (
+            (
+                "--kueue-manage-jobs-without-queue-name",
+                "--kueue-managed-jobs-namespace-selector",
+                "a in (",
+            ),
+            "invalid label selector requirement: 'a in ('",
+        ),
+        (
+            ("--namespace", "team", "--kueue-managed-jobs-namespace-selector", "queued=yes"),
+            "a namespaced install cannot read Namespaces",
+        ),
     ],
 )
 def test_run_refuses_settings_it_cannot_keep_before_it_connects(

@@ -6,6 +6,8 @@ import copy
 from typing import Any
 
 from jobcore import Object
+from jobcore._jobs.managedby import cached_jobs
+from jobcore._jobs.managedby import jobcore_runs
 from jobcore._jobs.parse import run_policy_of
 from jobcore._jobs.plan import adopt
 from jobcore._jobs.plan import gang_scheduling
@@ -65,6 +67,26 @@ def test_schema_errors_are_field_paths_under_spec() -> None:
         "spec.worker.replicas: Input should be greater than or equal to 1",
         "spec.worker.extra: Extra inputs are not permitted",
     ]
+
+
+def test_managed_by_is_a_domain_prefixed_path_as_for_a_kubernetes_job() -> None:
+    for value in ("kueue.x-k8s.io/multikueue", "batch.tensorstack.dev/jobcore", "a.io/x/y"):
+        assert parse_job(KIND, mpijob(managedBy=value))[1] == [], value
+    for value in ("multikueue", "Example.com/x", "example.com/", "a.io/" + "x" * 59):
+        assert [e.path for e in parse_job(KIND, mpijob(managedBy=value))[1]] == [
+            "spec.managedBy"
+        ], value
+    # jobcore's own value, or none, is jobcore's job; any other, another controller's.
+    assert jobcore_runs(mpijob()) and jobcore_runs(
+        mpijob(managedBy="batch.tensorstack.dev/jobcore")
+    )
+    assert not jobcore_runs(mpijob(managedBy="kueue.x-k8s.io/multikueue"))
+    cached = cached_jobs(jobcore_runs, queued=True)
+    assert cached(mpijob(managedBy="kueue.x-k8s.io/multikueue"))  # its Workload is kept here
+    assert not cached(mpijob(managedBy="example.com/other"))
+    assert not cached_jobs(jobcore_runs, queued=False)(
+        mpijob(managedBy="kueue.x-k8s.io/multikueue")
+    )
 
 
 def test_run_mode_and_kind_checks_follow_the_schema() -> None:

@@ -90,6 +90,8 @@ def test_rbac_grants_exactly_the_verbs_the_controller_uses() -> None:
         ("kueue.x-k8s.io", "resourceflavors"): ["get"],
         ("kueue.x-k8s.io", "workloadpriorityclasses"): ["get"],
         ("scheduling.k8s.io", "priorityclasses"): ["get", "list"],
+        ("kueue.x-k8s.io", "localqueues"): ["list", "watch"],
+        ("", "namespaces"): ["list", "watch"],
     }
     assert all("resourceNames" not in rule for rule in cluster_role["rules"])
     assert objects[3]["roleRef"]["name"] == cluster_role["metadata"]["name"]
