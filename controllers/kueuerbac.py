@@ -37,7 +37,9 @@ KUEUE_INTEGRATION_GRANTS: list[tuple[Resource, tuple[str, ...]]] = [
     # none.
     (KUEUE_WORKLOADS, ("list", "watch", "create", "patch", "delete")),
     (
-        Resource(KUEUE_WORKLOADS.group, KUEUE_WORKLOADS.version, KUEUE_WORKLOADS.kind, "workloads/status"),
+        Resource(
+            KUEUE_WORKLOADS.group, KUEUE_WORKLOADS.version, KUEUE_WORKLOADS.kind, "workloads/status"
+        ),
         ("patch",),
     ),
     (KUEUE_RESOURCE_FLAVORS, ("get",)),
