@@ -35,6 +35,7 @@ from jobcore import Resource
 from jobcore.jobs import JOB_NAME_LABEL
 from jobcore.testing import RealCluster
 from jobcore.testing import eventually
+from jobcore.testing import install_kueue_crds
 from jobcore.testing import require
 from jobcore.testing.plugin import serve_real_cluster
 from tests import installs
@@ -99,13 +100,23 @@ def real_cluster() -> Iterator[RealCluster]:
 
 @pytest.fixture(scope="package")
 def cluster(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Cluster:
-    """The controller deployed from a copy of `manifests/` with `kubectl apply -k`, its two
-    replicas Ready (the kubelet ran their probes) and one of them leading."""
+    """The controller deployed from a copy of `manifests/` with `kubectl apply -k` (Kueue's
+    CRDs installed first, see `deploy_with_kueue`), its two replicas Ready (the kubelet ran
+    their probes) and one of them leading."""
     require(images.missing("pause", "jobcore"))
-    manifests = tmp_path_factory.mktemp("manifests") / "manifests"
-    shutil.copytree(ROOT / "manifests", manifests)
-    asyncio.run(deploy(real_cluster, manifests))
+    asyncio.run(deploy_with_kueue(real_cluster, tmp_path_factory.mktemp("manifests")))
     return Cluster(real_cluster)
+
+
+async def deploy_with_kueue(real: RealCluster, folder: Path) -> None:
+    """Kueue's CRDs (the kit's, as the stand-in serves them), then the controller deployed
+    from a copy of `manifests/` in `folder`: its `--kueue auto` finds Workloads served when
+    it starts, as it would beside an installed Kueue."""
+    async with await Client.from_kubeconfig(real.kubeconfig_path) as client:
+        await install_kueue_crds(client)
+    manifests = folder / "manifests"
+    shutil.copytree(ROOT / "manifests", manifests)
+    await deploy(real, manifests)
 
 
 @pytest_asyncio.fixture

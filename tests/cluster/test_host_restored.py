@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from controllers.clustersandbox import deploy
 from jobcore.testing import RealCluster
 from jobcore.testing._clusterlayout import BRIDGE
 from jobcore.testing._daemons import pid_of
 from jobcore.testing._daemons import recorded
 from jobcore.testing._hoststate import SYSCTLS
-from tests.cluster.conftest import ROOT
 from tests.cluster.conftest import Cluster
+from tests.cluster.conftest import deploy_with_kueue
 
 pytestmark = pytest.mark.integration
 
@@ -85,6 +83,4 @@ async def test_stop_restores_the_host_and_a_crashed_cluster_is_cleaned_at_the_ne
     assert real.timings["clean-up of an earlier run"] > 0, real.timings
     assert await real.commands.node_ready()
 
-    manifests = tmp_path / "manifests"  # the tier's later tests find the controller again
-    shutil.copytree(ROOT / "manifests", manifests)
-    await deploy(real, manifests)
+    await deploy_with_kueue(real, tmp_path)  # the tier's later tests find the controller again
