@@ -187,7 +187,14 @@ def _arguments(pid: str) -> list[str]:
 
 async def kill_container(cluster: Cluster, namespace: str, pod: str, container: str) -> None:
     """SIGKILL the container's process from the host, through containerd, as the kernel's OOM
-    killer or a crash would end it: the kubelet sees it die and reports it."""
+    killer or a crash would end it: the kubelet sees it die and reports it. Through the agent
+    the ranks may run before the kubelet reports the worker's container started: its
+    containerID is waited for."""
+
+    def started() -> bool:
+        return "containerID" in container_status(cluster, namespace, pod, container)
+
+    await eventually(started, timeout=30, interval=0.5)
     found = container_status(cluster, namespace, pod, container)
     runtime, _, container_id = found["containerID"].partition("://")
     assert runtime == "containerd", found
