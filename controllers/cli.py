@@ -18,6 +18,8 @@ from controllers.kinds import KindLoadError
 from controllers.kinds import installed_kinds
 from controllers.kinds import kind_names
 from controllers.kinds import load_all_kinds
+from controllers.kueueflags import add_kueue_arguments
+from controllers.kueueflags import kueue_scope
 from controllers.serving import add_server_arguments
 from controllers.serving import server_limits
 from jobcore import LeaderElectionConfig
@@ -32,7 +34,6 @@ from jobcore.jobs import RETRY_BACKOFF
 from jobcore.jobs import AgentSource
 from jobcore.jobs import GangScheduler
 from jobcore.jobs import JobKind
-from jobcore.jobs import KueueScope
 from jobcore.jobs import RetryBackoff
 from jobcore.jobs import SchedulerPlugins
 from jobcore.jobs import T9kScheduler
@@ -169,31 +170,7 @@ def _parser() -> argparse.ArgumentParser:
             metavar="SECONDS",
         )
     run.add_argument("--max-concurrent-reconciles", type=int, default=32, help="per kind")
-    run.add_argument(
-        "--kueue",
-        choices=["auto", "on", "off"],
-        default="auto",
-        help="queue the jobs that carry Kueue's queue-name label through Kueue's Workloads "
-        "(auto: when the API server serves them)",
-    )
-    run.add_argument(
-        "--kueue-manage-jobs-without-queue-name",
-        action="store_true",
-        help="queue the jobs without Kueue's label too, in the namespaces "
-        "--kueue-managed-jobs-namespace-selector selects (Kueue's setting of that name)",
-    )
-    run.add_argument(
-        "--kueue-managed-jobs-namespace-selector",
-        metavar="SELECTOR",
-        help="a label selector on the namespaces whose unlabelled jobs are queued "
-        "(default: every namespace)",
-    )
-    run.add_argument(
-        "--kueue-default-local-queue",
-        action="store_true",
-        help="queue a job without Kueue's label in its namespace's LocalQueue 'default', "
-        "if the namespace is selected and has one (Kueue's LocalQueue defaulting)",
-    )
+    add_kueue_arguments(run)
     add_client_arguments(run)
     run.add_argument(
         "--retry-backoff",
@@ -412,17 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args.retry = RetryBackoff(args.retry_backoff, args.retry_backoff_max)
             args.election = _election(args)
-            args.kueue_scope = KueueScope(
-                manage_jobs_without_queue_name=args.kueue_manage_jobs_without_queue_name,
-                namespace_selector=args.kueue_managed_jobs_namespace_selector,
-                default_local_queue=args.kueue_default_local_queue,
-            )
-            args.kueue_scope.check()
-            if args.namespace and args.kueue_managed_jobs_namespace_selector is not None:
-                raise ValueError(
-                    "--kueue-managed-jobs-namespace-selector: a namespaced install cannot read "
-                    "Namespaces (it watches --namespace only)"
-                )
+            args.kueue_scope = kueue_scope(args)
         except ValueError as error:
             parser.error(str(error))
     if args.command == "sandbox" and not args.verbose:
