@@ -222,10 +222,7 @@ class Queueing:
         """The prebuilt Workload asks for other pods than the job's: Kueue's job framework
         marks it Finished (OutOfSync) and the job does not run."""
         message = "The prebuilt workload is out of sync with its user job"
-        if not api.is_true(workload, api.FINISHED):
-            items = api.conditions(workload)
-            api.set_condition(items, api.FINISHED, True, "OutOfSync", message)
-            await self._patch(workload, {"status": {"conditions": items}}, status=True)
+        await self._mark_finished(workload, "OutOfSync", message)
         named = f"{job.namespace}/{workload['metadata']['name']}"
         return _held(job, f"{message} (Workload {named}): the job does not run.")
 
@@ -327,13 +324,20 @@ class Queueing:
     async def _finish(self, job: Job[Any], workload: Object, reason: str, message: str) -> None:
         """The Workload Finished (`reason`: Succeeded, Failed, or FailedToStart when its
         admission cannot be merged into the pods), without Kueue's finalizer."""
-        if not api.is_true(workload, api.FINISHED):
-            items = api.conditions(workload)
-            api.set_condition(items, api.FINISHED, True, reason, message)
-            await self._patch(workload, {"status": {"conditions": items}}, status=True)
+        if await self._mark_finished(workload, reason, message):
             named = f"{job.namespace}/{workload['metadata']['name']}"
             self._say(job, "FinishedWorkload", f"Workload '{named}' is declared finished")
         await self._release(workload)
+
+    async def _mark_finished(self, workload: Object, reason: str, message: str) -> bool:
+        """The Workload's Finished condition set True, unless it is already; whether it was
+        set now."""
+        if api.is_true(workload, api.FINISHED):
+            return False
+        items = api.conditions(workload)
+        api.set_condition(items, api.FINISHED, True, reason, message)
+        await self._patch(workload, {"status": {"conditions": items}}, status=True)
+        return True
 
     def _say(self, job: Job[Any], reason: str, message: str) -> None:
         """A Normal Event on the job, as Kueue's job framework records it on its jobs."""
