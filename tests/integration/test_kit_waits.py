@@ -46,6 +46,9 @@ async def test_the_waits_report_phase_conditions_events_and_reconcile_errors(
     async with job_controller(client, kind, namespace=namespace):
         for name in ("unserved", "broken"):
             await client.create(jobs, job_manifest(kind, {}, name=name, namespace=namespace))
+        # The report below is of a job that has a phase: wait for it first (a loaded machine
+        # may take longer than the 3 s below to start the controller and write it).
+        await wait_for_phase(client, jobs, namespace, "unserved", "Failed", timeout=60)
         with pytest.raises(AssertionError) as failed:
             await wait_for_phase(client, jobs, namespace, "unserved", "Running", timeout=3)
         lines = str(failed.value).splitlines()
