@@ -204,7 +204,11 @@ async def test_a_deleted_jobs_metric_series_go_with_it(
         await client.create(KUBEFLOW_MPIJOBS, kubeflow_mpijob(namespace, "gone", workers=1))
         await running_launcher(client, namespace, "gone")
         await wait_for_condition(client, namespace, "gone", "Running")
-        assert series() == (1.0, 1.0)
+
+        async def announced() -> bool:  # counted once the controller's write has returned
+            return series() == (1.0, 1.0)
+
+        await eventually(announced, timeout=5)
         await client.delete(KUBEFLOW_MPIJOBS, "gone", namespace)
 
         async def removed() -> bool:
