@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command: the real frameworks (scripts/frameworks.sh, into a cache outside
-# the repository) and the real cluster's packages and images (scripts/cluster.sh), then lint,
+# the repository), the real cluster's packages and images (scripts/cluster.sh), Debian's
+# chromium for the browser tests (scripts/chromium.sh) and a rebuild of the dashboard's bundle
+# to compare with the committed one (scripts/frontend.sh --check: a difference fails the run,
+# after pytest), then lint,
 # format, types, import layers and pytest ("$@" goes to pytest; its testpaths are tests/, the
 # example plugin's examples/torchjob/tests/ and the docs' docs/examples/sleepjob/tests/), in three
 # processes that each take whole files, the real-cluster tests all in one of them
@@ -19,6 +22,11 @@ echo "test.sh: frameworks ready in $((SECONDS - started)) s" >&2
 step=$SECONDS
 bash scripts/cluster.sh || echo "test.sh: some of the real cluster's set-up failed (above)" >&2
 echo "test.sh: the real cluster's set-up ready in $((SECONDS - step)) s" >&2
+step=$SECONDS
+bash scripts/chromium.sh || echo "test.sh: chromium did not install (above)" >&2
+bundle=0
+bash scripts/frontend.sh --check || bundle=$?
+echo "test.sh: chromium and the dashboard's bundle checked in $((SECONDS - step)) s" >&2
 
 ruff check .
 ruff format --check .
@@ -28,5 +36,9 @@ status=0
 pytest -q -rs --durations=40 -n "${JOBCORE_TEST_WORKERS:-3}" --dist loadgroup "$@" || status=$?
 if [[ $status -eq 5 ]]; then
   echo "test.sh: pytest collected no tests" >&2
+fi
+if [[ $bundle -ne 0 ]]; then
+  echo "test.sh: the dashboard's bundle check failed (above)" >&2
+  [[ $status -ne 0 ]] || status=1
 fi
 exit "$status"
