@@ -18,6 +18,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from jobcore._runtime import fencing
+from jobcore._runtime.resources import PODS
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
 from jobcore._runtime.retry import Retries
@@ -26,6 +27,7 @@ from jobcore._runtime.transport import Transport
 from jobcore._runtime.watchstream import MAX_EVENT_BYTES
 from jobcore._runtime.watchstream import SkippedEvents
 from jobcore._runtime.watchstream import WatchEvent
+from jobcore._runtime.watchstream import cut_lines
 from jobcore._runtime.watchstream import watch_events
 
 PatchType = Literal["merge", "strategic", "json"]
@@ -36,7 +38,10 @@ _PATCH_CONTENT_TYPES: Mapping[str, str] = {
     "json": "application/json-patch+json",
 }
 _APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
-
+_ANY = "*/*"
+"""What a log request accepts: the server answers text/plain, not JSON."""
+MAX_LOG_LINE_BYTES = 64 * 2**10
+"""The longest line `follow_pod_log` yields; a longer one is cut there."""
 
 DEFAULT_MAX_CONNECTIONS = 100
 """Connections to the API server a client opens at most (kubernetes-asyncio's default)."""
@@ -156,12 +161,21 @@ class Client:
         body: Any = None,
         content_type: str = "application/json",
         decode: bool = True,
+        accept: str = "application/json",
     ) -> Any:
-        """Send one request, retrying transient failures; return the decoded JSON body (None
-        without `decode`: a large object's answer is not worth decoding when unread)."""
+        """Send one request, retrying transient failures; return the decoded JSON body (its
+        bytes without `decode`: a large object's answer is not worth decoding when unread,
+        and a log is not JSON)."""
         return await self._retries.send(
             functools.partial(
-                self._transport.send, method, path, query, body, content_type, decode=decode
+                self._transport.send,
+                method,
+                path,
+                query,
+                body,
+                content_type,
+                decode=decode,
+                accept=accept,
             ),
             repeatable=is_repeatable(method, body, content_type),
             method=method,
@@ -322,3 +336,55 @@ class Client:
                 without_managed_fields=without_managed_fields,
             ):
                 yield event
+
+    async def pod_log(
+        self,
+        name: str,
+        namespace: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+        previous: bool = False,
+    ) -> str:
+        """A container's log as its node keeps it (`pods/log`), decoded as UTF-8 with
+        replacement characters. `container` may be left out for a pod of one container.
+        A missing pod raises NotFoundError; a container not started yet, or without a
+        `previous` run, is the server's 400 (`ApiError`)."""
+        query = _log_query(container, tail_lines, limit_bytes)
+        query["previous"] = "true" if previous else None
+        path = PODS.path(namespace, name, "log")
+        data: bytes = await self.request("GET", path, query=query, decode=False, accept=_ANY)
+        return data.decode(errors="replace")
+
+    async def follow_pod_log(
+        self,
+        name: str,
+        namespace: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> AsyncIterator[str]:
+        """Each line of a container's log, without its newline, as it arrives (`follow`).
+
+        A line longer than `MAX_LOG_LINE_BYTES` is cut there. The iteration ends when the
+        server ends the stream (the container ended); a quiet log is waited for however
+        long, with no inactivity timeout. Errors are those of `pod_log`, and a broken
+        connection's retryable `ApiError` (status 0).
+        """
+        query = _log_query(container, tail_lines, limit_bytes)
+        query["follow"] = "true"
+        what = PODS.path(namespace, name, "log")
+        stream = self._transport.stream(
+            what, query, inactivity_timeout=None, accept=_ANY, verb="GET"
+        )
+        async with stream as chunks:
+            async for line in cut_lines(chunks, limit=MAX_LOG_LINE_BYTES):
+                yield line.decode(errors="replace")
+
+
+def _log_query(
+    container: str | None, tail_lines: int | None, limit_bytes: int | None
+) -> dict[str, Any]:
+    return {"container": container, "tailLines": tail_lines, "limitBytes": limit_bytes}

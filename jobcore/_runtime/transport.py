@@ -33,6 +33,7 @@ from jobcore._runtime.retry import parse_retry_after
 
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _log = structlog.get_logger("jobcore.client")
+JSON = "application/json"
 _READ_BUFFER = 2**16
 """aiohttp stops reading a response with twice this unread: a watch ahead of the controller
 waits in the kernel, not in freed memory the process keeps (2 MiB here buffered 4 MiB)."""
@@ -100,11 +101,12 @@ class Transport:
         content_type: str,
         *,
         decode: bool,
+        accept: str = JSON,
     ) -> Any:
-        """Send one request after its token; its decoded JSON answer (None without `decode`),
-        or the matching `ApiError`."""
+        """Send one request after its token; its decoded JSON answer (its bytes without
+        `decode`), or the matching `ApiError`."""
         await self._throttle(method)
-        args = await self._request_args(method, path, query, content_type)
+        args = await self._request_args(method, path, query, content_type, accept)
         if body is not None:
             args["data"] = dumps(body)
         fence = self._fence if method in _WRITES else None
@@ -122,25 +124,34 @@ class Transport:
         metrics.rest_client_requests_total.labels(str(status), method, self._metrics_host).inc()
         if status >= 400:
             raise api_error(status, decode_error(data), retry_after=retry_after)
-        return loads(data) if data and decode else None
+        if not decode:
+            return data
+        return loads(data) if data else None
 
     @contextlib.asynccontextmanager
     async def stream(
-        self, path: str, query: Mapping[str, Any], *, inactivity_timeout: float
+        self,
+        path: str,
+        query: Mapping[str, Any],
+        *,
+        inactivity_timeout: float | None,
+        accept: str = JSON,
+        verb: str = "WATCH",
     ) -> AsyncIterator[AsyncIterator[bytes]]:
-        """A watch's answer as its chunks arrive, after its token.
+        """A GET's answer as its chunks arrive, after its token: a watch, or a followed log
+        (`verb` names it in the metrics).
 
-        Nothing read for `inactivity_timeout` seconds ends the stream without error; a
-        connection that breaks raises a retryable `ApiError` (status 0), an error answer the
-        matching `ApiError`.
+        Nothing read for `inactivity_timeout` seconds (None: no limit) ends the stream without
+        error; a connection that breaks raises a retryable `ApiError` (status 0), an error
+        answer the matching `ApiError`.
         """
-        await self._throttle("WATCH")
-        args = await self._request_args("GET", path, query, "application/json")
+        await self._throttle(verb)
+        args = await self._request_args("GET", path, query, JSON, accept)
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=inactivity_timeout)
         try:
             async with self._session.request(**args, timeout=timeout) as resp:
                 metrics.rest_client_requests_total.labels(
-                    str(resp.status), "WATCH", self._metrics_host
+                    str(resp.status), verb, self._metrics_host
                 ).inc()
                 if resp.status >= 400:
                     raise api_error(
@@ -150,9 +161,9 @@ class Transport:
                     )
                 yield resp.content.iter_any()
         except (TimeoutError, aiohttp.ServerTimeoutError):
-            _log.debug("watch inactive, ending it", path=path)
+            _log.debug("stream inactive, ending it", path=path)
         except (aiohttp.ClientError, OSError) as exc:
-            raise ApiError(0, "ConnectionError", f"watch {path}: {exc!r}") from exc
+            raise ApiError(0, "ConnectionError", f"{verb} {path}: {exc!r}") from exc
 
     async def _throttle(self, method: str) -> None:
         """Wait for this request's token, when there is a rate limit."""
@@ -166,12 +177,17 @@ class Transport:
             await asyncio.sleep(delay)
 
     async def _request_args(
-        self, method: str, path: str, query: Mapping[str, Any] | None, content_type: str
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None,
+        content_type: str,
+        accept: str,
     ) -> dict[str, Any]:
         url = self._host + path
         if query:
             url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
-        headers = {"Content-Type": content_type, "Accept": "application/json"}
+        headers = {"Content-Type": content_type, "Accept": accept}
         for setting in (await self._config.auth_settings()).values():
             headers[setting["key"]] = setting["value"]
         args: dict[str, Any] = {"method": method, "url": url, "headers": headers}

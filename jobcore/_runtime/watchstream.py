@@ -1,4 +1,7 @@
-"""A watch's stream read as events, however long one is; an event that cannot be read is skipped.
+"""A streamed answer read line by line: a watch's as events, a followed log's as cut lines.
+
+A watch's event is read however long it is; one that cannot be read is skipped. A log's line is
+cut at a length, so that a line without end never grows the reader.
 
 The API server sends one JSON event per line. A line has no length limit there: an object may
 be as large as a request body (3 MiB), and the server's JSON encoder writes each `<`, `>`, `&`
@@ -168,3 +171,22 @@ def _event(line: bytes, decode: Callable[[bytes], Any]) -> WatchEvent | None:
     if kind != "ERROR" and not isinstance(obj.get("metadata"), dict):
         return None
     return kind, obj
+
+
+async def cut_lines(chunks: AsyncIterable[bytes], *, limit: int) -> AsyncIterator[bytes]:
+    """The lines of `chunks` as each is complete, without their newlines, and then what follows
+    the last newline, if anything; a line longer than `limit` bytes is cut there and the rest
+    of it dropped as it arrives, so a line without end never grows the reader."""
+    kept: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        *ends, rest = chunk.split(b"\n")
+        for end in ends:
+            kept.append(end[: limit - size])
+            yield b"".join(kept)
+            kept, size = [], 0
+        if size < limit and rest:
+            kept.append(rest[: limit - size])
+            size += len(kept[-1])
+    if kept:
+        yield b"".join(kept)

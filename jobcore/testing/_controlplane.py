@@ -42,6 +42,8 @@ _APISERVER_FLAGS = [
     "--authorization-mode=RBAC",
     "--disable-admission-plugins=ServiceAccount",
     "--service-account-issuer=https://localhost",
+    # The kit's nodes serve their logs on loopback, under names no resolver knows.
+    "--kubelet-preferred-address-types=InternalIP,Hostname",
 ]
 
 

@@ -33,6 +33,8 @@ from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import ObjectKey
 from jobcore._runtime.workqueue import QueueShutDown
 from jobcore._runtime.workqueue import WorkQueue
+from jobcore.testing._kubeletlogs import ContainerLog
+from jobcore.testing._kubeletlogs import LogServer
 
 _log = structlog.get_logger("jobcore.testing.node")
 _MAX_RETRY_SECONDS = 5.0
@@ -72,11 +74,13 @@ class NodeOptions(TypedDict, total=False):
 class NodeBase:
     """Binds unscheduled Pods to itself and passes each bound Pod's changes to the subclass.
 
-    `run()` serves until cancelled. Every informer event funnels into a work queue, so one Pod
-    is handled by one worker at a time; a failed API call is retried with backoff. Subclasses
-    implement `_on_bound` (a bound Pod changed) and `_on_deleting` (a bound Pod is being
-    deleted: the API server waits for the node to confirm with `_finalise`), and may hook
-    `_start_up`, `_services` and `_shut_down`.
+    `run()` serves until cancelled; a registered node also serves its containers' logs to the
+    API server (`_kubeletlogs`), as the subclass's `_container_log` finds them. Every
+    informer event funnels into a work queue, so one Pod is handled by one worker at a time;
+    a failed API call is retried with backoff. Subclasses implement `_on_bound` (a bound Pod
+    changed) and `_on_deleting` (a bound Pod is being deleted: the API server waits for the
+    node to confirm with `_finalise`), and may hook `_start_up`, `_services`, `_shut_down`
+    and `_container_log`.
     """
 
     node_labels: ClassVar[dict[str, str]] = {}
@@ -128,15 +132,23 @@ class NodeBase:
     async def _shut_down(self) -> None:
         """Runs last in `run()`, after every worker and background task has stopped."""
 
+    def _container_log(
+        self, namespace: str, pod: str, container: str, previous: bool
+    ) -> ContainerLog | None:
+        """The log of a container of a Pod bound here (of its run before the last restart,
+        with `previous`); None if it has none."""
+        return None
+
     # Running -----------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Serve the Pods until cancelled."""
         informer: asyncio.Task[None] | None = None
+        logs = LogServer(self.name, self.pods, self._container_log)
         try:
             await self._start_up()
             if self._register:
-                await self._register_node()
+                await self._register_node(await logs.start())
             informer = asyncio.create_task(self.pods.run())
             await self.pods.wait_for_sync()
             async with asyncio.TaskGroup() as group:
@@ -150,9 +162,11 @@ class NodeBase:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await self._queue.shutdown(drain=False)
+            await logs.stop()
             await self._shut_down()
 
-    async def _register_node(self) -> None:
+    async def _register_node(self, log_port: int) -> None:
+        """Create the Node (unless there), then say in its status where its logs are served."""
         node = {
             "apiVersion": "v1",
             "kind": "Node",
@@ -163,6 +177,15 @@ class NodeBase:
         except ApiError as exc:
             if exc.status != 409:
                 raise
+        addresses = [
+            {"type": "InternalIP", "address": "127.0.0.1"},
+            {"type": "Hostname", "address": self.name},
+        ]
+        status = {
+            "addresses": addresses,
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": log_port}},
+        }
+        await self.client.patch(NODES, self.name, {"status": status}, subresource="status")
 
     async def _worker(self) -> None:
         """Handle the Pods the queue hands out, one after another, until it shuts down."""

@@ -19,6 +19,10 @@ from jobcore.testing._kubelet import NodeBase
 from jobcore.testing._kubelet import NodeOptions
 from jobcore.testing._kubelet import condition as _condition
 from jobcore.testing._kubelet import now as _now
+from jobcore.testing._kubeletlogs import MemoryLog
+
+LogKey = tuple[str, str, str]
+"""(namespace, pod, container)"""
 
 PodMatcher = Callable[[Object], bool]
 _FINAL_PHASES = ("Succeeded", "Failed")
@@ -49,9 +53,10 @@ class SimulatedNode(NodeBase):
 
     Bound Pods become Running and Ready (after `ready_after` seconds); `when` rules end
     matching Pods with an exit code and reason; `succeed`, `fail`, `evict`, `set_waiting`
-    and `set_ready` drive one Pod by hand. Deleted Pods are finalised (the API server waits
-    for the kubelet before removing a bound Pod). Scope it to a namespace so that several
-    nodes can share one API server.
+    and `set_ready` drive one Pod by hand; `write_log` gives a container output, which
+    `pods/log` and `kubectl logs` read (a restart moves it to the previous run's). Deleted
+    Pods are finalised (the API server waits for the kubelet before removing a bound Pod).
+    Scope it to a namespace so that several nodes can share one API server.
     """
 
     node_labels: ClassVar[dict[str, str]] = {"jobcore.dev/simulated": "true"}
@@ -66,10 +71,24 @@ class SimulatedNode(NodeBase):
         self._started: set[ObjectKey] = set()
         self._scheduled_ends: set[ObjectKey] = set()
         self._ips = (f"10.244.{i // 250}.{i % 250 + 2}" for i in itertools.count())
+        self._logs: dict[LogKey, MemoryLog] = {}
+        self._previous_logs: dict[LogKey, MemoryLog] = {}
 
     def _forget(self, key: ObjectKey) -> None:
         self._started.discard(key)
         self._scheduled_ends.discard(key)
+        for logs in (self._logs, self._previous_logs):
+            for log_key in [k for k in logs if k[:2] == (key.namespace, key.name)]:
+                del logs[log_key]
+
+    def write_log(self, namespace: str, pod: str, container: str, text: str) -> None:
+        """Append `text` to the container's log (its last MiB is kept); followers see it."""
+        self._logs.setdefault((namespace, pod, container), MemoryLog()).write(text.encode())
+
+    def _container_log(
+        self, namespace: str, pod: str, container: str, previous: bool
+    ) -> MemoryLog | None:
+        return (self._previous_logs if previous else self._logs).get((namespace, pod, container))
 
     def when(
         self,
@@ -191,7 +210,10 @@ class SimulatedNode(NodeBase):
     async def _restart(self, pod: Object, outcome: PodOutcome) -> Object:
         status = pod["status"]
         now = _now()
+        meta = pod["metadata"]
         for container in status.get("containerStatuses") or ():
+            key = (meta["namespace"], meta["name"], container["name"])
+            self._previous_logs[key] = self._logs.pop(key, MemoryLog())
             container["lastState"] = {
                 "terminated": {
                     "exitCode": outcome.exit_code,

@@ -44,6 +44,7 @@ from jobcore.testing import _podsetup
 from jobcore.testing import _probes
 from jobcore.testing._kubelet import NodeBase
 from jobcore.testing._kubelet import NodeOptions
+from jobcore.testing._kubeletlogs import FileLog
 from jobcore.testing._netns import prepare_host
 from jobcore.testing._netns import process_node_available
 from jobcore.testing._podrun import ContainerRun
@@ -95,15 +96,26 @@ class ProcessNode(NodeBase):
     def logs(self, namespace: str, pod: str, container: str, *, previous: bool = False) -> str:
         """What the container wrote to stdout and stderr (its last MiB once the Pod is gone);
         `previous`: in its run before the last restart, while the Pod is there."""
-        run = self._runs.get(ObjectKey(namespace, pod))
-        for c in run.containers if run else ():
-            if c.name == container:
-                log = c.previous_log if previous else c.log
-                return log.read_text(errors="replace") if log.exists() else ""
+        if (log := self._log_file(namespace, pod, container, previous)) is not None:
+            return log.read_text(errors="replace") if log.exists() else ""
         kept = self._kept_logs.get((namespace, pod, container))
         if kept is None:
             raise KeyError(f"no container {container} of pod {namespace}/{pod} ran on {self.name}")
         return kept
+
+    def _container_log(
+        self, namespace: str, pod: str, container: str, previous: bool
+    ) -> FileLog | None:
+        log = self._log_file(namespace, pod, container, previous)
+        return FileLog(log) if log is not None and log.exists() else None
+
+    def _log_file(self, namespace: str, pod: str, container: str, previous: bool) -> Path | None:
+        """Where the container of a Pod still here writes its log (or its previous run's)."""
+        run = self._runs.get(ObjectKey(namespace, pod))
+        for c in run.containers if run else ():
+            if c.name == container:
+                return c.previous_log if previous else c.log
+        return None
 
     # Informer events also drive the hosts files ------------------------------------------
 
