@@ -9,10 +9,12 @@ import sys
 import uuid
 from typing import Any
 
+from controllers import describe
 from controllers import render
 from controllers import sandboxcommand
 from controllers.apiclient import add_client_arguments
 from controllers.apiclient import client_from
+from controllers.dashboard import command as dashboardcommand
 from controllers.kinds import ENTRY_POINT_GROUP
 from controllers.kinds import KindLoadError
 from controllers.kinds import installed_kinds
@@ -231,6 +233,8 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     sandboxcommand.add_parser(commands)
+    dashboardcommand.add_parser(commands)
+    describe.add_parsers(commands)
     return parser
 
 
@@ -379,6 +383,9 @@ _COMMANDS = {
     "render": _render,
     "manifests": _manifests,
     "sandbox": sandboxcommand.sandbox,
+    "dashboard": dashboardcommand.dashboard,
+    "describe": describe.describe,
+    "logs": describe.logs,
 }
 
 

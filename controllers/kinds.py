@@ -106,3 +106,30 @@ def installed_kinds(names: Iterable[str] | None = None) -> list[InstalledKind]:
     for name in _load_order(wanted):
         kinds.append(_load(entries[name], kinds))
     return sorted(kinds, key=lambda installed: installed.name)
+
+
+def find_kind(text: str, kinds: Sequence[InstalledKind]) -> InstalledKind:
+    """The kind `text` names, as `kubectl` names resources: its entry-point name, its kind,
+    plural, `plural.group` or a short name, any case. The entry-point name wins, so
+    `mpijob` is T9k's MPIJob and `kubeflow-mpijob` Kubeflow's; a name two kinds share is an
+    error that lists them. KindLoadError when none matches."""
+    wanted = text.lower()
+    for installed in kinds:
+        if installed.name == wanted:
+            return installed
+    found = [
+        installed
+        for installed in kinds
+        if wanted
+        in {
+            installed.kind.resource.kind.lower(),
+            installed.kind.resource.plural,
+            f"{installed.kind.resource.plural}.{installed.kind.resource.group}",
+            *(name.lower() for name in installed.kind.short_names),
+        }
+    ]
+    if len(found) == 1:
+        return found[0]
+    names = sorted(installed.name for installed in (found or kinds))
+    problem = "names more than one kind" if found else "is no installed kind"
+    raise KindLoadError(f"{text!r} {problem}; say one of: {', '.join(names)}")

@@ -17,6 +17,8 @@ import yaml
 
 from controllers import frameworks
 from controllers import realjobs
+from controllers.dashboard.server import serve
+from controllers.dashboard.view import ClusterView
 from controllers.kinds import installed_kinds
 from jobcore import Client
 from jobcore import Manager
@@ -156,7 +158,9 @@ async def _run(
     for kind in kinds:
         add_job_controller(manager, kind, agent=agent)
     name = sample.job["metadata"]["name"]
-    async with background(node.run()), background(manager.run()):
+    view = ClusterView(client, installed_kinds())
+    async with background(node.run()), background(manager.run()), serve(view, port=0) as url:
+        out.write(f"dashboard: {url}\n")
         await client.create(sample.resource, sample.job)
         phase = await follow(client, sample, keep=keep, out=out)
         if isinstance(node, ProcessNode):
