@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from controllers.dashboard.manifests import dashboard_files
 from controllers.kueuerbac import KUEUE_INTEGRATION_GRANTS
 from controllers.kueuerbac import kueue_rbac
 from jobcore import BATCH_JOBS
@@ -357,7 +358,8 @@ def write_manifests(
     works on all of them. Not installed: `deploy/pdb.yaml`, the PodDisruptionBudget, applied
     apart from 1.21 on (see `disruption_budget`), and `deploy/metrics.yaml` and
     `deploy/metrics-patch.yaml`, which expose `/metrics`, and `kueue/`, what Kueue's controller
-    needs on the kinds for MultiKueue (see `kueue_rbac`). With `namespace` (an install
+    needs on the kinds for MultiKueue (see `kueue_rbac`), and `dashboard/`, the dashboard's
+    optional install (`controllers.dashboard.manifests`). With `namespace` (an install
     limited to it, see `rbac`), `kustomization.yaml` leaves out `crds/` too: CRDs are
     cluster-scoped, for a cluster admin to install.
     """
@@ -379,6 +381,8 @@ def write_manifests(
             kueue,
             _dump(root / "kueue" / "kustomization.yaml", [_kustomization(["rbac.yaml"])]),
         ]
+        dashboard = dashboard_files(kinds, NAMESPACE, IMAGE)
+        apart += [_dump(root / "dashboard" / name, docs) for name, docs in dashboard.items()]
     applied = installed if namespace else [*crds, *installed]
     names = sorted(str(path.relative_to(root)) for path in applied)
     written = [

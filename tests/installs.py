@@ -69,9 +69,10 @@ def with_token(admin: str, token: str, path: Path) -> str:
     return str(path)
 
 
-async def service_account_token(client: Client, namespace: str) -> str:
-    """A token of the controller's ServiceAccount in `namespace`, from the TokenRequest API."""
-    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{NAME}/token"
+async def service_account_token(client: Client, namespace: str, name: str = NAME) -> str:
+    """A token of the ServiceAccount `name` (the controller's) in `namespace`, from the
+    TokenRequest API."""
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
     answer = await client.request("POST", path, body=_TOKEN_REQUEST)
     token: str = answer["status"]["token"]
     return token
