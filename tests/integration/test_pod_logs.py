@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import time
 from collections.abc import AsyncIterator
 from collections.abc import Awaitable
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from jobcore import NotFoundError
 from jobcore import Object
 from jobcore.testing import ProcessNode
 from jobcore.testing import SimulatedNode
+from jobcore.testing import background
 from jobcore.testing import eventually
 from jobcore.testing import require
 
@@ -131,3 +133,17 @@ async def test_a_process_containers_real_output(
         await collect(lines, client.follow_pod_log("echo", namespace))
     assert lines == ["first", "second"]
     assert await client.pod_log("echo", namespace) == "first\nsecond\n"
+
+
+async def test_a_node_stops_at_once_while_a_log_is_followed(client: Client, namespace: str) -> None:
+    node = SimulatedNode(client, name=f"stopping-{namespace}"[:63], namespace=namespace)
+    async with background(node.run()):
+        await node.pods.wait_for_sync()
+        await client.create(PODS, pod(namespace, "quiet", "Never"))
+        await running_on(node, namespace, "quiet")
+        follower = asyncio.create_task(collect([], client.follow_pod_log("quiet", namespace)))
+        await asyncio.sleep(0.5)  # the follower is waiting for more
+        stopping = time.monotonic()
+    assert time.monotonic() - stopping < 5
+    async with asyncio.timeout(5):
+        await follower  # ended with the node's server
