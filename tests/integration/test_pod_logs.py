@@ -102,14 +102,15 @@ async def test_a_simulated_containers_log_read_tailed_followed_and_previous(
     node.write_log(namespace, "launcher", "main", "four\n" + "x" * 100_000 + "\nfive\n")
     await eventually(lambda: len(lines) == 4)
     assert lines[1] == "four" and lines[2] == "x" * 65536 and lines[3] == "five"
-    await node.fail(namespace, "launcher")  # OnFailure: the container restarts
+    await node.fail(namespace, "launcher", log="exiting\n")  # OnFailure: it restarts
     async with asyncio.timeout(5):
         await follower  # this run's log ends with it
+    assert lines[4:] == ["exiting"]
 
     node.write_log(namespace, "launcher", "main", "again\n")
     assert await client.pod_log("launcher", namespace) == "again\n"
     previous = await client.pod_log("launcher", namespace, previous=True)
-    assert previous.startswith("one\ntwo\nthree\nfour\n") and previous.endswith("\nfive\n")
+    assert previous.startswith("one\ntwo\nthree\nfour\n") and previous.endswith("five\nexiting\n")
     assert await kubectl("-n", namespace, "logs", "launcher") == "again\n"
     assert await kubectl("-n", namespace, "logs", "launcher", "--tail=1") == "again\n"
 
