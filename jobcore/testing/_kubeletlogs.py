@@ -185,7 +185,8 @@ class LogServer:
         return response
 
     def _container_status(self, namespace: str, pod: str, name: str) -> dict[str, Any] | None:
-        """The container's status on a Pod bound to this node ({} before it has one)."""
+        """The container's status on a Pod bound to this node (waiting, before it has one);
+        None if there is no such container here."""
         obj = self._pods.get(pod, namespace)
         if obj is None or obj["spec"].get("nodeName") != self._node:
             return None
