@@ -37,6 +37,8 @@ MEMORY_LOG_BYTES = 2**20
 """How much of a container's log a `MemoryLog` keeps: the end of it."""
 _POLL_SECONDS = 0.1
 """How often a follower looks for more of the log and whether its container still runs."""
+_SHUTDOWN_SECONDS = 2.0
+"""How long a stopping server waits for its requests to end before it cancels them."""
 
 
 class ContainerLog(Protocol):
@@ -105,7 +107,8 @@ class LogServer:
 
     A Pod or container the node does not run answers 404, a container not started yet 400,
     as the kubelet's do. A follower ends once the container it began with is no longer
-    running (ended, restarted, or its Pod gone) and its log is read to the end.
+    running (ended, restarted, or its Pod gone) and its log is read to the end, or once the
+    server stops.
     """
 
     def __init__(self, node: str, pods: Informer, find: LogFinder) -> None:
@@ -114,7 +117,8 @@ class LogServer:
         self._find = find
         app = web.Application()
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=_SHUTDOWN_SECONDS)
+        self._stopping = False
 
     async def start(self) -> int:
         """Listen on an ephemeral port of 127.0.0.1; return the port."""
@@ -124,6 +128,7 @@ class LogServer:
         return int(self._runner.addresses[0][1])
 
     async def stop(self) -> None:
+        self._stopping = True
         await self._runner.cleanup()
 
     async def _logs(self, request: web.Request) -> web.StreamResponse:
@@ -180,7 +185,8 @@ class LogServer:
         return response
 
     def _container_status(self, namespace: str, pod: str, name: str) -> dict[str, Any] | None:
-        """The container's status on a Pod bound to this node ({} before it has one)."""
+        """The container's status on a Pod bound to this node (waiting, before it has one);
+        None if there is no such container here."""
         obj = self._pods.get(pod, namespace)
         if obj is None or obj["spec"].get("nodeName") != self._node:
             return None
@@ -199,7 +205,8 @@ class LogServer:
     def _running(self, where: tuple[str, str, str], restarts: int) -> bool:
         status = self._container_status(*where)
         return (
-            status is not None
+            not self._stopping
+            and status is not None
             and "running" in (status.get("state") or {})
             and status.get("restartCount", 0) == restarts
         )

@@ -30,11 +30,13 @@ _FINAL_PHASES = ("Succeeded", "Failed")
 
 @dataclass(frozen=True, slots=True)
 class PodOutcome:
-    """How a running Pod's containers end: exit code, termination reason, and when."""
+    """How a running Pod's containers end: exit code, termination reason, when, and the
+    last words each writes to its log."""
 
     exit_code: int = 0
     reason: str | None = None
     after: float = 0.0
+    log: str = ""
 
     @property
     def termination_reason(self) -> str:
@@ -97,9 +99,11 @@ class SimulatedNode(NodeBase):
         exit_code: int = 0,
         reason: str | None = None,
         after: float = 0.0,
+        log: str = "",
     ) -> None:
-        """End running Pods that match `selector` (labels or a function) after `after` seconds."""
-        self._rules.append((_matcher(selector), PodOutcome(exit_code, reason, after)))
+        """End running Pods that match `selector` (labels or a function) after `after` seconds,
+        their containers writing `log` first."""
+        self._rules.append((_matcher(selector), PodOutcome(exit_code, reason, after, log)))
 
     async def _on_bound(self, key: ObjectKey, pod: Object) -> None:
         if (pod.get("status") or {}).get("phase") in _FINAL_PHASES:
@@ -177,6 +181,8 @@ class SimulatedNode(NodeBase):
     ) -> Object:
         """End every container with `outcome`; restartPolicy decides whether it runs again."""
         pod = await self._current(namespace, name)
+        for container in pod["spec"]["containers"] if outcome.log else ():
+            self.write_log(namespace, name, container["name"], outcome.log)
         restart = pod["spec"].get("restartPolicy", "Always")
         if may_restart and (
             restart == "Always" or (restart == "OnFailure" and outcome.exit_code != 0)
@@ -229,9 +235,15 @@ class SimulatedNode(NodeBase):
         return await self.terminate(namespace, name, PodOutcome(0))
 
     async def fail(
-        self, namespace: str, name: str, *, exit_code: int = 1, reason: str | None = None
+        self,
+        namespace: str,
+        name: str,
+        *,
+        exit_code: int = 1,
+        reason: str | None = None,
+        log: str = "",
     ) -> Object:
-        return await self.terminate(namespace, name, PodOutcome(exit_code, reason))
+        return await self.terminate(namespace, name, PodOutcome(exit_code, reason, log=log))
 
     async def evict(self, namespace: str, name: str) -> Object:
         """Fail the Pod as the kubelet does under memory pressure: never restarted in place."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import time
 from collections.abc import AsyncIterator
 from collections.abc import Awaitable
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from jobcore import NotFoundError
 from jobcore import Object
 from jobcore.testing import ProcessNode
 from jobcore.testing import SimulatedNode
+from jobcore.testing import background
 from jobcore.testing import eventually
 from jobcore.testing import require
 
@@ -100,14 +102,15 @@ async def test_a_simulated_containers_log_read_tailed_followed_and_previous(
     node.write_log(namespace, "launcher", "main", "four\n" + "x" * 100_000 + "\nfive\n")
     await eventually(lambda: len(lines) == 4)
     assert lines[1] == "four" and lines[2] == "x" * 65536 and lines[3] == "five"
-    await node.fail(namespace, "launcher")  # OnFailure: the container restarts
+    await node.fail(namespace, "launcher", log="exiting\n")  # OnFailure: it restarts
     async with asyncio.timeout(5):
         await follower  # this run's log ends with it
+    assert lines[4:] == ["exiting"]
 
     node.write_log(namespace, "launcher", "main", "again\n")
     assert await client.pod_log("launcher", namespace) == "again\n"
     previous = await client.pod_log("launcher", namespace, previous=True)
-    assert previous.startswith("one\ntwo\nthree\nfour\n") and previous.endswith("\nfive\n")
+    assert previous.startswith("one\ntwo\nthree\nfour\n") and previous.endswith("five\nexiting\n")
     assert await kubectl("-n", namespace, "logs", "launcher") == "again\n"
     assert await kubectl("-n", namespace, "logs", "launcher", "--tail=1") == "again\n"
 
@@ -131,3 +134,17 @@ async def test_a_process_containers_real_output(
         await collect(lines, client.follow_pod_log("echo", namespace))
     assert lines == ["first", "second"]
     assert await client.pod_log("echo", namespace) == "first\nsecond\n"
+
+
+async def test_a_node_stops_at_once_while_a_log_is_followed(client: Client, namespace: str) -> None:
+    node = SimulatedNode(client, name=f"stopping-{namespace}"[:63], namespace=namespace)
+    async with background(node.run()):
+        await node.pods.wait_for_sync()
+        await client.create(PODS, pod(namespace, "quiet", "Never"))
+        await running_on(node, namespace, "quiet")
+        follower = asyncio.create_task(collect([], client.follow_pod_log("quiet", namespace)))
+        await asyncio.sleep(0.5)  # the follower is waiting for more
+        stopping = time.monotonic()
+    assert time.monotonic() - stopping < 5
+    async with asyncio.timeout(5):
+        await follower  # ended with the node's server

@@ -12,6 +12,7 @@ from jobcore import ApiError
 from jobcore._runtime.watchstream import Lines
 from jobcore._runtime.watchstream import Oversized
 from jobcore._runtime.watchstream import SkippedEvents
+from jobcore._runtime.watchstream import cut_lines
 from jobcore._runtime.watchstream import watch_events
 
 
@@ -67,3 +68,9 @@ async def test_a_stream_that_ends_inside_an_event_fails_as_a_broken_connection()
         await names(SkippedEvents(), event("a"), b'{"type":"ADDED","obj')
     assert raised.value.status == 0
     assert raised.value.retryable
+
+
+async def test_a_logs_lines_are_cut_at_the_limit_across_chunks_and_the_last_kept() -> None:
+    chunks = chunks_of(b"ab", b"c\n0123", b"456789xyz", b"tail\nok\n\nno newline")
+    lines = [line async for line in cut_lines(chunks, limit=5)]
+    assert lines == [b"abc", b"01234", b"ok", b"", b"no ne"]
