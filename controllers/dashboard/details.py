@@ -25,6 +25,7 @@ from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import JobKind
 from jobcore.jobs import JobStatus
 from jobcore.jobs import parse_time
+from jobcore.launcher import LAUNCHER
 
 PODS_SHOWN = 200
 """The most pods a job's page lists and charts."""
@@ -185,7 +186,12 @@ def first_failure(pods: Sequence[PodView], status_message: str) -> Failure | Non
     """The run that failed first (a non-zero exit), or a pod that failed without one (evicted)."""
     failed = [(run, pod) for pod in pods for run in pod.runs if run.failed]
     if failed:
-        run, pod = min(failed, key=lambda pair: pair[0].end or pair[0].start)
+        # Times are whole seconds: of runs that ended in the same one, a worker's comes first,
+        # as a launcher fails because a rank did.
+        run, pod = min(
+            failed,
+            key=lambda pair: (pair[0].end or pair[0].start, pair[1].replica.startswith(LAUNCHER)),
+        )
         message = run.message.strip() or status_message or run.reason
         return Failure(pod.name, pod.replica, run.exit_code, message, run.end)
     for pod in pods:

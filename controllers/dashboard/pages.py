@@ -151,7 +151,7 @@ async def overview_live(request: web.Request) -> web.StreamResponse:
                 if parts:
                     parts.append(f'<span id="job-count" hx-swap-oob="true">{len(shown)}</span>')
                     await stream.send("update", "".join(parts))
-    return web.StreamResponse()
+    return stream.response
 
 
 def _ref(request: web.Request) -> JobRef:
@@ -185,7 +185,8 @@ async def job_page(request: web.Request) -> web.Response:
     sources = await job_sources(view.client, installed.kind, ref)
     pods = view.pods_of(ref)
     details = job_details(installed.kind, obj, pods, view.events_of(ref))
-    shown = log_pod(pods)
+    replica = request.query.get("log") or None
+    shown = log_pod(pods, replica)
     return _page(
         view,
         "job.html",
@@ -196,7 +197,7 @@ async def job_page(request: web.Request) -> web.Response:
         rendered=sources.rendered,
         live=f"{ref.path}/live?since={view.version}",
         log_pod=shown["metadata"]["name"] if shown else None,
-        log_stream=f"{ref.path}/log",
+        log_stream=f"{ref.path}/log" + (f"?{urlencode({'replica': replica})}" if replica else ""),
     )
 
 
@@ -213,7 +214,7 @@ async def job_live(request: web.Request) -> web.StreamResponse:
                     html = _sections(view, ref, oob=True)
                     if html is not None:
                         await stream.send("update", html)
-    return web.StreamResponse()
+    return stream.response
 
 
 async def job_log(request: web.Request) -> web.StreamResponse:
@@ -228,4 +229,4 @@ async def job_log(request: web.Request) -> web.StreamResponse:
             await stream.send("end", "")
         else:
             await stream_log(view.client, stream, pod, log_container(kind, pod))
-    return web.StreamResponse()
+    return stream.response

@@ -103,7 +103,7 @@ async def serve(
     """Run the view's watches and serve the pages on `host:port` (0: a free port); yields the
     address to open."""
     runner = web.AppRunner(
-        dashboard_app(view, allowed_hosts=allowed_hosts), access_log=None, shutdown_timeout=1.0
+        dashboard_app(view, allowed_hosts=allowed_hosts), access_log=None, shutdown_timeout=0.25
     )
     await runner.setup()
     watching = asyncio.create_task(view.run())

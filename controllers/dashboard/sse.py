@@ -19,13 +19,14 @@ class EventStream:
     """An open `text/event-stream` answer."""
 
     def __init__(self, response: web.StreamResponse) -> None:
-        self._response = response
+        self.response = response
+        """The answer, for the handler to return once the stream has ended."""
         self._lock = asyncio.Lock()
 
     async def send(self, event: str, html: str) -> None:
         data = "".join(f"data: {line}\n" for line in html.splitlines() or [""])
         async with self._lock:
-            await self._response.write(f"event: {event}\n{data}\n".encode())
+            await self.response.write(f"event: {event}\n{data}\n".encode())
 
     async def _keep_alive(self, owner: asyncio.Task[object]) -> None:
         """Write a comment now and then; once the page is gone, cancel the stream's `owner`,
@@ -34,15 +35,16 @@ class EventStream:
             while True:
                 await asyncio.sleep(KEEPALIVE)
                 async with self._lock:
-                    await self._response.write(b": keep-alive\n\n")
-        except (ConnectionError, RuntimeError):
+                    await self.response.write(b": keep-alive\n\n")
+        except ConnectionError:
             owner.cancel()
 
 
 @contextlib.asynccontextmanager
 async def event_stream(request: web.Request) -> AsyncIterator[EventStream]:
-    """Open the stream; it ends when the block does or the page goes away (the block is then
-    cancelled by aiohttp, or its next write fails)."""
+    """Open the stream; it ends when the block does (the handler then returns
+    `stream.response`) or when the page goes away (the block's next write fails, or the
+    keep-alive's, which cancels the block)."""
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream",
@@ -57,7 +59,8 @@ async def event_stream(request: web.Request) -> AsyncIterator[EventStream]:
     keep_alive = asyncio.create_task(stream._keep_alive(owner))
     try:
         yield stream
-    except (ConnectionError, RuntimeError):
+        await response.write_eof()
+    except ConnectionError:
         pass  # the page went away while a write was under way
     finally:
         keep_alive.cancel()

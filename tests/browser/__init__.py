@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import ParamSpec
 from typing import TypeVar
 
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.command import Command
@@ -40,7 +41,9 @@ def wait_for(
         return bool(found) and (text is None or text in found[0].text)
 
     try:
-        WebDriverWait(browser, timeout, poll_frequency=0.05).until(ready)
+        # A live page replaces its parts: an element found may be gone when its text is read.
+        stale = (StaleElementReferenceException,)
+        WebDriverWait(browser, timeout, poll_frequency=0.05, ignored_exceptions=stale).until(ready)
     except TimeoutException as error:
         raise AssertionError(_waited(css, text, timeout, found)) from error
     return found[0]
