@@ -16,6 +16,7 @@ from typing import Any
 from controllers.dashboard.sse import EventStream
 from jobcore import ApiError
 from jobcore import Client
+from jobcore import ForbiddenError
 from jobcore import NotFoundError
 from jobcore import Object
 from jobcore.jobs import REPLICA_INDEX_LABEL
@@ -74,11 +75,11 @@ async def stream_log(
             )
             await _relay(lines, stream)
             break
-        except NotFoundError:
-            await stream.send("line", '<div class="note">the pod is gone</div>')
+        except (NotFoundError, ForbiddenError) as error:  # gone, or not ours to read
+            await stream.send("status", html.escape(f"no log: {error}"))
             break
         except ApiError as error:  # not started yet (400), or the node cannot be reached
-            await stream.send("status", f'<span class="note">{html.escape(str(error))}</span>')
+            await stream.send("status", html.escape(f"waiting for the log: {error}"))
             await asyncio.sleep(RETRY_SECONDS)
     await stream.send("end", "")
 

@@ -77,7 +77,7 @@ class Filter:
 def _page(view: ClusterView, name: str, **context: Any) -> web.Response:
     scope = f"namespace {view.namespace}" if view.namespace else "all namespaces"
     html = templates.get_template(name).render(
-        scope=scope, synced=view.synced(), now=_now(), **context
+        scope=scope, unsynced=view.unsynced(), now=_now(), **context
     )
     return web.Response(text=html, content_type="text/html")
 

@@ -256,6 +256,10 @@ class ClusterView:
     def synced(self) -> bool:
         return all(informer.has_synced() for informer in self.informers())
 
+    def unsynced(self) -> list[str]:
+        """The resources not listed yet (not served, or not readable with these rights)."""
+        return [i.resource.plural for i in self.informers() if not i.has_synced()]
+
     @contextlib.contextmanager
     def subscribe(self) -> Iterator[Subscription]:
         """A live page's subscription, for as long as the page is open."""

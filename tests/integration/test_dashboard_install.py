@@ -13,12 +13,16 @@ import pytest
 import yaml
 
 from controllers.dashboard.manifests import NAME
+from controllers.dashboard.server import serve
+from controllers.dashboard.view import ClusterView
+from controllers.kinds import installed_kinds
 from controllers.manifests import NAMESPACE
 from jobcore import NAMESPACES
 from jobcore import SECRETS
 from jobcore import AlreadyExistsError
 from jobcore import Client
 from jobcore import ForbiddenError
+from jobcore import Resource
 from jobcore.testing import SimulatedNode
 from jobcore.testing import eventually
 from jobcore.testing import job_controller
@@ -30,6 +34,10 @@ from tests.commands import start_jobcore
 
 pytestmark = pytest.mark.integration
 
+RBAC = "rbac.authorization.k8s.io"
+SERVICE_ACCOUNTS = Resource("", "v1", "ServiceAccount", "serviceaccounts")
+ROLES = Resource(RBAC, "v1", "Role", "roles")
+ROLE_BINDINGS = Resource(RBAC, "v1", "RoleBinding", "rolebindings")
 INSTALL = Path(__file__).resolve().parents[2] / "manifests" / "dashboard"
 
 
@@ -95,3 +103,51 @@ async def test_the_in_cluster_dashboard_shows_jobs_and_can_read_no_secret(
     finally:
         process.terminate()
         await process.wait()
+
+
+async def test_a_user_who_may_read_only_jobs_and_pods_is_told_what_is_missing(
+    client: Client,
+    namespace: str,
+    kubeconfig_path: str,
+    tmp_path: Path,
+    simulated_node: SimulatedNode,
+) -> None:
+    read = ["get", "list", "watch"]
+    role = {
+        "metadata": {"name": "jobs-and-pods"},
+        "rules": [
+            {"apiGroups": ["batch.tensorstack.dev"], "resources": ["mpijobs"], "verbs": read},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": read},
+        ],
+    }
+    binding = {
+        "metadata": {"name": "jobs-and-pods"},
+        "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "jobs-and-pods"},
+        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+    }
+    await client.create(SERVICE_ACCOUNTS, {"metadata": {"name": "reader"}}, namespace)
+    await client.create(ROLES, role, namespace)
+    await client.create(ROLE_BINDINGS, binding, namespace)
+    token = await installs.service_account_token(client, namespace, "reader")
+    scoped = installs.with_token(kubeconfig_path, token, tmp_path / "reader.kubeconfig")
+    kinds = [k for k in installed_kinds() if k.name == "mpijob"]
+    async with (
+        job_controller(client, MPIJobKind(), namespace=namespace),
+        await Client.from_kubeconfig(scoped) as reader,
+        serve(ClusterView(reader, kinds, namespace), port=0) as url,
+        aiohttp.ClientSession(url) as http,
+    ):
+        await client.create(mpijobs.MPIJOBS, mpijobs.mpijob(namespace, "mine"))
+        await wait_for_phase(client, mpijobs.MPIJOBS, namespace, "mine", "Running")
+        pages: list[str] = []
+
+        async def listed() -> bool:
+            async with http.get("/") as response:
+                pages.append(await response.text())
+            return 'data-job="mpijob/' in pages[-1]
+
+        await eventually(listed, timeout=15, interval=0.2)
+        assert "not loaded yet: events" in pages[-1]
+        async with http.get(f"/jobs/mpijob/{namespace}/mine/log") as response:
+            said = await response.text()  # the stream ends: it may not read the log
+        assert "event: status" in said and "no log:" in said and "forbidden" in said.lower(), said
