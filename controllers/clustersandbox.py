@@ -15,6 +15,8 @@ from typing import TextIO
 from controllers import clusterjobs
 from controllers import images
 from controllers import realjobs
+from controllers.dashboard.server import serve
+from controllers.dashboard.view import ClusterView
 from controllers.kinds import BUNDLED_KINDS
 from controllers.kinds import installed_kinds
 from controllers.manifests import NAME
@@ -112,10 +114,13 @@ async def _run(cluster: RealCluster, sample: realjobs.Sample, programs: Path, ou
     name, namespace = sample.job["metadata"]["name"], sample.job["metadata"]["namespace"]
     job, configmap = clusterjobs.with_programs_configmap(sample.job, programs)
     client = await Client.from_kubeconfig(cluster.kubeconfig_path)
+    view = ClusterView(client, installed_kinds(BUNDLED_KINDS))
     try:
-        await client.create(CONFIGMAPS, configmap)
-        await client.create(sample.resource, job)
-        phase = await follow(client, sample, keep=False, out=out)
+        async with serve(view, port=0) as url:
+            out.write(f"dashboard: {url}\n")
+            await client.create(CONFIGMAPS, configmap)
+            await client.create(sample.resource, job)
+            phase = await follow(client, sample, keep=False, out=out)
     finally:
         await client.close()
     logs = await cluster.commands.kubectl(

@@ -24,6 +24,7 @@ async def test_the_mpijob_sample_runs_in_containers_and_its_status_is_shown(
     assert phase == "Succeeded", shown
     assert "controller deployed with kubectl apply -k: Ready in" in shown, shown
     assert f"KUBECONFIG={cluster.kubeconfig}" in shown, shown
+    assert "dashboard: http://127.0.0.1:" in shown, shown
     assert "mpi-example: phase=Succeeded" in shown, shown
     launcher = shown.partition("launcher output:\n")[2]
     assert launcher.count(": sum=10") == 4, shown

@@ -73,5 +73,6 @@ def test_jobcore_sandbox_runs_its_sample_job_from_the_plain_install(plain_instal
     installed the package runs it: the status shown live, while the job runs, then its end."""
     output = as_a_user(plain_install / "jobcore", "sandbox", bin_folder=plain_install)
     assert "control plane up: https://127.0.0.1:" in output, output
+    assert "dashboard: http://127.0.0.1:" in output, output  # its templates are in the wheel
     assert "mpi-example: phase=Running" in output, output
     assert output.rstrip().splitlines()[-1] == "sample job finished: Succeeded", output
