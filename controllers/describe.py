@@ -163,6 +163,11 @@ async def describe(args: argparse.Namespace) -> int:
             about = {name, *(p["metadata"]["name"] for p in pods)}
             events = await _events(client, args.namespace, about)
             log = await _log_tail(client, installed, pods)
+    except NotFoundError:
+        print(
+            f"jobcore describe: {args.job} not found in namespace {args.namespace}", file=sys.stderr
+        )
+        return 1
     except (ValueError, ApiError) as error:
         print(f"jobcore describe: {error}", file=sys.stderr)
         return 1
@@ -210,6 +215,9 @@ async def logs(args: argparse.Namespace) -> int:
                         meta["name"], args.namespace, container=container, tail_lines=args.tail
                     )
                 )
+    except NotFoundError:
+        print(f"jobcore logs: {args.job} not found in namespace {args.namespace}", file=sys.stderr)
+        return 1
     except (ValueError, ApiError) as error:
         print(f"jobcore logs: {error}", file=sys.stderr)
         return 1

@@ -7,4 +7,5 @@
 - `pages` and `sse`: the pages, and the server-sent events that keep them live.
 - `server`: the aiohttp application, its security headers and Host check.
 - `command`: the `jobcore dashboard` command.
+- `manifests`: its optional in-cluster install, read-only (`manifests/dashboard/`).
 """

@@ -8,6 +8,7 @@ status that cannot be read is shown as such, never raised: the job belongs to a 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC
 from datetime import datetime
@@ -44,7 +45,7 @@ class JobSummary:
         """`retry in 12s` while the job waits out a retry's backoff; else empty."""
         if self.retry_at is None or self.retry_at <= now:
             return ""
-        return f"retry in {int((self.retry_at - now).total_seconds()) + 1}s"
+        return f"retry in {math.ceil((self.retry_at - now).total_seconds())}s"
 
 
 def read_status(kind: JobKind[Any], obj: Object) -> tuple[JobStatus, str | None]:
