@@ -99,7 +99,11 @@ async def test_the_in_cluster_dashboard_shows_jobs_and_can_read_no_secret(
 
                 await eventually(pods_shown, timeout=15, interval=0.2)
                 page = pages[-1]
+                async with http.get("/") as response:
+                    overview = await response.text()
         assert "kind: MPIJob" in page  # read with the dashboard's own token
+        # every kind installed through the entry point, the example plugin's among them
+        assert '<option value="torchjob">TorchJob (torchjob)</option>' in overview
     finally:
         process.terminate()
         await process.wait()
