@@ -66,10 +66,19 @@ def dashboard_rbac(kinds: Sequence[JobKind[Any]], namespace: str) -> list[Object
 def dashboard_deployment(namespace: str, image: str) -> list[Object]:
     """One replica of `jobcore dashboard` on the pod's loopback, and a NetworkPolicy that
     admits nothing to the pod."""
+    # The pages are on the pod's loopback, which the kubelet's HTTP probes cannot reach: the
+    # container asks itself, until it answers once; the pod is Ready (and `rollout status`
+    # done) only then.
+    answers = f"import urllib.request as u; u.urlopen('http://127.0.0.1:{PORT}/healthz', timeout=2)"
     container = {
         "name": "dashboard",
         "image": image,
         "args": ["--log-format", "json", "dashboard", "--port", str(PORT)],
+        "startupProbe": {
+            "exec": {"command": ["python", "-c", answers]},
+            "periodSeconds": 1,
+            "failureThreshold": 120,
+        },
         "resources": {
             "requests": {"cpu": "50m", "memory": "64Mi"},
             "limits": {"memory": "512Mi"},

@@ -72,6 +72,11 @@ async def _on_prepare(_: web.Request, response: web.StreamResponse) -> None:
     response.headers.update(_HEADERS)
 
 
+async def _healthy(_: web.Request) -> web.Response:
+    """Serving: what the in-cluster install's startup probe asks."""
+    return web.Response(text="ok")
+
+
 async def _no_icon(_: web.Request) -> web.Response:
     """No icon, said without an error that a browser's console would show."""
     return web.Response(status=204)
@@ -87,6 +92,7 @@ def dashboard_app(view: ClusterView, *, allowed_hosts: Iterable[str] = ()) -> we
     app.router.add_get("/jobs/{kind}/{namespace}/{name}", pages.job_page)
     app.router.add_get("/jobs/{kind}/{namespace}/{name}/live", pages.job_live)
     app.router.add_get("/jobs/{kind}/{namespace}/{name}/log", pages.job_log)
+    app.router.add_get("/healthz", _healthy)
     app.router.add_get("/favicon.ico", _no_icon)
     app.router.add_static("/static", STATIC, append_version=False)
     return app
