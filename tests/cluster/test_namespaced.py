@@ -35,7 +35,15 @@ def cluster_wide_controller_stopped(cluster: Cluster) -> Iterator[None]:
     and back to its two replicas after."""
     cluster.kubectl("scale", "-n", NAMESPACE, f"deployment/{NAME}", "--replicas=0")
     cluster.kubectl(
-        "wait", "--for=delete", "pod", "-n", NAMESPACE, "-l", CONTROLLER_SELECTOR, "--timeout=90s"
+        "wait",
+        "--for=delete",
+        "pod",
+        "-n",
+        NAMESPACE,
+        "-l",
+        CONTROLLER_SELECTOR,
+        "--timeout=90s",
+        timeout=100,  # kubectl's own 90 s, not the 60 s a kubectl call is given by default
     )
     try:
         yield
