@@ -116,6 +116,10 @@ def _since(request: web.Request) -> int:
         return -1
 
 
+def _removed(uid: str) -> str:
+    return f'<tr id="job-{uid}" hx-swap-oob="delete"></tr>'
+
+
 async def overview_live(request: web.Request) -> web.StreamResponse:
     """The overview's rows as they change. The page was rendered at version `since`; when
     anything changed after it, the first event replaces the whole table."""
@@ -138,16 +142,18 @@ async def overview_live(request: web.Request) -> web.StreamResponse:
                     obj = view.job(ref)
                     summary = summarize(view.kinds[ref.kind].kind, obj) if obj else None
                     if summary is not None and chosen.matches(ref, summary):
-                        if ref in shown:
+                        if shown.get(ref) == summary.uid:
                             parts.append(row(ref, summary, _now(), oob="true"))
-                        else:
+                        else:  # new here, or a new job of a deleted one's name
+                            if ref in shown:
+                                parts.append(_removed(shown[ref]))
                             new_row = row(ref, summary, _now())
                             parts.append(
                                 f'<tbody hx-swap-oob="afterbegin:#jobs-body">{new_row}</tbody>'
                             )
                         shown[ref] = summary.uid
                     elif ref in shown:
-                        parts.append(f'<tr id="job-{shown.pop(ref)}" hx-swap-oob="delete"></tr>')
+                        parts.append(_removed(shown.pop(ref)))
                 if parts:
                     parts.append(f'<span id="job-count" hx-swap-oob="true">{len(shown)}</span>')
                     await stream.send("update", "".join(parts))

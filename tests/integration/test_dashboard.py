@@ -113,3 +113,15 @@ async def test_the_overview_follows_a_job_live_and_its_page_leads_with_the_faile
             assert response.status == 421
         async with http.post("/") as response:
             assert response.status == 405
+
+        async with http.get("/") as response:
+            page = await response.text()
+        old = re.search(r'<tr id="job-([^"]+)"', page)
+        assert old, page
+        async with http.get(since(page)) as live:
+            events = events_of(live)
+            await client.delete(mpijobs.MPIJOBS, "train", namespace)
+            await until(events, f'<tr id="job-{old.group(1)}" hx-swap-oob="delete">')
+            await client.create(mpijobs.MPIJOBS, mpijobs.mpijob(namespace, "train"))
+            again = await until(events, r'afterbegin:#jobs-body"><tr id="job-')
+            assert old.group(1) not in again, "a new job of the old one's name gets a new row"
