@@ -6,6 +6,8 @@ import argparse
 from collections.abc import Callable
 from typing import TypeVar
 
+from kubernetes_asyncio.config import ConfigException
+
 from jobcore import DEFAULT_MAX_CONNECTIONS
 from jobcore import Client
 
@@ -55,13 +57,22 @@ def add_client_arguments(run: argparse.ArgumentParser) -> None:
     )
 
 
+class ClientConfigError(Exception):
+    """The kubeconfig (or the in-cluster configuration) could not be read."""
+
+
 async def client_from(args: argparse.Namespace) -> Client:
-    """The client `add_client_arguments`' flags ask for."""
+    """The client `add_client_arguments`' flags ask for; ClientConfigError, saying where it
+    looked and why, when its configuration cannot be read."""
     options = {
         "max_connections": args.api_connections,
         "qps": args.kube_api_qps or None,
         "burst": args.kube_api_burst,
     }
-    if args.kubeconfig:
-        return await Client.from_kubeconfig(args.kubeconfig, **options)
-    return await Client.from_environment(**options)
+    where = args.kubeconfig or "the in-cluster configuration, else $KUBECONFIG or ~/.kube/config"
+    try:
+        if args.kubeconfig:
+            return await Client.from_kubeconfig(args.kubeconfig, **options)
+        return await Client.from_environment(**options)
+    except (ConfigException, OSError) as error:
+        raise ClientConfigError(f"cannot read {where}: {error}") from error

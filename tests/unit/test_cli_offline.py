@@ -358,3 +358,17 @@ def test_validate_names_an_unknown_transport(
     code, out, err = run_cli(capsys, "validate", str(path))
     assert code == 1
     assert 'metadata.annotations[jobcore.dev/transport]: Unsupported value: "rsh"' in out + err
+
+
+@pytest.mark.parametrize(
+    "command", [["dashboard"], ["describe", "mpijob/x"], ["logs", "mpijob/x"], ["run"]]
+)
+def test_an_unreadable_kubeconfig_is_one_line_not_a_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]
+) -> None:
+    broken = tmp_path / "kubeconfig"
+    broken.write_text("apiVersion: v1\nkind: Config\n")
+    code, _, err = run_cli(capsys, *command, "--kubeconfig", str(broken))
+    assert code == 2
+    assert f"jobcore: cannot read {broken}: Invalid kube-config file" in err, err
+    assert "Traceback" not in err
