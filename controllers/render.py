@@ -4,7 +4,7 @@ No cluster is involved. A document is checked the way the API server and then th
 would check it: its apiVersion and kind name an installed kind, its metadata is a valid name
 and namespace, its spec parses with the kind's model (the same pydantic model the CRD schema
 is generated from; fields the schema does not know are errors here, where the API server
-would drop them silently) and passes `jobcore.parse_job`, the controller's own checks. The
+would drop them silently) and passes `jobcore.jobs.parse_job`, the controller's own checks. The
 children are what `plan_children` returns, the reconciler's own plan, owned by the job, after
 the PodGroup of the job's gang scheduler.
 """

@@ -35,8 +35,14 @@ class KindHooks:
     `StatusPart`); T9k's `JobStatus` as it is by default."""
     policy: Callable[[Any], JobPolicy] | None = None
     """`policy(spec)`: the run policy, run mode and gang settings the job layer obeys, for a
-    spec that says them otherwise than `JobSpec`'s fields. It is also called with a spec that
-    holds only `runPolicy` (to clean up an invalid job): read only `spec.model_fields_set`."""
+    spec that says them otherwise than `JobSpec`'s fields; called with each spec parsed.
+
+    A job whose spec no longer parses is still cleaned up as its `runPolicy` says, so `policy`
+    also gets a partial spec (`run_policy_of` in `_jobs/parse.py`): the spec model's field
+    aliased `runPolicy`, validated alone, in `spec_model.model_construct(...)`, so no other
+    field is set or checked: read only the fields in `spec.model_fields_set`. A model without
+    such a field, or a `runPolicy` that is invalid too, gets the default `RunPolicy()` with no
+    call."""
     manages: Callable[[Object], bool] | None = None
     """`manages(obj)`: False for a job another controller owns; it is neither cached nor
     reconciled (but for MultiKueue's, whose Workload jobcore keeps when it queues the kind).

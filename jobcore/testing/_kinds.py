@@ -102,7 +102,7 @@ def job_manifest(
 def job_of(kind: JobKind[SpecT], obj: Object, *, status: JobStatus | None = None) -> Job[SpecT]:
     """The job `obj` with its spec read through the kind's model, and not checked further.
 
-    Unlike `jobcore.parse_job`, which refuses a job its kind's `validate` objects to, this
+    Unlike `jobcore.jobs.parse_job`, which refuses a job its kind's `validate` objects to, this
     keeps such a job, so a test can call `validate` on it. A spec the model rejects raises
     pydantic's `ValidationError`.
     """

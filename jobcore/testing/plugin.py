@@ -72,7 +72,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Check the backend option; offer the async fixtures only where pytest-asyncio runs them.
+    """Check the backend option; offer the async fixtures only where pytest-asyncio runs them;
+    declare the `xdist_group` mark where pytest-xdist does not.
 
     The plugin loads wherever jobcore is installed, so it must never break a pytest run that
     lacks pytest-asyncio.
@@ -86,6 +87,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_fixtures, "jobcore-async-fixtures")
     if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         config.pluginmanager.register(_GroupsKept(), "jobcore-xdist-groups")
+    if not config.pluginmanager.hasplugin("xdist"):
+        # The plugin marks every test (pytest_collection_modifyitems): declared here, the mark
+        # neither warns nor fails `--strict-markers` in a kind's tests run without pytest-xdist.
+        config.addinivalue_line("markers", "xdist_group(name): the pytest-xdist group of a test")
     _plain_tracebacks()
 
 

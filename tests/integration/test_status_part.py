@@ -1,25 +1,20 @@
 """A kind that reports a status of its own shape, without touching jobcore.
 
-The kind names a `status_part`: its CRD's status schema and printer columns come from it, and
-the controller stores statuses in its shape and reads them back (the restart it counted is
-still counted when the job ends). MPIJob's children and outcome stand for any kind's; the simulated
-node plays the pods.
+The kind names a `status_part`, docs/jobkinds.md's (docs/examples/briefstatus.py): its CRD's
+status schema and printer columns come from it, and the controller stores statuses in its shape
+and reads them back (the restart it counted is still counted when the job ends). MPIJob's
+children and outcome stand for any kind's; the simulated node plays the pods.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from collections.abc import Sequence
-from typing import Any
-
 import pytest
-from pydantic import BaseModel
 
+from docs.examples.briefstatus import BRIEF_STATUS
 from jobcore import Client
 from jobcore import Object
 from jobcore import Resource
 from jobcore.jobs import REPLICA_TYPE_LABEL
-from jobcore.jobs import JobStatus
 from jobcore.jobs import KindHooks
 from jobcore.jobs import RetryBackoff
 from jobcore.jobs import crd_for
@@ -35,32 +30,10 @@ pytestmark = pytest.mark.integration
 BRIEF_JOBS = Resource("test.jobcore.dev", "v1", "BriefJob", "briefjobs")
 
 
-class Brief(BaseModel):
-    """A status of one word and a count."""
-
-    state: str | None = None
-    restarts: int | None = None
-
-
-class BriefStatus:
-    model: type[BaseModel] = Brief
-    columns: Sequence[Mapping[str, Any]] = (
-        {"name": "State", "type": "string", "jsonPath": ".status.state"},
-    )
-    progress = frozenset[str]()
-
-    def read(self, stored: Mapping[str, Any]) -> JobStatus:
-        brief = Brief.model_validate(stored)
-        return JobStatus.model_validate({"phase": brief.state, "restarts": brief.restarts})
-
-    def write(self, status: JobStatus, job: Object) -> dict[str, Any]:
-        return Brief(state=status.phase, restarts=status.restarts).model_dump(exclude_none=True)
-
-
 class BriefJobKind(MPIJobKind):
     resource = BRIEF_JOBS
     short_names = ()
-    hooks = KindHooks(status_part=BriefStatus())
+    hooks = KindHooks(status_part=BRIEF_STATUS)
 
 
 def test_the_crd_takes_the_parts_schema_and_columns() -> None:
