@@ -7,6 +7,7 @@ Layers, bottom up (import-linter checks that each imports only those below it):
   `Outcome` it decides; what the caches keep of jobs and children (a stub for a job over the
   spec limit, digests for ConfigMaps' and Secrets' values); which job a child belongs to.
 - `managedby`: who runs a job (`spec.managedBy`: jobcore, MultiKueue or another controller).
+- `podstate`: what a pod's status says (its phase, its containers, whether it ended).
 - `tasks`, `statuspart`, `quantity`, `metrics`: a status's tasks bounded in size, where a
   kind's status lives, resource quantities, the job metrics.
 - `scheduling`, `status`, `hooks`: gang schedulers and PodGroups; the status derived from an

@@ -10,7 +10,6 @@ from jobcore._jobs.backoff import RetryBackoff
 from jobcore._jobs.cached import child_transform
 from jobcore._jobs.cached import job_as_cached
 from jobcore._jobs.childmap import child_mapper
-from jobcore._jobs.decide import pod_ended
 from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_AGENT
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
@@ -26,6 +25,7 @@ from jobcore._jobs.kueuescope import KueueScope
 from jobcore._jobs.kueuescope import queue_finder
 from jobcore._jobs.managedby import cached_jobs
 from jobcore._jobs.managedby import jobcore_runs
+from jobcore._jobs.podstate import pod_ended
 from jobcore._jobs.queueing import Queueing
 from jobcore._jobs.reconciler import JobReconciler
 from jobcore._jobs.scheduling import GangScheduler

@@ -25,6 +25,7 @@ from jobcore._jobs.models import JobStatus
 from jobcore._jobs.models import ResumeSpec
 from jobcore._jobs.models import RunPolicy
 from jobcore._jobs.plan import run_mode_of
+from jobcore._jobs.podstate import pod_ended
 from jobcore._jobs.policy import PodFailure
 from jobcore._jobs.policy import pending_too_long
 from jobcore._jobs.policy import pod_failures
@@ -135,22 +136,6 @@ def dropped_pods(desired: Sequence[Object], observed: Observed) -> list[str]:
         and pod_ended(pod)
         and not pod["metadata"].get("deletionTimestamp")
         and not run_by_batch_job(pod)
-    )
-
-
-def pod_ended(pod: Object) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def pod_stopped(pod: Object) -> bool:
-    """Whether none of the pod's containers runs any more: it ended, or every container the
-    kubelet reported has terminated (a pod it stopped for a deletion, whatever its phase)."""
-    statuses = [
-        *((pod.get("status") or {}).get("initContainerStatuses") or ()),
-        *((pod.get("status") or {}).get("containerStatuses") or ()),
-    ]
-    return pod_ended(pod) or (
-        bool(statuses) and all("terminated" in (s.get("state") or {}) for s in statuses)
     )
 
 
