@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jobcore._jobs.backoff import RETRY_BACKOFF
-from jobcore._jobs.backoff import RetryBackoff
 from jobcore._jobs.cached import child_transform
 from jobcore._jobs.cached import job_as_cached
 from jobcore._jobs.childmap import child_mapper
@@ -28,6 +26,8 @@ from jobcore._jobs.managedby import jobcore_runs
 from jobcore._jobs.podstate import pod_ended
 from jobcore._jobs.queueing import Queueing
 from jobcore._jobs.reconciler import JobReconciler
+from jobcore._jobs.retries import RETRY_BACKOFF
+from jobcore._jobs.retries import RetryBackoff
 from jobcore._jobs.scheduling import GangScheduler
 from jobcore._runtime.controller import Controller
 from jobcore._runtime.events import EventRecorder
