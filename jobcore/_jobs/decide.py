@@ -19,6 +19,8 @@ from jobcore._jobs.models import JobStatus
 from jobcore._jobs.models import ResumeSpec
 from jobcore._jobs.plan import run_mode_of
 from jobcore._jobs.podstate import pod_ended
+from jobcore._jobs.policy import DEADLINE_EXCEEDED
+from jobcore._jobs.policy import deadline_left
 from jobcore._jobs.status import INVALID_SPEC
 from jobcore._jobs.status import Lifecycle
 from jobcore._jobs.status import PauseState
@@ -153,6 +155,20 @@ def soonest(*delays: float | None) -> float | None:
     """The shortest of the given delays (at least 0.5 s), None if none is given."""
     known = [delay for delay in delays if delay is not None]
     return max(min(known), 0.5) if known else None
+
+
+def deadline(job: Job[Any], previous: JobStatus, now: float) -> tuple[float | None, Outcome | None]:
+    """Seconds left of `activeDeadlineSeconds` (None without one, or while paused), and the
+    outcome of a job past it: Failed, its pods stopped."""
+    policy = job.policy.run_policy
+    left = None if job.paused else deadline_left(policy, running_since(job, previous), now)
+    if left is None or left > 0:
+        return left, None
+    message = (
+        f"The job did not end within runPolicy.activeDeadlineSeconds "
+        f"({policy.active_deadline_seconds} s); its pods were stopped."
+    )
+    return left, Outcome("failed", DEADLINE_EXCEEDED, message)
 
 
 def running_since(job: Job[Any], previous: JobStatus) -> str | None:

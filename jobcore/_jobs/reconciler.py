@@ -6,13 +6,12 @@ A pass over a job is a list of steps, each in a module of its own:
    once per generation, `StatusWriter.latest`, `JobChildren.observe`);
 2. decide its lifecycle and run mode (`jobcore._jobs.decide`: ended, paused, resumed,
    debugging, its deadline) and plan its children (`plan_children`, with gang scheduling);
-3. create and delete children (`JobChildren`): the plan's missing ones, ConfigMaps brought up
-   to date, pods no longer wanted, none while a retry waits (`jobcore._jobs.retries`);
-4. judge the kind's outcome under the run policy (`retries.judge`: a pending timeout, a
-   restart, the backoff limit, ended pods replaced);
-5. derive and write the status (`derive_status`, `StatusWriter`), with when a waiting retry
-   brings the pods back; once the job ended, its clean-up and TTL (`JobEnding`, which also
-   fails an invalid job);
+3. create and delete children (`JobChildren`): the plan's missing ones (none while a retry
+   waits), ConfigMaps brought up to date, pods no longer wanted;
+4. judge the kind's outcome under the run policy (`jobcore._jobs.retries`: a pending
+   timeout, a restart, the backoff limit, ended pods replaced, when the pods come back);
+5. derive and write the status (`derive_status`, `StatusWriter`); once the job ended, its
+   clean-up and TTL (`JobEnding`, which also fails an invalid job);
 6. announce (`Announcer`): Events and metrics for what changed.
 """
 
@@ -50,7 +49,6 @@ from jobcore._jobs.parse import ParsedSpecs
 from jobcore._jobs.plan import UnservedChildren
 from jobcore._jobs.plan import plan_children
 from jobcore._jobs.policy import DEADLINE_EXCEEDED
-from jobcore._jobs.policy import deadline_left
 from jobcore._jobs.policy import pending_too_long
 from jobcore._jobs.queueing import Queueing
 from jobcore._jobs.refusals import Refusals
@@ -198,17 +196,9 @@ class JobReconciler(Generic[SpecT]):
         """Drive a job that has not ended: its deadline, its children, its policy, its status."""
         job, observed = step.job, step.observed
         policy = job.policy.run_policy
-        deadline = (
-            None
-            if job.paused
-            else deadline_left(policy, decide.running_since(job, step.previous), step.time)
-        )
-        if deadline is not None and deadline <= 0:
-            message = (
-                f"The job did not end within runPolicy.activeDeadlineSeconds "
-                f"({policy.active_deadline_seconds} s); its pods were stopped."
-            )
-            return await self._end(step, Outcome("failed", DEADLINE_EXCEEDED, message), lifecycle)
+        deadline, exceeded = decide.deadline(job, step.previous, step.time)
+        if exceeded is not None:
+            return await self._end(step, exceeded, lifecycle)
         resume = lifecycle.resume_specs if lifecycle.pause == "resumed" else None
         try:
             planned = plan_children(
