@@ -8,8 +8,6 @@ reconciler (`add_job_controller`) does the rest. Runtime names a kind needs too 
 workers over ssh from `jobcore.launcher`.
 """
 
-from jobcore._jobs.backoff import RETRY_BACKOFF
-from jobcore._jobs.backoff import RetryBackoff
 from jobcore._jobs.controller import add_job_controller
 from jobcore._jobs.crd import crd_for
 from jobcore._jobs.crd import structural_schema
@@ -60,6 +58,8 @@ from jobcore._jobs.plan import plan_children
 from jobcore._jobs.plan import run_mode_errors
 from jobcore._jobs.queueing import kueue_served
 from jobcore._jobs.reconciler import JobReconciler
+from jobcore._jobs.retries import RETRY_BACKOFF
+from jobcore._jobs.retries import RetryBackoff
 from jobcore._jobs.scheduling import GangScheduler
 from jobcore._jobs.scheduling import SchedulerPlugins
 from jobcore._jobs.scheduling import T9kScheduler

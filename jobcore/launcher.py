@@ -25,6 +25,8 @@ that reaches them over ssh once they are Ready. What such kinds share lives here
 The job layer itself (`JobKind`, `Job`, `Observed`, `Outcome`...) is `jobcore.jobs`.
 """
 
+from jobcore._jobs.podstate import pod_ended
+from jobcore._jobs.podstate import pod_phase
 from jobcore._launcher.agent import AGENT
 from jobcore._launcher.agent import AGENT_DIR
 from jobcore._launcher.agent import AGENT_KEY
@@ -78,8 +80,6 @@ from jobcore._launcher.pods import failure_message
 from jobcore._launcher.pods import is_ready
 from jobcore._launcher.pods import launcher_outcome
 from jobcore._launcher.pods import name_list
-from jobcore._launcher.pods import pod_ended
-from jobcore._launcher.pods import pod_phase
 from jobcore._launcher.pods import pod_problems
 from jobcore._launcher.pods import summarize
 from jobcore._launcher.ssh import SSH_PORT

@@ -7,16 +7,18 @@ Layers, bottom up (import-linter checks that each imports only those below it):
   `Outcome` it decides; what the caches keep of jobs and children (a stub for a job over the
   spec limit, digests for ConfigMaps' and Secrets' values); which job a child belongs to.
 - `managedby`: who runs a job (`spec.managedBy`: jobcore, MultiKueue or another controller).
+- `podstate`: what a pod's status says (its phase, its containers, whether it ended).
 - `tasks`, `statuspart`, `quantity`, `metrics`: a status's tasks bounded in size, where a
   kind's status lives, resource quantities, the job metrics.
 - `scheduling`, `status`, `hooks`: gang schedulers and PodGroups; the status derived from an
   outcome; a kind's optional hooks (`KindHooks`), read by `hooks_of` alone.
 - `kueuescope`: which jobs without Kueue's queue-name label Kueue queues, by configuration.
 - `readback`: bounds on the values a stored status gives back (whoever wrote it).
-- `policy`, `backoff`, `plan`, `kindcheck`: run policies (clean-up, TTL, deadlines), retry
-  backoff, the children planned for one reconcile (`plan_children`, also `jobcore render`'s),
+- `policy`, `plan`, `kindcheck`: run policies (clean-up, TTL, deadlines, which failures are
+  retried), the children planned for one reconcile (`plan_children`, also `jobcore render`'s),
   and a kind checked before it runs (`check_kind`).
-- `decide`: the outcome of one pass, from the kind's verdict and the policies.
+- `decide`, `retries`: a job's run mode, lifecycle and deadline; what a failure means under
+  the run policy, when a retry lets the pods come back (`RetryBackoff`) and how it is said.
 - `announce`: the Events and metrics of what changed.
 - `refusals`, `children`, `writer`, `parse`, `crd`: refused children, creating and deleting
   children, writing the status, reading a job, and CRDs generated from the models.

@@ -11,13 +11,13 @@ from collections.abc import Callable
 from collections.abc import Sequence
 
 from jobcore._jobs import metrics
-from jobcore._jobs.backoff import retry_note
-from jobcore._jobs.decide import RESTARTING
-from jobcore._jobs.decide import Verdict
 from jobcore._jobs.decide import is_initialized
 from jobcore._jobs.decide import is_invalid
 from jobcore._jobs.models import ConditionType
 from jobcore._jobs.models import JobStatus
+from jobcore._jobs.retries import RESTARTING
+from jobcore._jobs.retries import Verdict
+from jobcore._jobs.retries import retry_note
 from jobcore._jobs.status import bounded
 from jobcore._runtime.events import EventRecorder
 from jobcore._runtime.resources import Object

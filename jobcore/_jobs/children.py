@@ -21,14 +21,14 @@ from jobcore._jobs.cached import digests
 from jobcore._jobs.cached import oversized
 from jobcore._jobs.childmap import ExpectationObserver
 from jobcore._jobs.childmap import child_mapper
-from jobcore._jobs.decide import pod_ended
-from jobcore._jobs.decide import pod_stopped
 from jobcore._jobs.kind import FieldError
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import JobKind
 from jobcore._jobs.kind import Observed
 from jobcore._jobs.kind import SpecT
 from jobcore._jobs.plan import adopt
+from jobcore._jobs.podstate import pod_ended
+from jobcore._jobs.podstate import pod_stopped
 from jobcore._jobs.scheduling import GangScheduler
 from jobcore._runtime.client import Client
 from jobcore._runtime.errors import AlreadyExistsError

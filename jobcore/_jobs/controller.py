@@ -5,12 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jobcore._jobs.backoff import RETRY_BACKOFF
-from jobcore._jobs.backoff import RetryBackoff
 from jobcore._jobs.cached import child_transform
 from jobcore._jobs.cached import job_as_cached
 from jobcore._jobs.childmap import child_mapper
-from jobcore._jobs.decide import pod_ended
 from jobcore._jobs.hooks import hooks_of
 from jobcore._jobs.kind import DEFAULT_AGENT
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
@@ -26,8 +23,11 @@ from jobcore._jobs.kueuescope import KueueScope
 from jobcore._jobs.kueuescope import queue_finder
 from jobcore._jobs.managedby import cached_jobs
 from jobcore._jobs.managedby import jobcore_runs
+from jobcore._jobs.podstate import pod_ended
 from jobcore._jobs.queueing import Queueing
 from jobcore._jobs.reconciler import JobReconciler
+from jobcore._jobs.retries import RETRY_BACKOFF
+from jobcore._jobs.retries import RetryBackoff
 from jobcore._jobs.scheduling import GangScheduler
 from jobcore._runtime.controller import Controller
 from jobcore._runtime.events import EventRecorder

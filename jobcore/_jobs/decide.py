@@ -1,43 +1,32 @@
 """The job layer's decisions, as pure functions of a job, its last status, its pods and the clock.
 
-What run mode a job is in (paused, resumed, debugging), which resumeSpecs hold, what the run
-policy makes of the kind's outcome (a pending timeout, a restart, the backoff limit), and what
-an ended job's status recorded. The reconciler acts on what these return; they call nothing.
+What run mode a job is in (paused, resumed, debugging), which resumeSpecs hold, which pods the
+plan drops or must recreate, since when its deadline counts, and what an ended job's status
+recorded. What the run policy makes of a failure is `jobcore._jobs.retries`'. The reconciler
+acts on what these return; they call nothing.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Iterable
-from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
-from typing import Literal
 
-from jobcore._jobs.backoff import RetryBackoff
-from jobcore._jobs.backoff import retry_note
-from jobcore._jobs.backoff import retry_wait
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import Observed
 from jobcore._jobs.kind import Outcome
 from jobcore._jobs.models import JobStatus
 from jobcore._jobs.models import ResumeSpec
-from jobcore._jobs.models import RunPolicy
 from jobcore._jobs.plan import run_mode_of
-from jobcore._jobs.policy import PodFailure
-from jobcore._jobs.policy import pending_too_long
-from jobcore._jobs.policy import pod_failures
-from jobcore._jobs.policy import should_retry
+from jobcore._jobs.podstate import pod_ended
+from jobcore._jobs.policy import DEADLINE_EXCEEDED
+from jobcore._jobs.policy import deadline_left
 from jobcore._jobs.status import INVALID_SPEC
 from jobcore._jobs.status import Lifecycle
 from jobcore._jobs.status import PauseState
 from jobcore._runtime.resources import PODS
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import run_by_batch_job
-
-RESTARTING = "Restarting"
-"""The Running condition's reason while a failed job is recreated under its backoffLimit."""
 
 
 def frozen_outcome(status: JobStatus) -> Outcome:
@@ -138,22 +127,6 @@ def dropped_pods(desired: Sequence[Object], observed: Observed) -> list[str]:
     )
 
 
-def pod_ended(pod: Object) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def pod_stopped(pod: Object) -> bool:
-    """Whether none of the pod's containers runs any more: it ended, or every container the
-    kubelet reported has terminated (a pod it stopped for a deletion, whatever its phase)."""
-    statuses = [
-        *((pod.get("status") or {}).get("initContainerStatuses") or ()),
-        *((pod.get("status") or {}).get("containerStatuses") or ()),
-    ]
-    return pod_ended(pod) or (
-        bool(statuses) and all("terminated" in (s.get("state") or {}) for s in statuses)
-    )
-
-
 def ended_pods(observed: Observed) -> set[str]:
     return {name for name, pod in observed.pods.items() if pod_ended(pod)}
 
@@ -178,159 +151,24 @@ def debugging(outcome: Outcome, observed: Observed, desired: Sequence[Object]) -
     )
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Verdict:
-    """What the run policy makes of the kind's outcome.
-
-    `restart`: "count" to record a new restart and then delete every pod, "recorded" to delete
-    the pods of a restart the status already counts, None to leave the pods alone.
-    `replaced`: ended pods the kind dropped, to delete and create anew after a retry's delay;
-    `retried`: the lifecycle has a new retry (a counted restart, or replacements), which the
-    status must record before any pod is deleted.
-    """
-
-    outcome: Outcome
-    lifecycle: Lifecycle
-    restart: Literal["count", "recorded"] | None = None
-    replaced: tuple[str, ...] = ()
-    retried: bool = False
-
-
-def apply_policy(
-    policy: RunPolicy,
-    outcome: Outcome,
-    lifecycle: Lifecycle,
-    *,
-    previous: JobStatus,
-    pods: Mapping[str, Object],
-    containers: Mapping[str, str],
-    now: float,
-    backoff: RetryBackoff,
-) -> Verdict:
-    """`pendingTimeoutSeconds`, then `backoffLimit` under `restartPolicy`.
-
-    A retried failure tears the whole gang down (MPI cannot re-admit one rank); the pods are
-    recreated after the retry's `backoff` delay, and the job stays Running meanwhile.
-    """
-    if not outcome.ended:
-        stuck, _ = pending_too_long(policy, pods.values(), now)
-        if stuck is not None:
-            message = (
-                f"Pod[{stuck}] was Pending for more than runPolicy.pendingTimeoutSeconds "
-                f"({policy.pending_timeout_seconds} s)."
-            )
-            detail = outcome.replica_failure or message
-            return Verdict(Outcome("failed", "PendingTimeout", message, detail), lifecycle)
-    if outcome.state == "failed":
-        failures = pod_failures(pods.values(), containers)
-        counted = restart_recorded(previous, pods.values())
-        retried = lifecycle if counted else backoff.retry(lifecycle, now)
-        return _retry(policy, outcome, lifecycle, failures, retried=retried, counted=counted)
-    running = previous.condition("Running")
-    if outcome.state == "pending" and running is not None and running.reason == RESTARTING:
-        # Still coming back from a restart: the job stays Running meanwhile.
-        still = Outcome("running", RESTARTING, running.message or "", outcome.replica_failure)
-        return Verdict(still, lifecycle)
-    return Verdict(outcome, lifecycle)
-
-
-def _retry(
-    policy: RunPolicy,
-    outcome: Outcome,
-    lifecycle: Lifecycle,
-    failures: Sequence[PodFailure],
-    *,
-    retried: Lifecycle,
-    counted: bool,
-) -> Verdict:
-    """A failure: ended, past the backoff limit, or a restart (`counted` already or not), whose
-    lifecycle is `retried`: with the restart's retry (see `jobcore._jobs.backoff`)."""
-    if not should_retry(policy, failures) or policy.backoff_limit == 0:
-        return Verdict(outcome, lifecycle)
-    if lifecycle.restarts >= policy.backoff_limit and not counted:
-        message = (
-            f"The job failed {lifecycle.restarts + 1} times; runPolicy.backoffLimit is "
-            f"{policy.backoff_limit}. {outcome.message}"
-        ).strip()
-        exceeded = dataclasses.replace(outcome, reason="BackoffLimitExceeded", message=message)
-        return Verdict(exceeded, lifecycle)
-    restarts = lifecycle.restarts + (0 if counted else 1)
-    cause = f": {outcome.replica_failure}" if outcome.replica_failure else "."
-    message = (
-        f"Restart {restarts} of {policy.backoff_limit} {retry_note(retried)}: recreating "
-        f"every pod after a failure{cause}"
-    )
-    restarting = Outcome("running", RESTARTING, message, outcome.replica_failure)
-    return Verdict(
-        restarting,
-        dataclasses.replace(retried, restarts=restarts),
-        restart="recorded" if counted else "count",
-        retried=not counted,
-    )
-
-
-def replace_pods(
-    verdict: Verdict, replaced: Sequence[str], *, backoff: RetryBackoff, now: float
-) -> Verdict:
-    """Ended pods the kind dropped from its plan (an elastic HorovodJob replacing a lost
-    worker): deleted now and created again after a retry's delay, one retry for all those
-    that end while it waits. A job that ended or restarts has no pods to replace."""
-    if not replaced or verdict.restart is not None or verdict.outcome.ended:
-        return verdict
-    if retry_wait(verdict.lifecycle, now) is not None:
-        return dataclasses.replace(verdict, replaced=tuple(replaced))
-    lifecycle = backoff.retry(verdict.lifecycle, now)
-    return dataclasses.replace(verdict, lifecycle=lifecycle, replaced=tuple(replaced), retried=True)
-
-
-def noting_retry(outcome: Outcome, lifecycle: Lifecycle, now: float) -> Outcome:
-    """While a retry waits, the outcome's message says when the pods come back (a restart's
-    own message says so already)."""
-    if outcome.reason == RESTARTING or outcome.ended or retry_wait(lifecycle, now) is None:
-        return outcome
-    note = f"Ended pods are created again {retry_note(lifecycle)} (retry backoff)."
-    return dataclasses.replace(outcome, message=" ".join(filter(None, (outcome.message, note))))
-
-
-Hold = Literal["new", "all"]
-"""What a retry's wait holds back: new pods (a replacement's), or every pod (a restart's)."""
-
-
-def retry_hold(previous: JobStatus, lifecycle: Lifecycle, now: float) -> Hold | None:
-    """While a retry waits, no pod is created; during a restart's wait any pod there is
-    from before the restart (a deletion that failed, a controller that stopped before it
-    deleted them all): it goes too."""
-    if retry_wait(lifecycle, now) is None:
-        return None
-    running = previous.condition("Running")
-    return "all" if running is not None and running.reason == RESTARTING else "new"
-
-
-def restart_recorded(previous: JobStatus, pods: Iterable[Object]) -> bool:
-    """Whether the ended pods' restart is already in the status: it says Restarting and lists
-    as ended every one of them that is not being deleted (a pass that recorded the restart,
-    then could not delete them all). A pod that the restart deleted may end on its way out
-    (the kubelet gives a deleted pod a final phase): its end is the restart's. Succeeded
-    counts as well as Failed: a worker that stops, even with 0, before its launcher fails the
-    job, as does a launcher that succeeded without reaching its workers."""
-    running = previous.condition("Running")
-    if running is None or running.reason != RESTARTING:
-        return False
-    ended = [pod for pod in pods if (pod.get("status") or {}).get("phase") in _ENDED]
-    staying = {
-        pod["metadata"]["uid"] for pod in ended if not pod["metadata"].get("deletionTimestamp")
-    }
-    recorded = {r.uid for task in previous.tasks for r in task.status if r.phase in _ENDED}
-    return bool(ended) and staying <= recorded
-
-
-_ENDED = ("Failed", "Succeeded")
-
-
 def soonest(*delays: float | None) -> float | None:
     """The shortest of the given delays (at least 0.5 s), None if none is given."""
     known = [delay for delay in delays if delay is not None]
     return max(min(known), 0.5) if known else None
+
+
+def deadline(job: Job[Any], previous: JobStatus, now: float) -> tuple[float | None, Outcome | None]:
+    """Seconds left of `activeDeadlineSeconds` (None without one, or while paused), and the
+    outcome of a job past it: Failed, its pods stopped."""
+    policy = job.policy.run_policy
+    left = None if job.paused else deadline_left(policy, running_since(job, previous), now)
+    if left is None or left > 0:
+        return left, None
+    message = (
+        f"The job did not end within runPolicy.activeDeadlineSeconds "
+        f"({policy.active_deadline_seconds} s); its pods were stopped."
+    )
+    return left, Outcome("failed", DEADLINE_EXCEEDED, message)
 
 
 def running_since(job: Job[Any], previous: JobStatus) -> str | None:

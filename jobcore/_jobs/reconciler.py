@@ -6,10 +6,10 @@ A pass over a job is a list of steps, each in a module of its own:
    once per generation, `StatusWriter.latest`, `JobChildren.observe`);
 2. decide its lifecycle and run mode (`jobcore._jobs.decide`: ended, paused, resumed,
    debugging, its deadline) and plan its children (`plan_children`, with gang scheduling);
-3. create and delete children (`JobChildren`): the plan's missing ones, ConfigMaps brought up
-   to date, pods no longer wanted;
-4. apply the run policy to the kind's outcome (`apply_policy`: a pending timeout, a restart,
-   the backoff limit);
+3. create and delete children (`JobChildren`): the plan's missing ones (none while a retry
+   waits), ConfigMaps brought up to date, pods no longer wanted;
+4. judge the kind's outcome under the run policy (`jobcore._jobs.retries`: a pending
+   timeout, a restart, the backoff limit, ended pods replaced, when the pods come back);
 5. derive and write the status (`derive_status`, `StatusWriter`); once the job ended, its
    clean-up and TTL (`JobEnding`, which also fails an invalid job);
 6. announce (`Announcer`): Events and metrics for what changed.
@@ -26,12 +26,10 @@ from typing import Generic
 
 from jobcore._jobs import decide
 from jobcore._jobs import metrics
+from jobcore._jobs import retries
 from jobcore._jobs.admission import AdmissionConflict
 from jobcore._jobs.announce import FAILED_CREATE
 from jobcore._jobs.announce import Announcer
-from jobcore._jobs.backoff import RETRY_BACKOFF
-from jobcore._jobs.backoff import RetryBackoff
-from jobcore._jobs.backoff import retry_wait
 from jobcore._jobs.children import RECHECK_SECONDS
 from jobcore._jobs.children import ChildRefused
 from jobcore._jobs.children import JobChildren
@@ -51,7 +49,6 @@ from jobcore._jobs.parse import ParsedSpecs
 from jobcore._jobs.plan import UnservedChildren
 from jobcore._jobs.plan import plan_children
 from jobcore._jobs.policy import DEADLINE_EXCEEDED
-from jobcore._jobs.policy import deadline_left
 from jobcore._jobs.policy import pending_too_long
 from jobcore._jobs.queueing import Queueing
 from jobcore._jobs.refusals import Refusals
@@ -118,7 +115,7 @@ class JobReconciler(Generic[SpecT]):
         status_interval: float = 1.0,
         cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
         agent: AgentSource = DEFAULT_AGENT,
-        retry_backoff: RetryBackoff = RETRY_BACKOFF,
+        retry_backoff: retries.RetryBackoff = retries.RETRY_BACKOFF,
         queueing: Queueing | None = None,
     ) -> None:
         self.kind = kind
@@ -199,17 +196,9 @@ class JobReconciler(Generic[SpecT]):
         """Drive a job that has not ended: its deadline, its children, its policy, its status."""
         job, observed = step.job, step.observed
         policy = job.policy.run_policy
-        deadline = (
-            None
-            if job.paused
-            else deadline_left(policy, decide.running_since(job, step.previous), step.time)
-        )
-        if deadline is not None and deadline <= 0:
-            message = (
-                f"The job did not end within runPolicy.activeDeadlineSeconds "
-                f"({policy.active_deadline_seconds} s); its pods were stopped."
-            )
-            return await self._end(step, Outcome("failed", DEADLINE_EXCEEDED, message), lifecycle)
+        deadline, exceeded = decide.deadline(job, step.previous, step.time)
+        if exceeded is not None:
+            return await self._end(step, exceeded, lifecycle)
         resume = lifecycle.resume_specs if lifecycle.pause == "resumed" else None
         try:
             planned = plan_children(
@@ -239,7 +228,7 @@ class JobReconciler(Generic[SpecT]):
             return Result(requeue_after=decide.soonest(RECHECK_SECONDS, held))
         replaced = [] if job.paused else decide.dropped_pods(desired, observed)
         try:
-            hold = decide.retry_hold(step.previous, lifecycle, step.time)
+            hold = retries.retry_hold(step.previous, lifecycle, step.time)
             sync = await self._sync_children(step, desired, hold=hold, keep=replaced)
         except ChildRefused as refused:
             # Retrying cannot help: the job's spec (or its name) must change.
@@ -261,10 +250,10 @@ class JobReconciler(Generic[SpecT]):
             return await self._end(step, outcome, lifecycle)
         if sync.refusal is not None and outcome.state == "pending" and not job.paused:
             outcome = Outcome("pending", FAILED_CREATE, sync.refusal, outcome.replica_failure)
-        outcome = decide.noting_retry(outcome, lifecycle, step.time)
+        outcome = retries.noting_retry(outcome, lifecycle, step.time)
+        retry = retries.retry_wait(lifecycle, step.time)
         _, held = await self._write(step, outcome, lifecycle)
         pending = pending_too_long(policy, observed.pods.values(), step.time)[1]
-        retry = retry_wait(lifecycle, step.time)
         return Result(requeue_after=decide.soonest(deadline, pending, held, sync.retry, retry))
 
     async def _sync_children(
@@ -272,7 +261,7 @@ class JobReconciler(Generic[SpecT]):
         step: _Step[SpecT],
         desired: Sequence[Object],
         *,
-        hold: decide.Hold | None,
+        hold: retries.Hold | None,
         keep: Sequence[str],
     ) -> _Sync:
         """Step 3: update ConfigMaps, create what the plan lacks, delete pods not wanted.
@@ -319,34 +308,31 @@ class JobReconciler(Generic[SpecT]):
         desired: Sequence[Object],
         lifecycle: Lifecycle,
         replaced: Sequence[str],
-    ) -> decide.Verdict | None:
+    ) -> retries.Verdict | None:
         """Step 4: the kind's outcome as the run mode and the run policy make it, and the pods
         a restart or a replacement deletes. A new retry is written to the status first: None
         when the API server refused that write (a conflict), and nothing was deleted."""
         job, observed = step.job, step.observed
         if job.held is not None:
-            return decide.Verdict(Outcome("pending", "Queued", job.held), lifecycle)
+            return retries.Verdict(Outcome("pending", "Queued", job.held), lifecycle)
         if job.paused:
-            return decide.Verdict(Outcome("pending", "Paused", "The job is paused."), lifecycle)
+            return retries.Verdict(Outcome("pending", "Paused", "The job is paused."), lifecycle)
         outcome = self.kind.interpret(job, observed)
-        if job.debugging:
-            verdict = decide.Verdict(decide.debugging(outcome, observed, desired), lifecycle)
-        else:
-            verdict = decide.apply_policy(
-                job.policy.run_policy,
-                outcome,
-                lifecycle,
-                previous=step.previous,
-                pods=observed.pods,
-                containers=self.kind.containers,
-                now=step.time,
-                backoff=self.retry_backoff,
-            )
-        verdict = decide.replace_pods(verdict, replaced, backoff=self.retry_backoff, now=step.time)
+        verdict = retries.judge(
+            decide.debugging(outcome, observed, desired) if job.debugging else outcome,
+            lifecycle,
+            policy=None if job.debugging else job.policy.run_policy,
+            previous=step.previous,
+            pods=observed.pods,
+            containers=self.kind.containers,
+            replaced=replaced,
+            backoff=self.retry_backoff,
+            now=step.time,
+        )
         if verdict.retried:
             # Recorded before the pods go: a crash or a failed deletion in between must not
             # let the job run again uncounted, nor sooner than its backoff.
-            outcome = decide.noting_retry(verdict.outcome, verdict.lifecycle, step.time)
+            outcome = retries.noting_retry(verdict.outcome, verdict.lifecycle, step.time)
             _, held = await self._write(step, outcome, verdict.lifecycle, coalesce=False)
             if held is not None:
                 return None

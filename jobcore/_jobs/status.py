@@ -102,7 +102,7 @@ class Lifecycle:
 
     `uninitialized` (reason, message) says why the job's children could not be made, e.g. a
     missing PodGroup CRD; `rejected` why a spec change was refused; `retried_at` (a timestamp)
-    and `retry_delay` (seconds) the job's last retry (see `jobcore._jobs.backoff`).
+    and `retry_delay` (seconds) the job's last retry (see `jobcore._jobs.retries`).
     """
 
     restarts: int = 0

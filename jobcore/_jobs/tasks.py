@@ -24,6 +24,7 @@ from jobcore._jobs.models import JobStatus
 from jobcore._jobs.models import ReplicaPhase
 from jobcore._jobs.models import ReplicaStatus
 from jobcore._jobs.models import TaskStatus
+from jobcore._jobs.podstate import container_statuses
 from jobcore._runtime.resources import Object
 
 LISTED_PODS = 100
@@ -59,11 +60,7 @@ def pod_ready(pod: Object) -> bool:
 
 def _containers(pod: Object) -> list[ContainerState]:
     states = []
-    pod_status = pod.get("status") or {}
-    for status in (
-        *(pod_status.get("initContainerStatuses") or ()),
-        *(pod_status.get("containerStatuses") or ()),
-    ):
+    for status in container_statuses(pod):
         state: Mapping[str, Any] = status.get("state") or {}
         name = next((key for key in _CONTAINER_STATES if key in state), None)
         detail = state.get(name) or {} if name else {}

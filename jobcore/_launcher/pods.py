@@ -1,17 +1,20 @@
-"""Reading the pods of a launcher-and-workers job: phase, readiness, failure and problem messages.
+"""Reading the pods of a launcher-and-workers job: readiness, failure and problem messages.
 
-For a kind's `Outcome`: T9k's wording of a pod
-that exited (`Pod[name] exited with error code N`), of one stuck on its image, config or
-scheduling, and the short lists that fit a condition message.
+For a kind's `Outcome` (a pod's phase and whether it ended are the job layer's, in
+`jobcore._jobs.podstate`): T9k's wording of a pod that exited (`Pod[name] exited with error
+code N`), of one stuck on its image, config or scheduling, and the short lists that fit a
+condition message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
-from typing import Any
 
 from jobcore._jobs.kind import Outcome
+from jobcore._jobs.podstate import container_statuses
+from jobcore._jobs.podstate import pod_ended
+from jobcore._jobs.podstate import pod_phase
 from jobcore._jobs.tasks import pod_ready
 from jobcore._runtime.resources import Object
 
@@ -30,10 +33,6 @@ WAITING_ERRORS = frozenset(
 """Waiting reasons that need the user: the pod will not get further on its own."""
 
 
-def pod_phase(pod: Object | None) -> str | None:
-    return None if pod is None else (pod.get("status") or {}).get("phase")
-
-
 def is_ready(pod: Object | None) -> bool:
     """Ready and not being deleted."""
     return pod is not None and not pod["metadata"].get("deletionTimestamp") and pod_ready(pod)
@@ -44,15 +43,6 @@ def is_scheduled(pod: Object | None) -> bool:
     if pod is None or pod["metadata"].get("deletionTimestamp") or pod_ended(pod):
         return False
     return bool(pod["spec"].get("nodeName"))
-
-
-def pod_ended(pod: Object | None) -> bool:
-    return pod_phase(pod) in ("Succeeded", "Failed")
-
-
-def container_statuses(pod: Object) -> list[dict[str, Any]]:
-    status = pod.get("status") or {}
-    return [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]
 
 
 def clip(text: str, limit: int = 200) -> str:

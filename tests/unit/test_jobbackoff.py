@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from jobcore._jobs.backoff import RETRY_BACKOFF
-from jobcore._jobs.backoff import retry_note
-from jobcore._jobs.backoff import retry_wait
-from jobcore._jobs.decide import RESTARTING
-from jobcore._jobs.decide import Verdict
-from jobcore._jobs.decide import noting_retry
-from jobcore._jobs.decide import replace_pods
-from jobcore._jobs.decide import retry_hold
+from jobcore._jobs.retries import RESTARTING
+from jobcore._jobs.retries import RETRY_BACKOFF
+from jobcore._jobs.retries import Verdict
+from jobcore._jobs.retries import noting_retry
+from jobcore._jobs.retries import replace_pods
+from jobcore._jobs.retries import retry_hold
+from jobcore._jobs.retries import retry_note
+from jobcore._jobs.retries import retry_wait
 from jobcore._jobs.status import Lifecycle
 from jobcore.jobs import JobStatus
 from jobcore.jobs import Outcome

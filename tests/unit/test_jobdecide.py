@@ -1,7 +1,8 @@
 """The job layer's decisions on plain pods, statuses and a fixed clock, and its announcements.
 
-Steps 2 and 4 of a reconcile (`jobcore._jobs.decide`) call nothing, and step 6
-(`jobcore._jobs.announce`) only hands Events to a recorder: each is tested here on its own.
+Steps 2 and 4 of a reconcile (`jobcore._jobs.decide`, `jobcore._jobs.retries`) call nothing,
+and step 6 (`jobcore._jobs.announce`) only hands Events to a recorder: each is tested here on
+its own.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ from typing import Any
 
 from jobcore import Object
 from jobcore._jobs.announce import Announcer
-from jobcore._jobs.backoff import RETRY_BACKOFF
-from jobcore._jobs.decide import RESTARTING
-from jobcore._jobs.decide import apply_policy
 from jobcore._jobs.decide import frozen_outcome
 from jobcore._jobs.decide import has_ended
-from jobcore._jobs.decide import restart_recorded
+from jobcore._jobs.retries import RESTARTING
+from jobcore._jobs.retries import RETRY_BACKOFF
+from jobcore._jobs.retries import apply_policy
+from jobcore._jobs.retries import restart_recorded
 from jobcore._jobs.status import Lifecycle
 from jobcore._jobs.status import derive_status
 from jobcore._jobs.status import invalid_status

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from jobcore._jobs.backoff import retry_note
-from jobcore._jobs.backoff import retry_wait
 from jobcore._jobs.readback import MAX_COUNT
 from jobcore._jobs.readback import MAX_RETRY_DELAY_SECONDS
 from jobcore._jobs.readback import bounded
+from jobcore._jobs.retries import retry_note
+from jobcore._jobs.retries import retry_wait
 from jobcore._jobs.status import Lifecycle
 from jobcore.jobs import JobStatus
 from jobcore.jobs import RetryBackoff
