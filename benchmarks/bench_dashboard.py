@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import statistics
 import time
 from collections.abc import Awaitable
@@ -44,6 +45,9 @@ from jobcore.testing import eventually
 from jobcore.testing import install_crd
 from jobcore.testing import job_manifest
 from jobkinds.mpijob import MPIJobKind
+from tests.dashboards import events_of
+from tests.dashboards import live_stream
+from tests.dashboards import until
 
 KIND = MPIJobKind()
 NAMESPACES_USED = 10
@@ -149,15 +153,11 @@ async def _updates_over_http(
     delays = []
     async with aiohttp.ClientSession() as http:
         page = await (await http.get(url)).text()
-        live = page.split('sse-connect="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
-        async with http.get(url.rstrip("/") + live) as stream:
+        async with http.get(url.rstrip("/") + live_stream(page)) as stream:
+            events = events_of(stream)
             for namespace, name in names:
                 written = await _fail(client, namespace, name, pods)
-                event = ""
-                async for line in stream.content:
-                    event = "" if line == b"\n" else event + line.decode()
-                    if f'/{name}"' in event and 'phase Failed">Failed<' in event:
-                        break
+                await until(events, f'/{re.escape(name)}".*phase Failed">Failed<')
                 delays.append(time.monotonic() - written)
     return delays
 

@@ -16,15 +16,11 @@ from urllib.parse import quote
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from controllers.dashboard.server import serve
-from controllers.dashboard.view import ClusterView
-from controllers.kinds import installed_kinds
 from jobcore import EVENTS
 from jobcore import PODS
 from jobcore import Client
 from jobcore.jobs import crd_for
 from jobcore.testing import SimulatedNode
-from jobcore.testing import eventually
 from jobcore.testing import install_crd
 from jobcore.testing import job_controller
 from jobcore.testing import wait_for_phase
@@ -33,6 +29,7 @@ from tests import mpijobs
 from tests.browser import console_errors
 from tests.browser import drive
 from tests.browser import wait_for
+from tests.dashboards import mpijob_dashboard
 
 pytestmark = pytest.mark.integration
 
@@ -57,10 +54,7 @@ COUNT = f'return [window.canary || 0, document.querySelectorAll("{INJECTED}").le
 async def dashboard(client: Client, namespace: str) -> AsyncIterator[str]:
     """`jobcore dashboard`'s pages over the MPIJobs of the test's namespace."""
     await install_crd(client, crd_for(MPIJobKind()))
-    kinds = [k for k in installed_kinds() if k.name == "mpijob"]
-    view = ClusterView(client, kinds, namespace)
-    async with serve(view, port=0) as url:
-        await eventually(view.synced, timeout=10)
+    async with mpijob_dashboard(client, namespace) as url:
         yield url
 
 
@@ -99,7 +93,7 @@ async def test_the_overview_shows_a_new_job_live_and_the_failed_ranks_page_says_
         await drive(browser.get, "about:blank")  # closes the live streams
 
 
-async def _hostile_job(client: Client, namespace: str, node: SimulatedNode) -> None:
+async def _hostile_job(client: Client, namespace: str) -> None:
     """A job no controller serves, whose status, pod, Events and log hold the payloads."""
     job = await client.create(mpijobs.MPIJOBS, mpijobs.mpijob(namespace, "canary"))
     job["status"] = {
@@ -165,7 +159,6 @@ async def _hostile_job(client: Client, namespace: str, node: SimulatedNode) -> N
             },
             namespace,
         )
-    del node
 
 
 async def test_other_tenants_text_runs_nothing_in_the_browser(
@@ -175,7 +168,7 @@ async def test_other_tenants_text_runs_nothing_in_the_browser(
     simulated_node: SimulatedNode,
     dashboard: str,
 ) -> None:
-    await _hostile_job(client, namespace, simulated_node)
+    await _hostile_job(client, namespace)
     simulated_node.write_log(namespace, "canary-launcher", "mpi-launcher", HOSTILE + "\n")
     pages: list[Any] = [
         dashboard,

@@ -4,15 +4,11 @@ real controller and the simulated node (tests/browser/ drives the same pages in 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
 
-from controllers.dashboard.server import serve
-from controllers.dashboard.view import ClusterView
-from controllers.kinds import installed_kinds
 from jobcore import EVENTS
 from jobcore import Client
 from jobcore.testing import SimulatedNode
@@ -21,57 +17,30 @@ from jobcore.testing import job_controller
 from jobcore.testing import wait_for_phase
 from jobkinds.mpijob import MPIJobKind
 from tests import mpijobs
+from tests.dashboards import events_of
+from tests.dashboards import live_stream
+from tests.dashboards import mpijob_dashboard
+from tests.dashboards import until
 
 pytestmark = pytest.mark.integration
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 
 
-async def events_of(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, str]]:
-    """The server-sent events of `response`: (name, data)."""
-    name, data = "message", []
-    async for raw in response.content:
-        line = raw.decode().rstrip("\n")
-        if line.startswith("event: "):
-            name = line[len("event: ") :]
-        elif line.startswith("data: "):
-            data.append(line[len("data: ") :])
-        elif not line and data:
-            yield name, "\n".join(data)
-            name, data = "message", []
-
-
-async def until(events: AsyncIterator[tuple[str, str]], pattern: str) -> str:
-    """The data of the first event that matches `pattern`."""
-    async for _, data in events:
-        if re.search(pattern, data, re.S):
-            return data
-    raise AssertionError(f"the stream ended before {pattern!r}")
-
-
-def since(page: str) -> str:
-    found = re.search(r'sse-connect="([^"]+)"', page)
-    assert found, page
-    return found.group(1).replace("&amp;", "&")
-
-
 async def test_the_overview_follows_a_job_live_and_its_page_leads_with_the_failed_rank(
     client: Client, namespace: str, simulated_node: SimulatedNode
 ) -> None:
-    kinds = [k for k in installed_kinds() if k.name == "mpijob"]
-    view = ClusterView(client, kinds, namespace)
     async with (
         job_controller(client, MPIJobKind(), namespace=namespace),
-        serve(view, port=0) as url,
+        mpijob_dashboard(client, namespace) as url,
         aiohttp.ClientSession(url, timeout=aiohttp.ClientTimeout(total=30)) as http,
     ):
-        await eventually(view.synced, timeout=10)
         async with http.get("/") as response:
             page = await response.text()
             headers: Any = response.headers
         assert "script-src 'self'" in headers["Content-Security-Policy"]
         assert "train" not in page
-        async with http.get(since(page)) as live:
+        async with http.get(live_stream(page)) as live:
             events = events_of(live)
             await client.create(mpijobs.MPIJOBS, mpijobs.mpijob(namespace, "train"))
             row = await until(events, r'data-job="mpijob/[^"]+/train".*phase[^"]*">Running<')
@@ -118,7 +87,7 @@ async def test_the_overview_follows_a_job_live_and_its_page_leads_with_the_faile
             page = await response.text()
         old = re.search(r'<tr id="job-([^"]+)"', page)
         assert old, page
-        async with http.get(since(page)) as live:
+        async with http.get(live_stream(page)) as live:
             events = events_of(live)
             await client.delete(mpijobs.MPIJOBS, "train", namespace)
             await until(events, f'<tr id="job-{old.group(1)}" hx-swap-oob="delete">')

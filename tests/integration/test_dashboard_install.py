@@ -13,9 +13,6 @@ import pytest
 import yaml
 
 from controllers.dashboard.manifests import NAME
-from controllers.dashboard.server import serve
-from controllers.dashboard.view import ClusterView
-from controllers.kinds import installed_kinds
 from controllers.manifests import NAMESPACE
 from jobcore import NAMESPACES
 from jobcore import SECRETS
@@ -31,6 +28,7 @@ from jobkinds.mpijob import MPIJobKind
 from tests import installs
 from tests import mpijobs
 from tests.commands import start_jobcore
+from tests.dashboards import mpijob_dashboard
 
 pytestmark = pytest.mark.integration
 
@@ -134,11 +132,10 @@ async def test_a_user_who_may_read_only_jobs_and_pods_is_told_what_is_missing(
     await client.create(ROLE_BINDINGS, binding, namespace)
     token = await installs.service_account_token(client, namespace, "reader")
     scoped = installs.with_token(kubeconfig_path, token, tmp_path / "reader.kubeconfig")
-    kinds = [k for k in installed_kinds() if k.name == "mpijob"]
     async with (
         job_controller(client, MPIJobKind(), namespace=namespace),
         await Client.from_kubeconfig(scoped) as reader,
-        serve(ClusterView(reader, kinds, namespace), port=0) as url,
+        mpijob_dashboard(reader, namespace) as url,
         aiohttp.ClientSession(url) as http,
     ):
         await client.create(mpijobs.MPIJOBS, mpijobs.mpijob(namespace, "mine"))
