@@ -93,6 +93,11 @@ def _newest_first(rows: Iterator[tuple[JobRef, JobSummary]]) -> list[tuple[JobRe
     return sorted(rows, key=lambda row: (row[1].created, row[0]), reverse=True)
 
 
+def _namespaces(view: ClusterView) -> list[str]:
+    """Every namespace that has a job, whatever the filters."""
+    return sorted({ref.namespace for ref, _ in view.all_jobs()})
+
+
 async def overview(request: web.Request) -> web.Response:
     view = request.app[VIEW_KEY]
     chosen = Filter.of(request)
@@ -102,9 +107,11 @@ async def overview(request: web.Request) -> web.Response:
         "overview.html",
         rows=rows,
         chosen=chosen,
-        namespaces=sorted({ref.namespace for ref, _ in view.all_jobs()}),
-        kinds=[(name, i.kind.resource.kind) for name, i in view.kinds.items()],
-        phases=PHASES,
+        filters=[
+            ("Namespace", "namespace", [(ns, ns) for ns in _namespaces(view)]),
+            ("Kind", "kind", [(n, f"{i.kind.resource.kind} ({n})") for n, i in view.kinds.items()]),
+            ("Phase", "phase", [(phase, phase) for phase in PHASES]),
+        ],
         live="/live?" + chosen.query(since=view.version),
     )
 
@@ -128,9 +135,9 @@ async def overview_live(request: web.Request) -> web.StreamResponse:
     row = templates.get_template("row.html").module.row  # type: ignore[attr-defined]
     with view.subscribe() as subscription:
         async with event_stream(request) as stream:
-            shown = {ref: s.uid for ref, s in _rows(view, chosen)}
+            rows = _newest_first(_rows(view, chosen))
+            shown = {ref: s.uid for ref, s in rows}
             if view.changed_since(_since(request)) != set():
-                rows = _newest_first(_rows(view, chosen))
                 body = "".join(row(ref, s, _now()) for ref, s in rows)
                 await stream.send(
                     "update", f'<tbody id="jobs-body" hx-swap-oob="true">{body}</tbody>'
