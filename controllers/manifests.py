@@ -13,6 +13,8 @@ import yaml
 from controllers.dashboard.manifests import dashboard_files
 from controllers.kueuerbac import KUEUE_INTEGRATION_GRANTS
 from controllers.kueuerbac import kueue_rbac
+from controllers.podsecurity import restricted_container
+from controllers.podsecurity import restricted_pod
 from jobcore import BATCH_JOBS
 from jobcore import CONFIGMAPS
 from jobcore import EVENTS
@@ -198,11 +200,7 @@ def deployment(namespace: str | None = None, image: str = IMAGE) -> list[Object]
             "requests": {"cpu": "100m", "memory": "128Mi"},
             "limits": {"memory": "512Mi"},
         },
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": restricted_container(),
     }
     spread = {
         "weight": 100,
@@ -229,16 +227,7 @@ def deployment(namespace: str | None = None, image: str = IMAGE) -> list[Object]
                     "spec": {
                         "serviceAccountName": NAME,
                         "terminationGracePeriodSeconds": 45,
-                        # Pod Security "restricted": non-root, and the runtime's seccomp profile.
-                        # The image's USER 65532:65532, group included: with runAsUser alone,
-                        # the runtime takes the group from the image's /etc/passwd, which has
-                        # no 65532, and runs the process in root's group 0.
-                        "securityContext": {
-                            "runAsNonRoot": True,
-                            "runAsUser": 65532,
-                            "runAsGroup": 65532,
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
+                        "securityContext": restricted_pod(),
                         "affinity": {
                             "podAntiAffinity": {
                                 "preferredDuringSchedulingIgnoredDuringExecution": [spread]
@@ -382,6 +371,7 @@ def write_manifests(
             _dump(root / "kueue" / "kustomization.yaml", [_kustomization(["rbac.yaml"])]),
         ]
         dashboard = dashboard_files(kinds, NAMESPACE, IMAGE)
+        dashboard["kustomization.yaml"] = [_kustomization(sorted(dashboard))]
         apart += [_dump(root / "dashboard" / name, docs) for name, docs in dashboard.items()]
     applied = installed if namespace else [*crds, *installed]
     names = sorted(str(path.relative_to(root)) for path in applied)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from controllers.podsecurity import restricted_container
+from controllers.podsecurity import restricted_pod
 from jobcore import EVENTS
 from jobcore import PODS
 from jobcore import Object
@@ -83,17 +85,7 @@ def dashboard_deployment(namespace: str, image: str) -> list[Object]:
             "requests": {"cpu": "50m", "memory": "64Mi"},
             "limits": {"memory": "512Mi"},
         },
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
-    }
-    pod_security = {
-        "runAsNonRoot": True,
-        "runAsUser": 65532,
-        "runAsGroup": 65532,
-        "seccompProfile": {"type": "RuntimeDefault"},
+        "securityContext": restricted_container(),
     }
     return [
         {
@@ -107,7 +99,7 @@ def dashboard_deployment(namespace: str, image: str) -> list[Object]:
                     "metadata": {"labels": dict(_LABELS)},
                     "spec": {
                         "serviceAccountName": NAME,
-                        "securityContext": pod_security,
+                        "securityContext": restricted_pod(),
                         "containers": [container],
                     },
                 },
@@ -125,14 +117,8 @@ def dashboard_deployment(namespace: str, image: str) -> list[Object]:
 def dashboard_files(
     kinds: Sequence[JobKind[Any]], namespace: str, image: str
 ) -> dict[str, list[Any]]:
-    """The files of `manifests/dashboard/` by name, its kustomization.yaml among them."""
-    files: dict[str, list[Any]] = {
+    """The files of `manifests/dashboard/` by name, but its kustomization.yaml."""
+    return {
         "dashboard.yaml": dashboard_deployment(namespace, image),
         "rbac.yaml": dashboard_rbac(kinds, namespace),
     }
-    kustomization = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": sorted(files),
-    }
-    return {**files, "kustomization.yaml": [kustomization]}
