@@ -41,7 +41,9 @@ async def test_describe_leads_with_the_failed_rank_and_logs_prints_and_follows_a
 
         follower = await start_jobcore("logs", "mpijob/exit3", "-f", *where)
         assert follower.stdout is not None
-        assert await asyncio.wait_for(follower.stdout.readline(), 30) == b"step 1\n"
+        # The first line waits for the process to start too: 30 s was not enough once, at
+        # the loaded end of a full CI-style run.
+        assert await asyncio.wait_for(follower.stdout.readline(), 90) == b"step 1\n"
         simulated_node.write_log(
             namespace, "exit3-launcher", "mpi-launcher", "\x1b[2Jrank 1 exited with 3\n"
         )
