@@ -160,20 +160,17 @@ async def test_a_worker_killed_mid_run_through_the_agent_restarts_the_job_which_
     the launcher's end, which restarts the job once (new pods, the same Secret and agent key);
     its second run, told to finish, succeeds through the agent."""
     require(frameworks.missing("openmpi4"))
-    done = tmp_path / "done"
-    rank = ["/bin/sh", "-c", 'test -e "$0" || sleep 600', str(done)]
+    done, sleeping = tmp_path / "done", tmp_path / "sleeping"
+    sleeping.mkdir()
+    # Each of the first run's four ranks leaves a file before it sleeps, so `done` is touched
+    # only once none of them can still see it and end the run at once.
+    script = 'test -e "$0" && exit 0; mktemp -p "$1" >/dev/null; exec sleep 600'
+    rank = ["/bin/sh", "-c", script, str(done), str(sleeping)]
     job = realjobs.mpi_job("openmpi", tmp_path, rank, name="killed", namespace=namespace)
     job["spec"] |= {"transport": "agent", "runPolicy": {"backoffLimit": 1}}
     await client.create(KIND.resource, job)
 
-    def ranks_running() -> bool:
-        try:
-            log = process_node.logs(namespace, "killed-launcher", "mpi-launcher")
-        except KeyError:  # not started yet
-            return False
-        return "jobcore: starting" in log
-
-    await eventually(ranks_running, timeout=60, interval=0.2)
+    await eventually(lambda: len(list(sleeping.iterdir())) == 4, timeout=60, interval=0.2)
     done.touch()  # the next run's ranks end at once
     await client.delete(PODS, "killed-worker-1", namespace, grace_period_seconds=1)
     status = await wait_for_end(client, KIND.resource, namespace, "killed", timeout=120)
