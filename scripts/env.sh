@@ -1,8 +1,8 @@
-# Sourced by the other scripts: puts the project's virtualenv first on PATH (creating it, and
-# reinstalling the project and the example plugin examples/torchjob whenever either's
-# pyproject.toml changed) and exports KUBEBUILDER_ASSETS, the folder of control-plane binaries
-# the integration tests run. Fails with `return 1`, so a shell that sources it by hand
-# survives; the scripts run under `set -e` and stop there.
+# Sourced by the other scripts: puts the project's virtualenv first on PATH (creating it, in
+# the cache unless a .venv is already here, and reinstalling the project and the example plugin
+# examples/torchjob whenever either's pyproject.toml changed) and exports KUBEBUILDER_ASSETS, the
+# folder of control-plane binaries the integration tests run. Fails with `return 1`, so a shell
+# that sources it by hand survives; the scripts run under `set -e` and stop there.
 # shellcheck shell=bash
 
 jobcore_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -11,6 +11,12 @@ _jobcore_new_enough() {  # python >= 3.11?
   "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 }
 
+# Where no .venv is, it is made a link to one kept in the cache for this checkout's path, so a
+# fresh clone where one was before (as CI's is) finds the project and its dependencies installed.
+if [[ ! -e $jobcore_root/.venv && ! -L $jobcore_root/.venv ]]; then
+  _jobcore_kept=${XDG_CACHE_HOME:-$HOME/.cache}/jobcore/venvs/$(printf %s "$jobcore_root" | sha256sum | cut -c1-16)
+  mkdir -p "$_jobcore_kept" && ln -s "$_jobcore_kept" "$jobcore_root/.venv" || return 1
+fi
 if ! _jobcore_new_enough "$jobcore_root/.venv/bin/python"; then
   _jobcore_python=""
   for candidate in python3.11 python3; do
@@ -78,4 +84,4 @@ MESSAGE
   fi
 fi
 unset -f _jobcore_new_enough _jobcore_assets_ok
-unset _jobcore_python _jobcore_stamp _jobcore_hash _jobcore_installer candidate
+unset _jobcore_kept _jobcore_python _jobcore_stamp _jobcore_hash _jobcore_installer candidate

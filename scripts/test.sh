@@ -30,7 +30,8 @@ echo "test.sh: chromium and the dashboard's bundle checked in $((SECONDS - step)
 
 ruff check .
 ruff format --check .
-mypy
+# mypy's cache outside the repository: a fresh clone checks only what changed (33 s cold, 2 s warm).
+MYPY_CACHE_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/jobcore/mypy mypy
 lint-imports --no-logo
 status=0
 pytest -q -rs --durations=40 -n "${JOBCORE_TEST_WORKERS:-3}" --dist loadgroup "$@" || status=$?
