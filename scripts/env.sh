@@ -30,7 +30,7 @@ if ! _jobcore_new_enough "$jobcore_root/.venv/bin/python"; then
     return 1
   fi
   echo "env.sh: creating .venv with $($_jobcore_python --version)" >&2
-  "$_jobcore_python" -m venv "$jobcore_root/.venv" || return 1
+  "$_jobcore_python" -m venv "$(realpath "$jobcore_root/.venv")" || return 1
 fi
 export VIRTUAL_ENV="$jobcore_root/.venv"
 export PATH="$VIRTUAL_ENV/bin:$PATH"
