@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 
-from jobcore.testing._nodes import netns
 from jobcore.testing._nodes import podrun
 from jobcore.testing._nodes import podsetup
 from jobcore.testing._nodes.kubelet import now
 from jobcore.testing._nodes.podrun import ContainerRun
 from jobcore.testing._nodes.podrun import PodRun
+from jobcore.testing._shared.hostcommands import tool
 
 
 async def start(run: PodRun, c: ContainerRun) -> None:
@@ -24,7 +24,7 @@ async def start(run: PodRun, c: ContainerRun) -> None:
         return
     args = [str(part) for part in c.spec.get("args") or ()]
     argv = [podsetup.expand(part, c.env) for part in (*command, *args)]
-    enter = [netns.tool("ip"), "netns", "exec", run.sandbox.netns, netns.tool("unshare")]
+    enter = [tool("ip"), "netns", "exec", run.sandbox.netns, tool("unshare")]
     enter += ["--mount", "--uts", "--propagation", "private", str(c.wrapper)]
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
     log = await asyncio.to_thread(os.open, c.log, flags, 0o644)

@@ -34,7 +34,7 @@ from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
 from jobcore.launcher import is_ready
 from jobcore.testing._nodes import podidentity
-from jobcore.testing._nodes.netns import tool
+from jobcore.testing._shared.hostcommands import tool
 
 DEFAULT_MESSAGE_PATH = "/dev/termination-log"
 """Where a container writes its termination message unless it says otherwise."""

@@ -49,6 +49,7 @@ from jobcore.testing._nodes.netns import prepare_host
 from jobcore.testing._nodes.netns import process_node_available
 from jobcore.testing._nodes.podrun import ContainerRun
 from jobcore.testing._nodes.podrun import PodRun
+from jobcore.testing._shared.hostcommands import HostCommandError
 
 __all__ = ["ProcessNode", "prepare_host", "process_node_available"]
 
@@ -256,7 +257,7 @@ class ProcessNode(NodeBase):
             try:
                 await self._prepare(run)
                 return True
-            except (podsetup.NotReadyError, netns.HostCommandError) as exc:
+            except (podsetup.NotReadyError, HostCommandError) as exc:
                 for c in run.containers:
                     c.state = {"waiting": {"reason": "ContainerCreating", "message": str(exc)}}
                 await self._report(run)

@@ -31,7 +31,6 @@ import structlog
 from jobcore import JobcoreError
 from jobcore.testing._controlplane.binaries import ASSETS_ENV
 from jobcore.testing._controlplane.envtest import _log_tail
-from jobcore.testing._nodes.netns import run
 from jobcore.testing._realcluster import daemons
 from jobcore.testing._realcluster import hoststate
 from jobcore.testing._realcluster.commands import ClusterCommands
@@ -46,6 +45,7 @@ from jobcore.testing._realcluster.layout import Layout
 from jobcore.testing._realcluster.layout import write_configs
 from jobcore.testing._realcluster.pki import ensure_pki
 from jobcore.testing._shared.eventually import eventually
+from jobcore.testing._shared.hostcommands import run
 from jobcore.testing._shared.started import Started
 
 log = structlog.get_logger("jobcore.testing.realcluster")
