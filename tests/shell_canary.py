@@ -60,8 +60,8 @@ from jobcore.jobs import Observed
 from jobcore.jobs import parse_job
 from jobcore.launcher import AGENT
 from jobcore.launcher import AGENT_DIR
-from jobcore.testing._podsetup import Sources
-from jobcore.testing._podsetup import environment
+from jobcore.testing._nodes.podsetup import Sources
+from jobcore.testing._nodes.podsetup import environment
 from jobkinds.mpi.mpirun import HOSTFILE
 from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
 from tests.shell_canary_jobs import AGENT_KINDS

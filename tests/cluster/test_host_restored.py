@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from jobcore.testing import RealCluster
-from jobcore.testing._clusterlayout import BRIDGE
-from jobcore.testing._daemons import pid_of
-from jobcore.testing._daemons import recorded
-from jobcore.testing._hoststate import SYSCTLS
+from jobcore.testing._realcluster.daemons import pid_of
+from jobcore.testing._realcluster.daemons import recorded
+from jobcore.testing._realcluster.hoststate import SYSCTLS
+from jobcore.testing._realcluster.layout import BRIDGE
 from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import deploy_with_kueue
 

@@ -20,9 +20,9 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from jobcore.testing import ControlPlane
 from jobcore.testing import ControlPlaneError
-from jobcore.testing._binaries import platform_suffix
-from jobcore.testing._k3s import docker_available
-from jobcore.testing._k3s import start_k3s
+from jobcore.testing._controlplane.binaries import platform_suffix
+from jobcore.testing._controlplane.k3s import docker_available
+from jobcore.testing._controlplane.k3s import start_k3s
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from jobcore.testing._binaries import SETUP_ENVTEST
-from jobcore.testing._binaries import find_binaries
-from jobcore.testing._binaries import platform_suffix
+from jobcore.testing._controlplane.binaries import SETUP_ENVTEST
+from jobcore.testing._controlplane.binaries import find_binaries
+from jobcore.testing._controlplane.binaries import platform_suffix
 
 CONTROL_PLANE = ("etcd", "kube-apiserver")
 ENVTEST = ("etcd", "kube-apiserver", "kubectl")  # what a setup-envtest download holds

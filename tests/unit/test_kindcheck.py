@@ -100,7 +100,7 @@ def test_short_names_invalid_or_a_string() -> None:
 def test_a_short_name_or_a_resource_another_loaded_kind_has_too() -> None:
     other = ModelKind(Resource("other.dev", "v1", "Other", "others"), JobSpec, short_names=("dm",))
     same = ModelKind(RESOURCE, JobSpec)
-    where = "jobcore.testing._kinds.ModelKind"
+    where = "jobcore.testing._shared.kinds.ModelKind"
     assert problems_of(KIND, others=[other, same]) == [
         f"short name(s) ['dm'] taken by Other ({where})",
         f"demos.example.dev is Demo ({where})'s too",
@@ -159,7 +159,7 @@ def test_the_controller_refuses_an_invalid_kind_before_it_watches_anything() -> 
     with pytest.raises(InvalidKindError) as raised:
         add_job_controller(manager, bad_plural)
     assert str(raised.value) == (
-        "Demo (jobcore.testing._kinds.ModelKind) is not a valid job kind:\n"
+        "Demo (jobcore.testing._shared.kinds.ModelKind) is not a valid job kind:\n"
         "  - plural 'Demo' is not a lowercase DNS label (a-z, 0-9 and '-', starting with a "
         "letter, at most 63 characters)"
     )

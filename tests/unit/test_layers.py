@@ -23,7 +23,15 @@ def layered(container: str) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "container", ["jobcore", "jobcore._runtime", "jobcore._jobs", "jobcore._launcher", "jobkinds"]
+    "container",
+    [
+        "jobcore",
+        "jobcore._runtime",
+        "jobcore._jobs",
+        "jobcore._launcher",
+        "jobcore.testing",
+        "jobkinds",
+    ],
 )
 def test_every_module_is_in_a_layer(container: str) -> None:
     folder = ROOT.joinpath(*container.split("."))

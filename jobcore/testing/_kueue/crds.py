@@ -14,8 +14,6 @@ import dataclasses
 from jobcore._runtime.client import Client
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
-from jobcore.testing._jobs import install_crd
-from jobcore.testing._jobs import schemaless_crd
 from jobcore.testing._kueue import api
 from jobcore.testing._kueue.schemas import BOOLEAN
 from jobcore.testing._kueue.schemas import CONDITIONS
@@ -37,6 +35,8 @@ from jobcore.testing._kueue.schemas import array
 from jobcore.testing._kueue.schemas import enum
 from jobcore.testing._kueue.schemas import map_list
 from jobcore.testing._kueue.schemas import obj
+from jobcore.testing._shared.jobs import install_crd
+from jobcore.testing._shared.jobs import schemaless_crd
 
 _STOP_POLICY = enum("None", "Hold", "HoldAndDrain", default="None")
 _NAMED = obj({"name": STRING}, required=("name",))

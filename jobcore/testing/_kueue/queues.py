@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobcore._runtime.client import Client
-from jobcore.testing._background import background
 from jobcore.testing._kueue.api import ADMISSION_CHECKS
 from jobcore.testing._kueue.api import CLUSTER_QUEUES
 from jobcore.testing._kueue.api import LOCAL_QUEUES
 from jobcore.testing._kueue.api import RESOURCE_FLAVORS
 from jobcore.testing._kueue.crds import install_kueue_crds
 from jobcore.testing._kueue.standin import KueueStandIn
+from jobcore.testing._shared.background import background
 
 
 @contextlib.asynccontextmanager

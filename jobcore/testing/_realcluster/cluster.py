@@ -8,7 +8,7 @@ tarballs (no registry). Kubernetes' binaries come from `$KUBEBUILDER_ASSETS`, th
 the host's packages. It needs root.
 
 One fits a machine (fixed ports, bridge and directories): `start()` first takes down whatever an
-earlier run left, and `stop()` puts the host back as it was (`_hoststate`). The daemons outlive
+earlier run left, and `stop()` puts the host back as it was (`hoststate`). The daemons outlive
 this process until `stop()`, so a sandbox can leave the cluster up and a later run take it down.
 """
 
@@ -29,24 +29,24 @@ from pathlib import Path
 import structlog
 
 from jobcore import JobcoreError
-from jobcore.testing import _daemons
-from jobcore.testing import _hoststate
-from jobcore.testing._binaries import ASSETS_ENV
-from jobcore.testing._clustercommands import ClusterCommands
-from jobcore.testing._clusterdns import lookup
-from jobcore.testing._clusterlayout import CLUSTER_DOMAIN
-from jobcore.testing._clusterlayout import DNS_SERVICE_IP
-from jobcore.testing._clusterlayout import NODE_NAME
-from jobcore.testing._clusterlayout import PAUSE_IMAGE
-from jobcore.testing._clusterlayout import POD_CIDR
-from jobcore.testing._clusterlayout import SERVICE_CIDR
-from jobcore.testing._clusterlayout import Layout
-from jobcore.testing._clusterlayout import write_configs
-from jobcore.testing._clusterpki import ensure_pki
-from jobcore.testing._controlplane import _log_tail
-from jobcore.testing._eventually import eventually
-from jobcore.testing._netns import run
-from jobcore.testing._started import Started
+from jobcore.testing._controlplane.binaries import ASSETS_ENV
+from jobcore.testing._controlplane.envtest import _log_tail
+from jobcore.testing._realcluster import daemons
+from jobcore.testing._realcluster import hoststate
+from jobcore.testing._realcluster.commands import ClusterCommands
+from jobcore.testing._realcluster.dns import lookup
+from jobcore.testing._realcluster.layout import CLUSTER_DOMAIN
+from jobcore.testing._realcluster.layout import DNS_SERVICE_IP
+from jobcore.testing._realcluster.layout import NODE_NAME
+from jobcore.testing._realcluster.layout import PAUSE_IMAGE
+from jobcore.testing._realcluster.layout import POD_CIDR
+from jobcore.testing._realcluster.layout import SERVICE_CIDR
+from jobcore.testing._realcluster.layout import Layout
+from jobcore.testing._realcluster.layout import write_configs
+from jobcore.testing._realcluster.pki import ensure_pki
+from jobcore.testing._shared.eventually import eventually
+from jobcore.testing._shared.hostcommands import run
+from jobcore.testing._shared.started import Started
 
 log = structlog.get_logger("jobcore.testing.realcluster")
 
@@ -122,7 +122,7 @@ class RealCluster(Started):
             raise RealClusterError(missing)
         await self.claim(wait)
         self.timings.clear()
-        if _daemons.recorded(self.layout.pids) or self.layout.saved.is_dir():
+        if daemons.recorded(self.layout.pids) or self.layout.saved.is_dir():
             log.warning("taking down a cluster an earlier run left", home=str(self.layout.home))
             await self._timed("clean-up of an earlier run", self._stop())
         try:
@@ -173,32 +173,32 @@ class RealCluster(Started):
 
     async def _stop(self) -> None:
         pids, c = self.layout.pids, self.commands
-        if _daemons.pid_of(pids, "kube-apiserver") and _daemons.pid_of(pids, "kubelet"):
+        if daemons.pid_of(pids, "kube-apiserver") and daemons.pid_of(pids, "kubelet"):
             # Pods deleted through the API first: kubelet runs their CNI DEL (veths, leases).
             for name in ("kube-controller-manager", "kube-scheduler"):
-                await _daemons.stop(pids, name)
+                await daemons.stop(pids, name)
             await c.kubectl("delete", "pods", "--all", "-A", "--grace-period=0", "--force",
                             "--wait=false", check=False)  # fmt: skip
             with contextlib.suppress(TimeoutError):  # what is left, the next steps kill
                 await eventually(c.no_tasks, timeout=60, interval=0.5)
         for name in ("kube-controller-manager", "kube-scheduler", "dns-watch", "dnsmasq"):
-            await _daemons.stop(pids, name)
-        await _daemons.stop(pids, "kubelet", grace=30)
+            await daemons.stop(pids, name)
+        await daemons.stop(pids, "kubelet", grace=30)
         config = self.layout.etc / "containerd.toml"
-        if not _daemons.pid_of(pids, "containerd") and self.layout.containerd_state.is_dir():
+        if not daemons.pid_of(pids, "containerd") and self.layout.containerd_state.is_dir():
             # A crashed run's shims still run its containers: containerd on the same state
             # finds them again, so they can be stopped.
             with contextlib.suppress(RealClusterError, OSError):
                 if config.is_file():
                     await self._start_containerd()
-        if _daemons.pid_of(pids, "containerd"):
+        if daemons.pid_of(pids, "containerd"):
             await c.remove_containers()
-        await _daemons.stop(pids, "kube-proxy")
+        await daemons.stop(pids, "kube-proxy")
         await run(str(self._assets / "kube-proxy"), "--cleanup", check=False)
-        await _daemons.stop(pids, "containerd", grace=30)
+        await daemons.stop(pids, "containerd", grace=30)
         for name in ("kube-apiserver", "etcd"):
-            await _daemons.stop(pids, name)
-        await _hoststate.restore(self.layout)
+            await daemons.stop(pids, name)
+        await hoststate.restore(self.layout)
         for empty in (Path("/run/containerd/s"), Path("/run/containerd")):
             if empty.is_dir() and not any(empty.iterdir()):
                 empty.rmdir()
@@ -225,7 +225,7 @@ class RealCluster(Started):
         log.info("real cluster", step=step, seconds=self.timings[step])
 
     async def _configure(self) -> None:
-        await _hoststate.save(self.layout)
+        await hoststate.save(self.layout)
         await ensure_pki(self.layout, self.host_ip)
         write_configs(self.layout, self.host_ip)
         for folder in (
@@ -236,9 +236,9 @@ class RealCluster(Started):
             folder.mkdir(parents=True, exist_ok=True)
 
     def _start(self, name: str, *argv: str) -> None:
-        if _daemons.pid_of(self.layout.pids, name) is None:
+        if daemons.pid_of(self.layout.pids, name) is None:
             binary = argv[0] if argv[0].startswith("/") else str(self._binary(argv[0]))
-            _daemons.start(self.layout.pids, name, [binary, *argv[1:]], self.layout.log(name))
+            daemons.start(self.layout.pids, name, [binary, *argv[1:]], self.layout.log(name))
 
     def _binary(self, name: str) -> Path:
         asset = self._assets / name
@@ -321,8 +321,9 @@ class RealCluster(Started):
             "--cache-size=1000", "--user=root", "--group=root",
         )  # fmt: skip
         self._start(
-            "dns-watch", sys.executable, "-m", "jobcore.testing._clusterdns", lay.apiserver_url,
-            str(lay.pki), str(lay.dns_hosts), str(lay.pids / "dnsmasq.pid"), CLUSTER_DOMAIN,
+            "dns-watch", sys.executable, "-m", "jobcore.testing._realcluster.dns",
+            lay.apiserver_url, str(lay.pki), str(lay.dns_hosts), str(lay.pids / "dnsmasq.pid"),
+            CLUSTER_DOMAIN,
         )  # fmt: skip
         await self.commands.apply_dns_service(DNS_SERVICE_IP, ip, lay.ports.dns)
         name = f"kubernetes.default.svc.{CLUSTER_DOMAIN}"
@@ -345,7 +346,7 @@ class RealCluster(Started):
         """Until `check()` holds; else an error naming `component` and the tail of its log."""
         deadline = time.monotonic() + timeout
         while not await check():
-            gone = _daemons.pid_of(self.layout.pids, component) is None
+            gone = daemons.pid_of(self.layout.pids, component) is None
             if gone or time.monotonic() > deadline:
                 path = self.layout.log(component)
                 state = "exited" if gone else f"runs, but not within {timeout:.0f} s"

@@ -15,11 +15,11 @@ from jobcore._runtime.labels import parse_selector
 from jobcore._runtime.resources import PODS
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import ObjectKey
-from jobcore.testing._kubelet import NodeBase
-from jobcore.testing._kubelet import NodeOptions
-from jobcore.testing._kubelet import condition as _condition
-from jobcore.testing._kubelet import now as _now
-from jobcore.testing._kubeletlogs import MemoryLog
+from jobcore.testing._nodes.kubelet import NodeBase
+from jobcore.testing._nodes.kubelet import NodeOptions
+from jobcore.testing._nodes.kubelet import condition as _condition
+from jobcore.testing._nodes.kubelet import now as _now
+from jobcore.testing._nodes.kubeletlogs import MemoryLog
 
 LogKey = tuple[str, str, str]
 """(namespace, pod, container)"""

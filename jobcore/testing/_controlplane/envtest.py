@@ -25,8 +25,8 @@ import aiohttp
 import yaml
 
 from jobcore import JobcoreError
-from jobcore.testing._binaries import find_binaries
-from jobcore.testing._started import Started
+from jobcore.testing._controlplane.binaries import find_binaries
+from jobcore.testing._shared.started import Started
 
 READY_TIMEOUT = 60.0
 _POLL_SECONDS = 0.1
@@ -134,7 +134,7 @@ class ControlPlane(Started):
 
     Binaries come from `assets_dir`, else from where controller-runtime's envtest users keep
     them (`$KUBEBUILDER_ASSETS`, setup-envtest's store, /usr/local/kubebuilder/bin: see
-    `_binaries`). `apiserver_args` go last, so they override the defaults. Each process logs to
+    `binaries`). `apiserver_args` go last, so they override the defaults. Each process logs to
     `<work dir>/<binary>.log`. A `work_dir` given by the caller is kept by `stop()` (with its
     etcd data, so a later start resumes that state); otherwise a temporary one is made and
     removed. There is no scheduler and no kubelet.

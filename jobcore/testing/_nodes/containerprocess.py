@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 
-from jobcore.testing import _netns
-from jobcore.testing import _podrun
-from jobcore.testing import _podsetup
-from jobcore.testing._kubelet import now
-from jobcore.testing._podrun import ContainerRun
-from jobcore.testing._podrun import PodRun
+from jobcore.testing._nodes import podrun
+from jobcore.testing._nodes import podsetup
+from jobcore.testing._nodes.kubelet import now
+from jobcore.testing._nodes.podrun import ContainerRun
+from jobcore.testing._nodes.podrun import PodRun
+from jobcore.testing._shared.hostcommands import tool
 
 
 async def start(run: PodRun, c: ContainerRun) -> None:
@@ -19,12 +19,12 @@ async def start(run: PodRun, c: ContainerRun) -> None:
     terminated with StartError."""
     command = [str(part) for part in c.spec.get("command") or ()]
     if not command or run.sandbox is None or run.deleting:
-        message = _podrun.NO_COMMAND if not command else "the Pod is being deleted"
-        c.state = _podrun.terminated(128, "StartError", now(), message)
+        message = podrun.NO_COMMAND if not command else "the Pod is being deleted"
+        c.state = podrun.terminated(128, "StartError", now(), message)
         return
     args = [str(part) for part in c.spec.get("args") or ()]
-    argv = [_podsetup.expand(part, c.env) for part in (*command, *args)]
-    enter = [_netns.tool("ip"), "netns", "exec", run.sandbox.netns, _netns.tool("unshare")]
+    argv = [podsetup.expand(part, c.env) for part in (*command, *args)]
+    enter = [tool("ip"), "netns", "exec", run.sandbox.netns, tool("unshare")]
     enter += ["--mount", "--uts", "--propagation", "private", str(c.wrapper)]
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
     log = await asyncio.to_thread(os.open, c.log, flags, 0o644)
@@ -40,7 +40,7 @@ async def start(run: PodRun, c: ContainerRun) -> None:
             start_new_session=True,  # its own process group, signalled as one
         )
     except OSError as exc:
-        c.state = _podrun.terminated(128, "StartError", now(), str(exc))
+        c.state = podrun.terminated(128, "StartError", now(), str(exc))
         return
     finally:
         os.close(log)
@@ -52,10 +52,10 @@ def exited(c: ContainerRun, returncode: int) -> None:
     and as the message what the container wrote to its termination message file, else with
     FallbackToLogsOnError the end of a failed container's log (reads both)."""
     code = returncode if returncode >= 0 else 128 - returncode
-    message = _podrun.message_written(c.message_file) or None
+    message = podrun.message_written(c.message_file) or None
     fallback = c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError"
     if message is None and code != 0 and fallback:
-        message = _podrun.termination_message(c.log)
+        message = podrun.termination_message(c.log)
     started = c.state.get("running", {}).get("startedAt", now())
-    c.state = _podrun.terminated(code, "Completed" if code == 0 else "Error", started, message)
+    c.state = podrun.terminated(code, "Completed" if code == 0 else "Error", started, message)
     c.ready = False

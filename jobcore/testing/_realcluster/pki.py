@@ -13,12 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from jobcore.testing._clusterlayout import API_SERVICE_IP
-from jobcore.testing._clusterlayout import CLUSTER_DOMAIN
-from jobcore.testing._clusterlayout import NODE_NAME
-from jobcore.testing._clusterlayout import Layout
-from jobcore.testing._netns import run
-from jobcore.testing._netns import tool
+from jobcore.testing._realcluster.layout import API_SERVICE_IP
+from jobcore.testing._realcluster.layout import CLUSTER_DOMAIN
+from jobcore.testing._realcluster.layout import NODE_NAME
+from jobcore.testing._realcluster.layout import Layout
+from jobcore.testing._shared.hostcommands import run
+from jobcore.testing._shared.hostcommands import tool
 
 USERS = {
     # file name: (common name, organisation)

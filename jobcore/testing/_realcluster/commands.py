@@ -7,11 +7,11 @@ from pathlib import Path
 
 import yaml
 
-from jobcore.testing._clusterlayout import NODE_NAME
-from jobcore.testing._clusterlayout import Layout
-from jobcore.testing._netns import Result
-from jobcore.testing._netns import run
-from jobcore.testing._netns import tool
+from jobcore.testing._realcluster.layout import NODE_NAME
+from jobcore.testing._realcluster.layout import Layout
+from jobcore.testing._shared.hostcommands import Result
+from jobcore.testing._shared.hostcommands import run
+from jobcore.testing._shared.hostcommands import tool
 
 IMPORTED = "jobcore-imported"
 """A folder in containerd's root: a stamp per imported tarball (its name and mtime)."""

@@ -11,13 +11,13 @@ import pytest
 import pytest_asyncio
 
 from jobcore import Client
-from jobcore.testing._background import background
-from jobcore.testing._eventually import eventually
-from jobcore.testing._jobs import temporary_namespace
-from jobcore.testing._node import SimulatedNode
-from jobcore.testing._processnode import ProcessNode
-from jobcore.testing._processnode import process_node_available
-from jobcore.testing._required import require
+from jobcore.testing._nodes.process import ProcessNode
+from jobcore.testing._nodes.process import process_node_available
+from jobcore.testing._nodes.simulated import SimulatedNode
+from jobcore.testing._shared.background import background
+from jobcore.testing._shared.eventually import eventually
+from jobcore.testing._shared.jobs import temporary_namespace
+from jobcore.testing._shared.required import require
 
 
 @pytest_asyncio.fixture

@@ -11,7 +11,7 @@ from jobcore._runtime.controller import Controller
 from jobcore._runtime.handler import Request
 from jobcore._runtime.metrics import REGISTRY
 from jobcore._runtime.resources import Resource
-from jobcore.testing._eventually import eventually
+from jobcore.testing._shared.eventually import eventually
 
 
 def _reconciles(controller: Controller) -> float:

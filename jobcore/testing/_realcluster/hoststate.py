@@ -14,10 +14,10 @@ import shlex
 import shutil
 from pathlib import Path
 
-from jobcore.testing._clusterlayout import BRIDGE
-from jobcore.testing._clusterlayout import Layout
-from jobcore.testing._netns import run
-from jobcore.testing._netns import tool
+from jobcore.testing._realcluster.layout import BRIDGE
+from jobcore.testing._realcluster.layout import Layout
+from jobcore.testing._shared.hostcommands import run
+from jobcore.testing._shared.hostcommands import tool
 
 SYSCTLS = (
     "net.ipv4.ip_forward",

@@ -25,17 +25,19 @@ import os
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Generator
-from collections.abc import Sequence
 from dataclasses import asdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
-from jobcore import JobcoreError
+from jobcore.testing._shared.hostcommands import HostCommandError
+from jobcore.testing._shared.hostcommands import Result
+from jobcore.testing._shared.hostcommands import checked
+from jobcore.testing._shared.hostcommands import run
+from jobcore.testing._shared.hostcommands import run_now
+from jobcore.testing._shared.hostcommands import tool
 
 BRIDGE = "jcbr0"
 GATEWAY = "10.213.0.1"
@@ -51,54 +53,8 @@ _PROBE_SCRIPT = "mount --bind /etc/hosts /etc/hosts && echo jcprobe >/proc/sys/k
 """What a pod's wrapper does first: bind mounts and a hostname of its own."""
 
 
-class Result(NamedTuple):
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 Steps = Generator[list[str], Result, None]
 """Commands to run one after another; each command's result is sent back in."""
-
-
-class HostCommandError(JobcoreError):
-    """A command that changes the host failed."""
-
-
-def tool(name: str) -> str:
-    """The absolute path of a host binary (a container's env may change PATH)."""
-    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin")
-    if path is None:
-        raise HostCommandError(f"{name} is not installed")
-    return path
-
-
-def _checked(result: Result, argv: Sequence[str]) -> Result:
-    if result.returncode != 0:
-        raise HostCommandError(f"{' '.join(argv)}: exit {result.returncode}: {result.stderr}")
-    return result
-
-
-async def run(*argv: str, check: bool = True) -> Result:
-    """Run one host command without blocking the event loop."""
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    done = asyncio.ensure_future(proc.communicate())
-    try:
-        out, err = await asyncio.shield(done)
-    except asyncio.CancelledError:
-        await done  # short: finish it rather than leave a half-made change and a live pipe
-        raise
-    result = Result(proc.returncode or 0, out.decode(), err.decode().strip())
-    return _checked(result, argv) if check else result
-
-
-def run_now(*argv: str, check: bool = True) -> Result:
-    """Run one host command synchronously (outside any event loop)."""
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    result = Result(done.returncode, done.stdout, done.stderr.strip())
-    return _checked(result, argv) if check else result
 
 
 async def _drive(steps: Steps) -> None:
@@ -129,7 +85,7 @@ def _bridge_steps() -> Steps:
         ["ip", "link", "set", BRIDGE, "up"],
     ):
         result = yield argv
-        _checked(result, argv)
+        checked(result, argv)
 
 
 # Sandboxes: one per pod --------------------------------------------------------------------
@@ -199,7 +155,7 @@ def _create_steps(sandbox: Sandbox) -> Steps:
         [*ns, "link", "set", "eth0", "up"],
         [*ns, "route", "add", "default", "via", GATEWAY],
     ):
-        _checked((yield argv), argv)
+        checked((yield argv), argv)
 
 
 async def create_sandbox(*, uid: str, token: str) -> Sandbox:

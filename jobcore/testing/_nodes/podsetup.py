@@ -2,7 +2,7 @@
 
 Secret and ConfigMap volumes become files with their modes, emptyDir a directory, hostPath the
 host's own path; other volume types are skipped with a warning. With the Pod's fsGroup, volumes
-are owned as a kubelet owns them (`_podidentity`). The per-pod hosts file lists
+are owned as a kubelet owns them (`podidentity`). The per-pod hosts file lists
 the Pod itself and every Ready Pod of its namespace that has a hostname and a subdomain, as a
 cluster's DNS would; it is rewritten in place (a bind mount pins the inode, so a rename would
 go unseen). The generated wrapper script runs inside the pod's namespaces before the container
@@ -33,8 +33,8 @@ from jobcore._runtime.resources import SECRETS
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
 from jobcore.launcher import is_ready
-from jobcore.testing import _podidentity
-from jobcore.testing._netns import tool
+from jobcore.testing._nodes import podidentity
+from jobcore.testing._shared.hostcommands import tool
 
 DEFAULT_MESSAGE_PATH = "/dev/termination-log"
 """Where a container writes its termination message unless it says otherwise."""
@@ -131,7 +131,7 @@ async def volumes(
     """Each volume's host path and whether it is read-only; the volumes skipped, and why."""
     found: dict[str, tuple[Path, bool]] = {}
     skipped = []
-    group = _podidentity.fs_group(pod)
+    group = podidentity.fs_group(pod)
     for volume in pod["spec"].get("volumes") or ():
         kind, files = await volume_files(sources, volume)
         if isinstance(files, Path):  # hostPath
@@ -144,9 +144,7 @@ async def volumes(
             mode = 0o777 if writable else 0o755
             await asyncio.to_thread(write_volume, path, files, mode=mode)
             if group is not None:
-                await asyncio.to_thread(
-                    _podidentity.own_volume, path, group, read_only=not writable
-                )
+                await asyncio.to_thread(podidentity.own_volume, path, group, read_only=not writable)
             found[volume["name"]] = (path, not writable)
     return found, skipped
 
@@ -335,7 +333,7 @@ def wrapper_script(
     resolv: Path,
     working_dir: str | None,
     started: Path,
-    user: _podidentity.Identity,
+    user: podidentity.Identity,
     message: Sequence[Mount] = (),
 ) -> str:
     """The script run in the pod's namespaces; it ends with `exec "$@"` (the command), through
@@ -371,7 +369,7 @@ def wrapper_script(
         lines.append(f"{mkdir} -p {q(working_dir)} && cd {q(working_dir)}")
     elif not user.default:
         lines.append("cd /")
-    drop = "" if user.default else shlex.join(_podidentity.privileges(user, tool("setpriv"))) + " "
+    drop = "" if user.default else shlex.join(podidentity.privileges(user, tool("setpriv"))) + " "
     lines += [f": >{q(str(started))}", f'exec {drop}"$@"']
     return "\n".join(lines) + "\n"
 
@@ -402,7 +400,7 @@ def write_wrapper(
         resolv=resolv,
         working_dir=container.get("workingDir"),
         started=started,
-        user=_podidentity.identity(pod, container),
+        user=podidentity.identity(pod, container),
         message=message,
     )
     path.write_text(script)

@@ -33,8 +33,8 @@ from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import ObjectKey
 from jobcore._runtime.workqueue import QueueShutDown
 from jobcore._runtime.workqueue import WorkQueue
-from jobcore.testing._kubeletlogs import ContainerLog
-from jobcore.testing._kubeletlogs import LogServer
+from jobcore.testing._nodes.kubeletlogs import ContainerLog
+from jobcore.testing._nodes.kubeletlogs import LogServer
 
 _log = structlog.get_logger("jobcore.testing.node")
 _MAX_RETRY_SECONDS = 5.0
@@ -75,7 +75,7 @@ class NodeBase:
     """Binds unscheduled Pods to itself and passes each bound Pod's changes to the subclass.
 
     `run()` serves until cancelled; a registered node also serves its containers' logs to the
-    API server (`_kubeletlogs`), as the subclass's `_container_log` finds them. Every
+    API server (`kubeletlogs`), as the subclass's `_container_log` finds them. Every
     informer event funnels into a work queue, so one Pod is handled by one worker at a time;
     a failed API call is retried with backoff. Subclasses implement `_on_bound` (a bound Pod
     changed) and `_on_deleting` (a bound Pod is being deleted: the API server waits for the

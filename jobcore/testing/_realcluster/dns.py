@@ -1,7 +1,8 @@
 """Cluster DNS for the real cluster: dnsmasq serving a hosts file that this module keeps current.
 
-Debian has no CoreDNS. `python -m jobcore.testing._clusterdns` reads Services, Endpoints and Pods
-once a second and writes the records a pod looks up, then tells dnsmasq (SIGHUP) to reread them:
+Debian has no CoreDNS. `python -m jobcore.testing._realcluster.dns` reads Services, Endpoints
+and Pods once a second and writes the records a pod looks up, then tells dnsmasq (SIGHUP) to
+reread them:
 `svc.ns.svc.DOMAIN` (the ClusterIP, or every ready endpoint of a headless Service, not-ready ones
 too under publishNotReadyAddresses), `hostname.svc.ns.svc.DOMAIN` for a pod with a hostname and
 a subdomain, and `a-b-c-d.ns.pod.DOMAIN`. Not served: SRV records, ExternalName, IPv6.

@@ -18,10 +18,10 @@ from typing import Any
 
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import ObjectKey
-from jobcore.testing import _kubelet
-from jobcore.testing._kubelet import now
-from jobcore.testing._netns import GATEWAY
-from jobcore.testing._netns import Sandbox
+from jobcore.testing._nodes import kubelet
+from jobcore.testing._nodes.kubelet import now
+from jobcore.testing._nodes.netns import GATEWAY
+from jobcore.testing._nodes.netns import Sandbox
 
 FINAL_PHASES = ("Succeeded", "Failed")
 _TAIL_LINES, _TAIL_BYTES = 80, 2048
@@ -174,7 +174,7 @@ class PodRun:
         previous = self.transitions.get(kind)
         if previous is None or previous[0] != value:
             self.transitions[kind] = (value, now())
-        result = _kubelet.condition(kind, value, None if value else reason)
+        result = kubelet.condition(kind, value, None if value else reason)
         result["lastTransitionTime"] = self.transitions[kind][1]
         return result
 

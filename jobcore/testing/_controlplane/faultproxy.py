@@ -16,8 +16,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from jobcore.testing._controlplane import _write_kubeconfig
-from jobcore.testing._started import Started
+from jobcore.testing._controlplane.envtest import _write_kubeconfig
+from jobcore.testing._shared.started import Started
 
 # Headers of one hop, not of the message (RFC 9110 7.6.1), and those aiohttp sets itself.
 _HOP_HEADERS = frozenset(

@@ -1,12 +1,12 @@
 """A node that runs each bound Pod's containers as host processes in the Pod's own namespaces.
 
 The image is ignored: a container's `command` (its entrypoint; there is no image to read one
-from) and `args` run as host binaries, in a network namespace per Pod (`_netns`) and a mount and
+from) and `args` run as host binaries, in a network namespace per Pod (`netns`) and a mount and
 UTS namespace per container, behind a wrapper that mounts the Pod's volumes, hosts file and
-resolv.conf (`_podsetup`), then runs the command as the securityContext's user and groups
-(`_podidentity`). Readiness probes run for real (`_probes`); exits become
+resolv.conf (`podsetup`), then runs the command as the securityContext's user and groups
+(`podidentity`). Readiness probes run for real (`probes`); exits become
 `state.terminated`, with what the container wrote at its terminationMessagePath (a file per
-container, bound there), and the Pod's phase (`_podrun`). A container that exits is started again as
+container, bound there), and the Pod's phase (`podrun`). A container that exits is started again as
 its Pod's restartPolicy says, after the kubelet's back-off (shortened); init containers are not
 restarted. Liveness and startup probes, resources, security
 contexts beyond their user, groups and fsGroup, hostNetwork, and updates of a mounted Secret or
@@ -36,19 +36,20 @@ from jobcore._runtime.errors import ApiError
 from jobcore._runtime.errors import NotFoundError
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import ObjectKey
-from jobcore.testing import _containerprocess
-from jobcore.testing import _netns
-from jobcore.testing import _podidentity
-from jobcore.testing import _podrun
-from jobcore.testing import _podsetup
-from jobcore.testing import _probes
-from jobcore.testing._kubelet import NodeBase
-from jobcore.testing._kubelet import NodeOptions
-from jobcore.testing._kubeletlogs import FileLog
-from jobcore.testing._netns import prepare_host
-from jobcore.testing._netns import process_node_available
-from jobcore.testing._podrun import ContainerRun
-from jobcore.testing._podrun import PodRun
+from jobcore.testing._nodes import containerprocess
+from jobcore.testing._nodes import netns
+from jobcore.testing._nodes import podidentity
+from jobcore.testing._nodes import podrun
+from jobcore.testing._nodes import podsetup
+from jobcore.testing._nodes import probes
+from jobcore.testing._nodes.kubelet import NodeBase
+from jobcore.testing._nodes.kubelet import NodeOptions
+from jobcore.testing._nodes.kubeletlogs import FileLog
+from jobcore.testing._nodes.netns import prepare_host
+from jobcore.testing._nodes.netns import process_node_available
+from jobcore.testing._nodes.podrun import ContainerRun
+from jobcore.testing._nodes.podrun import PodRun
+from jobcore.testing._shared.hostcommands import HostCommandError
 
 __all__ = ["ProcessNode", "prepare_host", "process_node_available"]
 
@@ -138,8 +139,8 @@ class ProcessNode(NodeBase):
         if reason:
             raise RuntimeError(reason)
         await prepare_host()
-        self._directory = await asyncio.to_thread(_netns.node_directory)
-        _netns.clean_up_at_exit(self._token, self._directory)
+        self._directory = await asyncio.to_thread(netns.node_directory)
+        netns.clean_up_at_exit(self._token, self._directory)
 
     def _services(self) -> list[Coroutine[Any, Any, None]]:
         return [self._keep_hosts_files()]
@@ -153,7 +154,7 @@ class ProcessNode(NodeBase):
             for run in runs:
                 run.signal(signal.SIGKILL)
             # Every sandbox leased under our token, also any a cancelled set-up left half-made.
-            await _netns.sweep(tokens=frozenset({self._token}))
+            await netns.sweep(tokens=frozenset({self._token}))
             processes = [c.process.wait() for r in runs for c in r.containers if c.process]
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.gather(*processes), 5)
@@ -163,7 +164,7 @@ class ProcessNode(NodeBase):
                 await asyncio.to_thread(shutil.rmtree, self._directory, True)
             self._directory = None
         finally:
-            _netns.forget_at_exit(self._token)
+            netns.forget_at_exit(self._token)
 
     # Pod events ----------------------------------------------------------------------------
 
@@ -173,7 +174,7 @@ class ProcessNode(NodeBase):
             if run.uid == pod["metadata"]["uid"]:
                 run.pod = pod
             return
-        if (pod.get("status") or {}).get("phase") in _podrun.FINAL_PHASES or not self._directory:
+        if (pod.get("status") or {}).get("phase") in podrun.FINAL_PHASES or not self._directory:
             return
         uid = pod["metadata"]["uid"]
         run = PodRun.of(pod, self._directory / f"{key.namespace}.{key.name}.{uid[:8]}")
@@ -225,14 +226,14 @@ class ProcessNode(NodeBase):
         """Keep the end of every log in memory before the Pod's files go (blocking)."""
         for c in run.containers:
             if c.process is not None:
-                kept = _podrun.tail_bytes(c.log, _KEPT_LOG_BYTES).decode(errors="replace")
+                kept = podrun.tail_bytes(c.log, _KEPT_LOG_BYTES).decode(errors="replace")
                 self._kept_logs[(run.key.namespace, run.key.name, c.name)] = kept
 
     async def _release(self, run: PodRun) -> None:
         """Kill what is left in the Pod's network namespace and remove it; keep the files."""
         async with run.release_lock:
             if run.sandbox is not None:
-                await _netns.destroy_sandbox(run.sandbox)
+                await netns.destroy_sandbox(run.sandbox)
                 run.sandbox = None
 
     # Running one Pod -----------------------------------------------------------------------
@@ -256,7 +257,7 @@ class ProcessNode(NodeBase):
             try:
                 await self._prepare(run)
                 return True
-            except (_podsetup.NotReadyError, _netns.HostCommandError) as exc:
+            except (podsetup.NotReadyError, HostCommandError) as exc:
                 for c in run.containers:
                     c.state = {"waiting": {"reason": "ContainerCreating", "message": str(exc)}}
                 await self._report(run)
@@ -266,22 +267,22 @@ class ProcessNode(NodeBase):
     async def _prepare(self, run: PodRun) -> None:
         await asyncio.to_thread(run.directory.mkdir, parents=True, exist_ok=True)
         if run.sandbox is None:
-            run.sandbox = await _netns.create_sandbox(uid=run.uid, token=self._token)
+            run.sandbox = await netns.create_sandbox(uid=run.uid, token=self._token)
             run.ip = run.sandbox.ip
-        sources = _podsetup.Sources(self.client, run.key.namespace)
-        volumes, skipped = await _podsetup.volumes(sources, run.pod, run.directory / "volumes")
+        sources = podsetup.Sources(self.client, run.key.namespace)
+        volumes, skipped = await podsetup.volumes(sources, run.pod, run.directory / "volumes")
         base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        base["HOSTNAME"] = _podsetup.hostname(run.pod)
+        base["HOSTNAME"] = podsetup.hostname(run.pod)
         unset = []
         for c in run.containers:
-            user = _podidentity.identity(run.pod, c.spec)
-            env = {**base, "HOME": _podidentity.home(user)}
-            c.env, not_set = await _podsetup.environment(
-                sources, run.pod, c.spec, base=env, ip=run.ip or "", host_ip=_netns.GATEWAY
+            user = podidentity.identity(run.pod, c.spec)
+            env = {**base, "HOME": podidentity.home(user)}
+            c.env, not_set = await podsetup.environment(
+                sources, run.pod, c.spec, base=env, ip=run.ip or "", host_ip=netns.GATEWAY
             )
             unset += not_set
             await asyncio.to_thread(
-                _podsetup.write_wrapper,
+                podsetup.write_wrapper,
                 c.wrapper,
                 pod=run.pod,
                 container=c.spec,
@@ -296,7 +297,7 @@ class ProcessNode(NodeBase):
             for what, items in (("volumes", skipped), ("env vars", unset))
             if items
         ]
-        await asyncio.to_thread(_podsetup.write_in_place, run.resolv, _podsetup.RESOLV_CONF)
+        await asyncio.to_thread(podsetup.write_in_place, run.resolv, podsetup.RESOLV_CONF)
         await self._write_hosts_files()
 
     async def _run_containers(self, run: PodRun) -> None:
@@ -306,7 +307,7 @@ class ProcessNode(NodeBase):
                 continue
             for main in run.mains:
                 main.state = {"waiting": {"reason": "PodInitializing"}}
-            await _containerprocess.start(run, c)
+            await containerprocess.start(run, c)
             await self._watch(run, c)
             if c.exit_code != 0:
                 run.phase = "Failed"
@@ -314,7 +315,7 @@ class ProcessNode(NodeBase):
                 return
         run.initialized = True
         for c in run.mains:
-            await _containerprocess.start(run, c)
+            await containerprocess.start(run, c)
         run.phase = "Running"
         await self._report(run)
         await asyncio.gather(*(self._keep_running(run, c) for c in run.mains))
@@ -328,14 +329,14 @@ class ProcessNode(NodeBase):
         policy = run.pod["spec"].get("restartPolicy") or "Always"
         while True:
             await self._watch(run, c)
-            if run.deleting or c.process is None or not _podrun.restarts(policy, c.exit_code):
+            if run.deleting or c.process is None or not podrun.restarts(policy, c.exit_code):
                 return
-            delay = min(_podrun.back_off_seconds(c.restarts), self.max_restart_delay)
+            delay = min(podrun.back_off_seconds(c.restarts), self.max_restart_delay)
             await asyncio.to_thread(c.back_off, delay)
             await self._report(run)
             await asyncio.sleep(delay)
             exited = c.process
-            await _containerprocess.start(run, c)
+            await containerprocess.start(run, c)
             if c.process is exited:  # not started (StartError, or the Pod is being deleted)
                 await self._report(run)
                 return
@@ -351,7 +352,7 @@ class ProcessNode(NodeBase):
         finally:
             if readiness is not None:
                 readiness.cancel()
-        await asyncio.to_thread(_containerprocess.exited, c, returncode)
+        await asyncio.to_thread(containerprocess.exited, c, returncode)
         await self._report(run)
 
     async def _readiness(
@@ -373,9 +374,9 @@ class ProcessNode(NodeBase):
             c.ready = ready
             await self._report(run)
 
-        await _probes.keep_probing(
+        await probes.keep_probing(
             spec,
-            _probes.ProbeTarget(c.spec, run.ip or "", process.pid, c.env),
+            probes.ProbeTarget(c.spec, run.ip or "", process.pid, c.env),
             longest_period=self.max_probe_period,
             ready=c.ready,
             set_ready=set_ready,
@@ -385,7 +386,7 @@ class ProcessNode(NodeBase):
         """Write the Pod's whole status as it is now; one write at a time per Pod."""
         async with run.report_lock:
             try:
-                await self._write_status(run.pod, _podrun.pod_status(run))
+                await self._write_status(run.pod, podrun.pod_status(run))
             except ApiError as exc:  # once deleting: gone, or replaced by a namesake (422)
                 if not run.deleting and not isinstance(exc, NotFoundError):
                     _log.warning("writing pod status failed", pod=str(run.key), error=str(exc))
@@ -401,12 +402,12 @@ class ProcessNode(NodeBase):
     async def _write_hosts_files(self) -> None:
         """Rewrite, in place, each running Pod's hosts file whose content changed."""
         async with self._hosts_lock:
-            records = _podsetup.dns_records(self.pods.list())
+            records = podsetup.dns_records(self.pods.list())
             for run in list(self._runs.values()):
                 if run.sandbox is None or run.ip is None:
                     continue
                 neighbours = records.get(run.key.namespace, ())
-                text = _podsetup.hosts_file(run.pod, run.ip, neighbours)
+                text = podsetup.hosts_file(run.pod, run.ip, neighbours)
                 if text != run.hosts_text:
-                    await asyncio.to_thread(_podsetup.write_in_place, run.hosts, text)
+                    await asyncio.to_thread(podsetup.write_in_place, run.hosts, text)
                     run.hosts_text = text

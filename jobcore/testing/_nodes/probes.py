@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jobcore.testing._netns import tool
+from jobcore.testing._shared.hostcommands import tool
 
 DEFAULT_TIMEOUT = 1.0
 

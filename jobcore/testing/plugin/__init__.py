@@ -23,14 +23,14 @@ import pytest
 import structlog
 
 from jobcore._runtime.compact import modified_subtrees
-from jobcore.testing._controlplane import ControlPlane
-from jobcore.testing._k3s import K3sCluster
-from jobcore.testing._k3s import docker_available
-from jobcore.testing._k3s import start_k3s
-from jobcore.testing._realcluster import RealCluster
-from jobcore.testing._realcluster import images_folder
-from jobcore.testing._realcluster import real_cluster_available
-from jobcore.testing._required import require
+from jobcore.testing._controlplane.envtest import ControlPlane
+from jobcore.testing._controlplane.k3s import K3sCluster
+from jobcore.testing._controlplane.k3s import docker_available
+from jobcore.testing._controlplane.k3s import start_k3s
+from jobcore.testing._realcluster.cluster import RealCluster
+from jobcore.testing._realcluster.cluster import images_folder
+from jobcore.testing._realcluster.cluster import real_cluster_available
+from jobcore.testing._shared.required import require
 
 BACKENDS = ("envtest", "k3s")
 REAL_CLUSTER_GROUP = "jobcore-real-cluster"
@@ -82,9 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if backend not in BACKENDS:  # argparse checks `choices` on the command line, not defaults
         raise pytest.UsageError(f"JOBCORE_K8S_BACKEND={backend}: expected one of {BACKENDS}")
     if config.pluginmanager.hasplugin("asyncio"):
-        from jobcore.testing import _fixtures  # noqa: PLC0415
+        from jobcore.testing.plugin import fixtures  # noqa: PLC0415
 
-        config.pluginmanager.register(_fixtures, "jobcore-async-fixtures")
+        config.pluginmanager.register(fixtures, "jobcore-async-fixtures")
     if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         config.pluginmanager.register(_GroupsKept(), "jobcore-xdist-groups")
     if not config.pluginmanager.hasplugin("xdist"):

@@ -29,11 +29,11 @@ from jobcore._runtime.resources import NAMESPACES
 from jobcore._runtime.resources import PODS
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
-from jobcore.testing._background import background
-from jobcore.testing._eventually import eventually
-from jobcore.testing._jobreport import recording
-from jobcore.testing._jobreport import report
-from jobcore.testing._kinds import ModelKind
+from jobcore.testing._shared.background import background
+from jobcore.testing._shared.eventually import eventually
+from jobcore.testing._shared.jobreport import recording
+from jobcore.testing._shared.jobreport import report
+from jobcore.testing._shared.kinds import ModelKind
 
 
 async def install_crd(client: Client, crd: Object) -> None:
