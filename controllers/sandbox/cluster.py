@@ -12,9 +12,6 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from controllers import clusterjobs
-from controllers import images
-from controllers import realjobs
 from controllers.dashboard.server import serve
 from controllers.dashboard.view import ClusterView
 from controllers.kinds import BUNDLED_KINDS
@@ -22,8 +19,11 @@ from controllers.kinds import installed_kinds
 from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
 from controllers.manifests import write_manifests
-from controllers.sandbox import SandboxError
-from controllers.sandbox import follow
+from controllers.sandbox import clusterjobs
+from controllers.sandbox import images
+from controllers.sandbox import realjobs
+from controllers.sandbox.local import SandboxError
+from controllers.sandbox.local import follow
 from jobcore import CONFIGMAPS
 from jobcore import Client
 from jobcore.launcher import Transport

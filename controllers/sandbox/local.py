@@ -15,11 +15,11 @@ from typing import TextIO
 
 import yaml
 
-from controllers import frameworks
-from controllers import realjobs
 from controllers.dashboard.server import serve
 from controllers.dashboard.view import ClusterView
 from controllers.kinds import installed_kinds
+from controllers.sandbox import frameworks
+from controllers.sandbox import realjobs
 from jobcore import Client
 from jobcore import Manager
 from jobcore import NotFoundError
@@ -96,7 +96,7 @@ async def run_sandbox(
     """Run a sample job to its end, showing its status live; return its final phase.
 
     With `real`, pods run as host processes in their own network namespaces (ProcessNode)
-    and `kind`'s sample (`controllers.realjobs`; an MPIJob with `mpi`) runs its real launcher
+    and `kind`'s sample (`realjobs`; an MPIJob with `mpi`) runs its real launcher
     over ssh, or with `agent` (the host's agent binary: the node ignores images) through
     jobcore's agent; the launcher's output is printed at the end. Without, the MPIJob sample
     runs on a simulated node.
