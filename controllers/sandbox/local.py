@@ -6,9 +6,12 @@ The node is simulated, or with `real` runs pods as host processes with real fram
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from typing import TextIO
@@ -17,6 +20,7 @@ import yaml
 
 from controllers.dashboard.server import serve
 from controllers.dashboard.view import ClusterView
+from controllers.kinds import InstalledKind
 from controllers.kinds import installed_kinds
 from controllers.sandbox import frameworks
 from controllers.sandbox import realjobs
@@ -158,15 +162,28 @@ async def _run(
     for kind in kinds:
         add_job_controller(manager, kind, agent=agent)
     name = sample.job["metadata"]["name"]
-    view = ClusterView(client, installed_kinds())
-    async with background(node.run()), background(manager.run()), serve(view, port=0) as url:
-        out.write(f"dashboard: {url}\n")
+    async with (
+        background(node.run()),
+        background(manager.run()),
+        dashboard(client, installed_kinds(), out),
+    ):
         await client.create(sample.resource, sample.job)
         phase = await follow(client, sample, keep=keep, out=out)
         if isinstance(node, ProcessNode):
             launcher = node.logs("default", f"{name}-launcher", sample.launcher_container)
             out.write(f"launcher output:\n{launcher}")
     return phase
+
+
+@contextlib.asynccontextmanager
+async def dashboard(
+    client: Client, kinds: Sequence[InstalledKind], out: TextIO
+) -> AsyncIterator[None]:
+    """The dashboard over `kinds`' jobs, on a free local port while the block runs; its address
+    is printed first, so the user can watch the sample from a browser."""
+    async with serve(ClusterView(client, kinds), port=0) as url:
+        out.write(f"dashboard: {url}\n")
+        yield
 
 
 async def follow(client: Client, sample: realjobs.Sample, *, keep: bool, out: TextIO) -> str:
