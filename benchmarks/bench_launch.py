@@ -42,9 +42,9 @@ from benchmarks._common import odd_count
 from benchmarks._common import print_table
 from benchmarks._common import run_benchmark
 from benchmarks._common import status_mb
-from controllers import clusterjobs
-from controllers import realjobs
-from controllers.clustersandbox import deploy
+from controllers.sandbox import clusterjobs
+from controllers.sandbox import realjobs
+from controllers.sandbox.cluster import deploy
 from jobcore import NAMESPACES
 from jobcore import PODS
 from jobcore import Client

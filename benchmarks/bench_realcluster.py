@@ -27,11 +27,11 @@ from benchmarks._common import odd_count
 from benchmarks._common import print_table
 from benchmarks._common import run_benchmark
 from benchmarks._common import status_mb
-from controllers import clusterjobs
-from controllers import realjobs
-from controllers.clustersandbox import deploy
 from controllers.manifests import CONTROLLER_SELECTOR
 from controllers.manifests import NAMESPACE
+from controllers.sandbox import clusterjobs
+from controllers.sandbox import realjobs
+from controllers.sandbox.cluster import deploy
 from jobcore import CONFIGMAPS
 from jobcore import Client
 from jobcore.testing import RealCluster

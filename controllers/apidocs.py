@@ -1,7 +1,8 @@
 """API reference pages in Markdown, generated from each job kind's pydantic models.
 
-`python -m controllers.apidocs docs/reference` rewrites the bundled kinds' pages, and
-`tests/unit/test_apidocs.py` fails when the committed pages differ from what the models give.
+`python -m controllers.generate` rewrites the bundled kinds' pages (with the other generated
+files), and `tests/unit/test_generate.py` fails when the committed pages differ from what the
+models give.
 A page follows the JSON schema the kind's CRD is made from (`model_json_schema(by_alias=True)`,
 the input of `jobcore.structural_schema`): wire names, types, bounds, required fields,
 descriptions from `Field(description=...)` and model docstrings, plus the defaults the models
@@ -12,7 +13,6 @@ point (`mpijob.md`, `kubeflow-mpijob.md`): two kinds may share a kind name.
 
 from __future__ import annotations
 
-import argparse
 import typing
 from collections.abc import Callable
 from collections.abc import Iterable
@@ -27,17 +27,13 @@ from pydantic_core import core_schema
 
 from controllers import _apischema
 from controllers._apischema import NONE
-from controllers.kinds import BUNDLED_KINDS
-from controllers.kinds import installed_kinds
-from controllers.kinds import kind_names
 from jobcore.jobs import T9K_STATUS
 from jobcore.jobs import JobKind
 from jobcore.jobs import crd_for
 from jobcore.jobs import hooks_of
 
-REGENERATE = "python -m controllers.apidocs docs/reference"
-"""The command that rewrites the committed pages."""
-"""The entry-point names of the kinds whose pages live in docs/reference."""
+REGENERATE = "python -m controllers.generate"
+"""The command that rewrites the committed pages (and every other generated file)."""
 INDEX = "README.md"
 STATUS_DOC = "../status.md"
 """Where the status reference is, relative to the pages."""
@@ -168,7 +164,7 @@ def reference_index(kinds: Mapping[str, JobKind[Any]], *, status_doc: str = STAT
         "",
         f"    {REGENERATE}",
         "",
-        "`tests/unit/test_apidocs.py` fails when a page differs from what the models give.",
+        "`tests/unit/test_generate.py` fails when a page differs from what the models give.",
         "",
         *_table(("kind", "API version", "plural", "short names", "page"), rows),
         "The kinds with T9k's `status` share one shape; what the controller writes there, and",
@@ -322,26 +318,3 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 
 
 # Command ---------------------------------------------------------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m controllers.apidocs [FOLDER] [--kinds a,b]`: write the pages, list them."""
-    parser = argparse.ArgumentParser(
-        prog="python -m controllers.apidocs",
-        description="Write the job kinds' API reference pages, generated from their models.",
-    )
-    parser.add_argument("folder", nargs="?", default="docs/reference", type=Path)
-    parser.add_argument(
-        "--kinds",
-        help=f"comma-separated installed kinds (default: {','.join(BUNDLED_KINDS)})",
-    )
-    args = parser.parse_args(argv)
-    names = kind_names(args.kinds) or BUNDLED_KINDS
-    kinds = {installed.name: installed.kind for installed in installed_kinds(names)}
-    for path in write_api_reference(kinds, args.folder):
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

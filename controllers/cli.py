@@ -12,7 +12,6 @@ from typing import Any
 from controllers import describe
 from controllers import helptexts
 from controllers import render
-from controllers import sandboxcommand
 from controllers.apiclient import ClientConfigError
 from controllers.apiclient import add_client_arguments
 from controllers.apiclient import client_from
@@ -24,6 +23,7 @@ from controllers.kinds import kind_names
 from controllers.kinds import load_all_kinds
 from controllers.kueueflags import add_kueue_arguments
 from controllers.kueueflags import kueue_scope
+from controllers.sandbox import command as sandboxcommand
 from controllers.serving import add_server_arguments
 from controllers.serving import server_limits
 from jobcore import LeaderElectionConfig

@@ -13,7 +13,7 @@
 #               no, /run/sshd), user mpiuser (uid 1000, home /home/mpiuser)
 #   openmpi4, mpich, intel   base + `scripts/frameworks.sh NAME` into /opt/jobcore/frameworks (the
 #               host's layout and pins); openmpi4 and mpich also /opt/jobcore/programs/allreduce,
-#               controllers/allreduce.py's program built with that framework's mpicc
+#               controllers/sandbox/allreduce.py's program built with that framework's mpicc
 #   torch       base + Debian's python3-torch, which colossalai and horovod build FROM
 #   colossalai, horovod      torch + `scripts/frameworks.sh NAME`; horovod reuses the wheel the
 #               host built ($JOBCORE_FRAMEWORKS/wheels, from `scripts/frameworks.sh horovod`)
@@ -183,7 +183,7 @@ framework_recipe() {
   } >"$context/Containerfile"
 }
 
-# allreduce_lines MPICC: the RUN lines that build controllers/allreduce.py's program (the MPI
+# allreduce_lines MPICC: the RUN lines that build controllers/sandbox/allreduce.py's program (the MPI
 # compiler wrappers drive the system's C compiler, which stays for programs built by hand).
 allreduce_lines() {
   echo "apt-get update -qq"
@@ -192,7 +192,7 @@ allreduce_lines() {
   echo "$1 -O1 -o /opt/jobcore/programs/allreduce /tmp/jobcore-build/allreduce.c"
 }
 write_allreduce() {
-  python -c 'import sys; from controllers.allreduce import SOURCE; sys.stdout.write(SOURCE)' \
+  python -c 'import sys; from controllers.sandbox.allreduce import SOURCE; sys.stdout.write(SOURCE)' \
     >"$1/allreduce.c"
 }
 

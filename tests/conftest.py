@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controllers.frameworks import cache_folder
+from controllers.sandbox.frameworks import cache_folder
 from tests import wheels
 
 

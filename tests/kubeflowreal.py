@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controllers import frameworks
+from controllers.sandbox import frameworks
 from jobcore import Client
 from jobcore import Object
 from jobcore.testing import ProcessNode

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 from typing import Protocol
 
-from controllers.realjobs import COLOSSALAIJOBS
-from controllers.realjobs import HOROVODJOBS
-from controllers.realjobs import colossalai_job
+from controllers.sandbox.realjobs import COLOSSALAIJOBS
+from controllers.sandbox.realjobs import HOROVODJOBS
+from controllers.sandbox.realjobs import colossalai_job
 from jobcore import PODS
 from jobcore import Client
 from jobcore import Object

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from controllers import images
-from controllers.clusterjobs import with_programs_configmap
-from controllers.clustersandbox import deploy
 from controllers.manifests import CONTROLLER_SELECTOR
 from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
+from controllers.sandbox import images
+from controllers.sandbox.cluster import deploy
+from controllers.sandbox.clusterjobs import with_programs_configmap
 from jobcore import CONFIGMAPS
 from jobcore import NAMESPACES
 from jobcore import ApiError

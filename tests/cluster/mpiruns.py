@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from controllers import clusterjobs
-from controllers import images
-from controllers import realjobs
-from controllers.realjobs import MPIJOBS
+from controllers.sandbox import clusterjobs
+from controllers.sandbox import images
+from controllers.sandbox import realjobs
+from controllers.sandbox.realjobs import MPIJOBS
 from jobcore import Client
 from jobcore import Object
 from jobcore.launcher import Transport

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers import clusterjobs
-from controllers import images
-from controllers import realjobs
-from controllers.realjobs import COLOSSALAIJOBS
-from controllers.realjobs import HOROVODJOBS
-from controllers.realjobs import MPIJOBS
+from controllers.sandbox import clusterjobs
+from controllers.sandbox import images
+from controllers.sandbox import realjobs
+from controllers.sandbox.realjobs import COLOSSALAIJOBS
+from controllers.sandbox.realjobs import HOROVODJOBS
+from controllers.sandbox.realjobs import MPIJOBS
 from jobcore import PODS
 from jobcore import Client
 from jobcore import Object

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from controllers import clusterjobs
-from controllers import images
-from controllers import realjobs
+from controllers.sandbox import clusterjobs
+from controllers.sandbox import images
+from controllers.sandbox import realjobs
 from jobcore import CONFIGMAPS
 from jobcore import Client
 from jobcore.testing import condition

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controllers import images
+from controllers.sandbox import images
 from jobcore.testing import condition
 from jobcore.testing import require
 from jobkinds.kubeflow.wait import WAIT_CONTAINER

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from controllers.realjobs import MPIJOBS
+from controllers.sandbox.realjobs import MPIJOBS
 from jobcore import Client
 from jobcore.testing import KUEUE_WORKLOADS
 from jobcore.testing import condition

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from controllers.realjobs import MPIJOBS
+from controllers.sandbox.realjobs import MPIJOBS
 from jobcore import PODS
 from jobcore import Client
 from jobcore import Object

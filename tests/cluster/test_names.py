@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from controllers import clusterjobs
-from controllers import realjobs
-from controllers.realjobs import MPIJOBS
+from controllers.sandbox import clusterjobs
+from controllers.sandbox import realjobs
+from controllers.sandbox.realjobs import MPIJOBS
 from jobcore import Client
 from tests.cluster import mpiruns
 from tests.cluster.conftest import Cluster

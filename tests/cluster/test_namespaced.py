@@ -12,7 +12,7 @@ import pytest
 from controllers.manifests import CONTROLLER_SELECTOR
 from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
-from controllers.realjobs import MPIJOBS
+from controllers.sandbox.realjobs import MPIJOBS
 from jobcore import Client
 from tests import installs
 from tests.cluster import mpiruns

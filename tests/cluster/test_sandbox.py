@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from controllers.clustersandbox import run_cluster_sandbox
+from controllers.sandbox.cluster import run_cluster_sandbox
 from tests.cluster.conftest import Cluster
 
 pytestmark = pytest.mark.integration

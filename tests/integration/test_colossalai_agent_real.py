@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controllers import frameworks
+from controllers.sandbox import frameworks
 from jobcore import PODS
 from jobcore import Client
 from jobcore.launcher import launched

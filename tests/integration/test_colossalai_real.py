@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from controllers import frameworks
-from controllers import realjobs
+from controllers.sandbox import frameworks
+from controllers.sandbox import realjobs
 from jobcore import Client
 from jobcore import Controller
 from jobcore.testing import ProcessNode

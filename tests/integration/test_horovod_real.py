@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from controllers import realjobs
-from controllers.frameworks import missing
+from controllers.sandbox import realjobs
+from controllers.sandbox.frameworks import missing
 from jobcore import Client
 from jobcore import Controller
 from jobcore import Object

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from controllers import frameworks
-from controllers import realjobs
+from controllers.sandbox import frameworks
+from controllers.sandbox import realjobs
 from jobcore import Client
 from jobcore import Object
 from jobcore.jobs import AgentSource

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from controllers import frameworks
-from controllers import realjobs
+from controllers.sandbox import frameworks
+from controllers.sandbox import realjobs
 from jobcore import PODS
 from jobcore import Client
 from jobcore import Controller

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from controllers import frameworks
+from controllers.sandbox import frameworks
 from jobcore.jobs import AgentSource
 from jobcore.testing import process_node_available
 from jobcore.testing import require

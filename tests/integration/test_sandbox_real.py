@@ -2,7 +2,7 @@
 
 One run, the default sample (an MPIJob on Open MPI 4), proves the command: what it starts, what it
 prints and where its log goes do not depend on the kind. Each other sample (`--kind`, `--mpi`)
-is the job a kind's real test runs through the same `controllers.realjobs` functions: Intel MPI's
+is the job a kind's real test runs through the same `realjobs` functions: Intel MPI's
 PingPong in test_mpi_real.py, ColossalAI's all-reduce in test_colossalai_real.py, Horovod's over
 gloo in test_horovod_real.py; and test_hostkey_real.py takes every kind's job and launcher
 container from `realjobs.sample`, as the sandbox does."""
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from controllers import frameworks
-from controllers import realjobs
+from controllers.sandbox import frameworks
+from controllers.sandbox import realjobs
 from jobcore.testing import process_node_available
 from jobcore.testing import require
 from tests.commands import start_jobcore

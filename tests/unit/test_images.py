@@ -1,4 +1,5 @@
-"""controllers.images: where scripts/images.sh's tarballs are, and what a missing one says."""
+"""controllers.sandbox.images: where scripts/images.sh's tarballs are, and what a missing one
+says."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from controllers import images
+from controllers.sandbox import images
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "images.sh"
 

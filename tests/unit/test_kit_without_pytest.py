@@ -39,8 +39,8 @@ def test_the_kit_and_the_sandbox_import_without_pytest() -> None:
     code = """
 import jobcore.testing
 import controllers.cli
-import controllers.sandbox
-import controllers.clustersandbox
+import controllers.sandbox.local
+import controllers.sandbox.cluster
 jobcore.testing.require(None)
 print(sorted(name for name in sys.modules if "pytest" in name))
 """

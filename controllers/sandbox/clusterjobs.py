@@ -1,4 +1,4 @@
-"""The real-run samples (`controllers.realjobs`) made to run in the real cluster's containers.
+"""The real-run samples (`realjobs`) made to run in the real cluster's containers.
 
 Each framework comes with its image (`scripts/images.sh`); the programs a sample writes into its
 folder reach the pods as a ConfigMap mounted at that same path, so a sample's commands are the
@@ -11,8 +11,8 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from controllers import images
-from controllers import realjobs
+from controllers.sandbox import images
+from controllers.sandbox import realjobs
 from jobcore import Object
 from jobcore.launcher import Transport
 

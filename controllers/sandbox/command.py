@@ -9,7 +9,7 @@ import sys
 import tempfile
 from typing import Any
 
-from controllers import realjobs
+from controllers.sandbox import realjobs
 from jobcore import configure_logging
 from jobcore.jobs import AgentSource
 
@@ -71,10 +71,10 @@ def add_parser(commands: Any) -> None:
 
 async def sandbox(args: argparse.Namespace) -> int:
     """Run the sandbox the options ask for; 0 once its sample job Succeeded."""
-    from controllers.clustersandbox import run_cluster_sandbox  # noqa: PLC0415 - testing kit
-    from controllers.clustersandbox import take_down  # noqa: PLC0415 - testing kit
-    from controllers.sandbox import SandboxError  # noqa: PLC0415 - testing kit
-    from controllers.sandbox import run_sandbox  # noqa: PLC0415 - testing kit
+    from controllers.sandbox.cluster import run_cluster_sandbox  # noqa: PLC0415 - testing kit
+    from controllers.sandbox.cluster import take_down  # noqa: PLC0415 - testing kit
+    from controllers.sandbox.local import SandboxError  # noqa: PLC0415 - testing kit
+    from controllers.sandbox.local import run_sandbox  # noqa: PLC0415 - testing kit
 
     # Ctrl-C, SIGTERM and SIGHUP all unwind, so the control plane is always stopped.
     task = asyncio.current_task()
@@ -113,7 +113,7 @@ async def sandbox(args: argparse.Namespace) -> int:
 
 def _host_agent(args: argparse.Namespace) -> AgentSource | None:
     """The host's agent for `--real --launch agent` (the process node ignores images)."""
-    from controllers.sandbox import SandboxError  # noqa: PLC0415 - testing kit
+    from controllers.sandbox.local import SandboxError  # noqa: PLC0415 - testing kit
 
     if args.launch == "ssh":
         return None

@@ -12,18 +12,17 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from controllers import clusterjobs
-from controllers import images
-from controllers import realjobs
-from controllers.dashboard.server import serve
-from controllers.dashboard.view import ClusterView
 from controllers.kinds import BUNDLED_KINDS
 from controllers.kinds import installed_kinds
 from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
 from controllers.manifests import write_manifests
-from controllers.sandbox import SandboxError
-from controllers.sandbox import follow
+from controllers.sandbox import clusterjobs
+from controllers.sandbox import images
+from controllers.sandbox import realjobs
+from controllers.sandbox.local import SandboxError
+from controllers.sandbox.local import dashboard
+from controllers.sandbox.local import follow
 from jobcore import CONFIGMAPS
 from jobcore import Client
 from jobcore.launcher import Transport
@@ -114,10 +113,8 @@ async def _run(cluster: RealCluster, sample: realjobs.Sample, programs: Path, ou
     name, namespace = sample.job["metadata"]["name"], sample.job["metadata"]["namespace"]
     job, configmap = clusterjobs.with_programs_configmap(sample.job, programs)
     client = await Client.from_kubeconfig(cluster.kubeconfig_path)
-    view = ClusterView(client, installed_kinds(BUNDLED_KINDS))
     try:
-        async with serve(view, port=0) as url:
-            out.write(f"dashboard: {url}\n")
+        async with dashboard(client, installed_kinds(BUNDLED_KINDS), out):
             await client.create(CONFIGMAPS, configmap)
             await client.create(sample.resource, job)
             phase = await follow(client, sample, keep=False, out=out)

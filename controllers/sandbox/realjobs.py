@@ -18,8 +18,8 @@ from dataclasses import field
 from dataclasses import replace
 from pathlib import Path
 
-from controllers import frameworks
-from controllers.allreduce import compile_allreduce
+from controllers.sandbox import frameworks
+from controllers.sandbox.allreduce import compile_allreduce
 from jobcore import Object
 from jobcore import Resource
 from jobcore.launcher import Transport

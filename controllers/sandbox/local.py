@@ -6,20 +6,24 @@ The node is simulated, or with `real` runs pods as host processes with real fram
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from typing import TextIO
 
 import yaml
 
-from controllers import frameworks
-from controllers import realjobs
 from controllers.dashboard.server import serve
 from controllers.dashboard.view import ClusterView
+from controllers.kinds import InstalledKind
 from controllers.kinds import installed_kinds
+from controllers.sandbox import frameworks
+from controllers.sandbox import realjobs
 from jobcore import Client
 from jobcore import Manager
 from jobcore import NotFoundError
@@ -96,7 +100,7 @@ async def run_sandbox(
     """Run a sample job to its end, showing its status live; return its final phase.
 
     With `real`, pods run as host processes in their own network namespaces (ProcessNode)
-    and `kind`'s sample (`controllers.realjobs`; an MPIJob with `mpi`) runs its real launcher
+    and `kind`'s sample (`realjobs`; an MPIJob with `mpi`) runs its real launcher
     over ssh, or with `agent` (the host's agent binary: the node ignores images) through
     jobcore's agent; the launcher's output is printed at the end. Without, the MPIJob sample
     runs on a simulated node.
@@ -158,15 +162,28 @@ async def _run(
     for kind in kinds:
         add_job_controller(manager, kind, agent=agent)
     name = sample.job["metadata"]["name"]
-    view = ClusterView(client, installed_kinds())
-    async with background(node.run()), background(manager.run()), serve(view, port=0) as url:
-        out.write(f"dashboard: {url}\n")
+    async with (
+        background(node.run()),
+        background(manager.run()),
+        dashboard(client, installed_kinds(), out),
+    ):
         await client.create(sample.resource, sample.job)
         phase = await follow(client, sample, keep=keep, out=out)
         if isinstance(node, ProcessNode):
             launcher = node.logs("default", f"{name}-launcher", sample.launcher_container)
             out.write(f"launcher output:\n{launcher}")
     return phase
+
+
+@contextlib.asynccontextmanager
+async def dashboard(
+    client: Client, kinds: Sequence[InstalledKind], out: TextIO
+) -> AsyncIterator[None]:
+    """The dashboard over `kinds`' jobs, on a free local port while the block runs; its address
+    is printed first, so the user can watch the sample from a browser."""
+    async with serve(ClusterView(client, kinds), port=0) as url:
+        out.write(f"dashboard: {url}\n")
+        yield
 
 
 async def follow(client: Client, sample: realjobs.Sample, *, keep: bool, out: TextIO) -> str:
