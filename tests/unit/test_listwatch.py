@@ -189,6 +189,15 @@ async def test_a_failing_list_or_watch_is_retried_after_a_pause() -> None:
     assert recorder.take() == [("add", "default/a", "1"), ("update", "default/a", "1", "11")]
 
 
+async def test_a_retry_waits_as_long_as_the_server_asked() -> None:
+    too_many = ApiError(429, "TooManyRequests", retry_after=0.3)
+    source = ScriptedSource([], "10", [Watch(error=too_many)])
+    *_, loop = started(source)
+    async with running(loop):
+        await eventually(lambda: len(source.watched_from) == 2)
+    assert source.watched_at[1] - source.watched_at[0] >= 0.3, "not the 0.05 s backoff"
+
+
 @pytest.mark.parametrize(("failures", "low", "high"), [(1, 0.16, 0.24), (3, 0.64, 0.96)])
 def test_the_backoff_doubles_with_each_failure(failures: int, low: float, high: float) -> None:
     assert low <= backoff(failures, max_backoff=30.0) <= high
