@@ -49,7 +49,6 @@ from jobcore._runtime.handler import Mapper
 from jobcore._runtime.handler import Request
 from jobcore._runtime.handler import request_for_object
 from jobcore._runtime.handler import requests_for_owner
-from jobcore._runtime.informer import EventHandler
 from jobcore._runtime.informer import Informer
 from jobcore._runtime.labels import parse_selector
 from jobcore._runtime.labels import selector_to_string
@@ -87,6 +86,7 @@ from jobcore._runtime.resources import controller_of
 from jobcore._runtime.resources import owner_reference
 from jobcore._runtime.server import HealthChecks
 from jobcore._runtime.server import ProbeServer
+from jobcore._runtime.store import EventHandler
 from jobcore._runtime.watchstream import WatchEvent
 from jobcore._runtime.workqueue import QueueShutDown
 from jobcore._runtime.workqueue import WorkQueue

@@ -13,8 +13,11 @@ Layers, bottom up (import-linter checks that each imports only those below it):
   over plain JSON objects, the deduplicating work queue, event filters, cached objects
   sharing equal parts, expected creations and deletions, the indexes and transforms a cache
   files objects by.
-- `informer`, `handler`, `events`: list+watch caches with indexers, from cache events to
-  reconcile requests, Kubernetes Events.
+- `store`: an indexed cache of one resource that tells handlers of each change once.
+- `listwatch`: the list/watch loop that fills a store from a lister/watcher it is handed
+  (the production one wraps the client).
+- `informer`, `handler`, `events`: a store kept current by a list/watch through the client,
+  from cache events to reconcile requests, Kubernetes Events.
 - `controller`, `leaderelection`, `server`, `loopmonitor`: workers that drain a queue into a
   reconciler, a Lease held by one replica, probes and `/metrics` over HTTP, event loop lag.
 - `manager`: runs all of the above as one process.

@@ -23,6 +23,8 @@ from jobcore import Informer
 from jobcore import Object
 from jobcore import controller_of
 from jobcore import owner_reference
+from jobcore._runtime.listwatch import ClientListerWatcher
+from jobcore._runtime.listwatch import ListWatch
 from jobcore.jobs import JOB_NAME_LABEL
 from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import crd_for
@@ -85,7 +87,8 @@ async def test_keep_filters_the_list_the_watch_and_a_relist(client: Client, name
         await recorder.wait_for(lambda: ("add", "listed-foreign") in recorder.events)
     await set_owner("watched-child", owned=False)
     await set_owner("watched-foreign", owned=True)
-    await informer._list_and_replace()  # what the informer does after a 410 Gone
+    source = ClientListerWatcher(client, CONFIGMAPS, namespace=namespace)
+    await ListWatch(informer, source).relist()  # what the informer does after a 410 Gone
 
     assert recorder.events == [
         ("add", "listed-child"),

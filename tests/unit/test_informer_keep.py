@@ -1,9 +1,9 @@
 """Unit tests for the Informer's `keep`: what it refuses is never cached, indexed or reported,
 and a shared informer keeps what any of its users asks for.
 
-No API server: watch events are applied with the informer's own per-event step, as a watch
-would deliver them (the list and relist are tested against a real one in
-tests/integration/test_cache_memory.py).
+No API server: watch events are handed to the store as a watch would deliver them (the list
+and relist are tested with a scripted lister/watcher in tests/unit/test_listwatch.py, and
+against a real server in tests/integration/test_cache_memory.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from jobcore import Manager
 from jobcore import Object
 from jobcore import controller_of
 from tests.unit.test_informer_store import assert_indices_consistent
-from tests.unit.test_informer_store import make_informer
+from tests.unit.test_informer_store import make_store
 from tests.unit.test_informer_store import pod
 
 
@@ -39,70 +39,61 @@ def test_a_refused_object_is_neither_transformed_cached_indexed_nor_reported() -
         transformed.append(obj["metadata"]["name"])
         return obj
 
-    informer, recorder = make_informer(keep=owned, transform=transform)
-    informer._on_event("ADDED", pod("foreign", 1, labels={"app": "x"}))
-    informer._on_event("MODIFIED", pod("foreign", 2, labels={"app": "x"}))
-    informer._on_event("ADDED", pod("child", 3, owner_uid="job"))
+    store, recorder = make_store(keep=owned, transform=transform)
+    store.apply("ADDED", pod("foreign", 1, labels={"app": "x"}))
+    store.apply("MODIFIED", pod("foreign", 2, labels={"app": "x"}))
+    store.apply("ADDED", pod("child", 3, owner_uid="job"))
 
     assert recorder.take() == [("add", "default/child", "3")]
-    assert [o["metadata"]["name"] for o in informer.list()] == ["child"]
-    assert informer.get("foreign", "default") is None
+    assert [o["metadata"]["name"] for o in store.list()] == ["child"]
+    assert store.get("foreign", "default") is None
     assert transformed == ["child"]
-    assert_indices_consistent(informer)
+    assert_indices_consistent(store)
 
 
 def test_an_object_that_stops_being_kept_is_deleted_and_one_that_starts_is_added() -> None:
-    informer, recorder = make_informer(keep=owned)
-    informer._on_event("ADDED", pod("a", 1, owner_uid="job"))
-    informer._on_event("MODIFIED", pod("a", 2))  # released by its owner
+    store, recorder = make_store(keep=owned)
+    store.apply("ADDED", pod("a", 1, owner_uid="job"))
+    store.apply("MODIFIED", pod("a", 2))  # released by its owner
     assert recorder.take() == [("add", "default/a", "1"), ("delete", "default/a", "1")]
-    assert informer.get("a", "default") is None
-    assert informer.controlled_by("default", "job") == []
+    assert store.get("a", "default") is None
+    assert store.controlled_by("default", "job") == []
 
-    informer._on_event("MODIFIED", pod("a", 3, owner_uid="job"))  # adopted
+    store.apply("MODIFIED", pod("a", 3, owner_uid="job"))  # adopted
     assert recorder.take() == [("add", "default/a", "3")]
-    assert [o["metadata"]["name"] for o in informer.controlled_by("default", "job")] == ["a"]
-    assert_indices_consistent(informer)
+    assert [o["metadata"]["name"] for o in store.controlled_by("default", "job")] == ["a"]
+    assert_indices_consistent(store)
 
 
 def test_deletions_report_only_objects_that_were_kept() -> None:
-    informer, recorder = make_informer(keep=owned)
-    informer._on_event("ADDED", pod("child", 1, owner_uid="job"))
-    informer._on_event("ADDED", pod("foreign", 2))
+    store, recorder = make_store(keep=owned)
+    store.apply("ADDED", pod("child", 1, owner_uid="job"))
+    store.apply("ADDED", pod("foreign", 2))
     recorder.take()
-    informer._on_event("DELETED", pod("foreign", 3))
-    informer._on_event("DELETED", pod("child", 4, owner_uid="job"))
+    store.apply("DELETED", pod("foreign", 3))
+    store.apply("DELETED", pod("child", 4, owner_uid="job"))
     assert recorder.take() == [("delete", "default/child", "4")]
-    assert len(informer) == 0
+    assert len(store) == 0
 
 
 def test_a_kept_object_deleted_in_a_refused_state_is_reported_as_cached() -> None:
-    informer, recorder = make_informer(keep=owned)
-    informer._on_event("ADDED", pod("child", 1, owner_uid="job"))
-    informer._on_event("DELETED", pod("child", 2))
+    store, recorder = make_store(keep=owned)
+    store.apply("ADDED", pod("child", 1, owner_uid="job"))
+    store.apply("DELETED", pod("child", 2))
     assert recorder.take() == [("add", "default/child", "1"), ("delete", "default/child", "1")]
 
 
-def test_refused_events_and_bookmarks_still_advance_the_resource_version() -> None:
-    informer, recorder = make_informer(keep=owned)
-    informer._on_event("ADDED", pod("foreign", 7))
-    assert informer.resource_version == "7"
-    informer._on_event("BOOKMARK", {"kind": "Pod", "metadata": {"resourceVersion": "9"}})
-    assert informer.resource_version == "9"
-    assert recorder.take() == []
-
-
 def test_keep_also_widens_to_what_either_accepts() -> None:
-    informer, recorder = make_informer(keep=owned)
-    informer.keep_also(labelled_web)
-    informer.keep_also(owned)  # already kept: nothing changes
-    informer._on_event("ADDED", pod("child", 1, owner_uid="job"))
-    informer._on_event("ADDED", pod("web", 2, labels={"app": "web"}))
-    informer._on_event("ADDED", pod("db", 3, labels={"app": "db"}))
+    store, recorder = make_store(keep=owned)
+    store.keep_also(labelled_web)
+    store.keep_also(owned)  # already kept: nothing changes
+    store.apply("ADDED", pod("child", 1, owner_uid="job"))
+    store.apply("ADDED", pod("web", 2, labels={"app": "web"}))
+    store.apply("ADDED", pod("db", 3, labels={"app": "db"}))
     assert [event[1] for event in recorder.take()] == ["default/child", "default/web"]
 
-    informer.keep_also(None)
-    informer._on_event("ADDED", pod("db", 4, labels={"app": "db"}))
+    store.keep_also(None)
+    store.apply("ADDED", pod("db", 4, labels={"app": "db"}))
     assert recorder.take() == [("add", "default/db", "4")]
 
 
@@ -127,11 +118,11 @@ def test_the_manager_shares_one_informer_that_keeps_what_any_caller_asked_for() 
     first = manager.informer(PODS, **scope, keep=owned)
     assert manager.informer(PODS, **scope, keep=labelled_web) is first
     assert manager.informer(CONFIGMAPS, **scope, keep=owned) is not first
-    first._on_event("ADDED", pod("child", 1, owner_uid="job"))
-    first._on_event("ADDED", pod("web", 2, labels={"app": "web"}))
-    first._on_event("ADDED", pod("db", 3, labels={"app": "db"}))
+    first.apply("ADDED", pod("child", 1, owner_uid="job"))
+    first.apply("ADDED", pod("web", 2, labels={"app": "web"}))
+    first.apply("ADDED", pod("db", 3, labels={"app": "db"}))
     assert sorted(o["metadata"]["name"] for o in first.list()) == ["child", "web"]
 
     assert manager.informer(PODS, **scope) is first  # a caller that wants every object
-    first._on_event("MODIFIED", pod("db", 4, labels={"app": "db"}))
+    first.apply("MODIFIED", pod("db", 4, labels={"app": "db"}))
     assert sorted(o["metadata"]["name"] for o in first.list()) == ["child", "db", "web"]
