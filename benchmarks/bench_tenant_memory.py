@@ -61,18 +61,24 @@ def mpijob(namespace: str, name: str, *, env_bytes: int = 0, paused: bool = Fals
     return job_manifest(KIND, spec, name=name, namespace=namespace, uid=None)
 
 
+def _bulk_metadata(owner: Object, index: int) -> Object:
+    """The metadata of `owner`'s bulk child `index`: labelled with its name and owned by it."""
+    meta = owner["metadata"]
+    return {
+        "name": f"{meta['name']}-bulk-{index}",
+        "namespace": meta["namespace"],
+        "labels": {JOB_NAME_LABEL: meta["name"]},
+        "ownerReferences": [owner_reference(owner)],
+    }
+
+
 def configmap_of(owner: Object, index: int, size: int) -> Object:
     """A ConfigMap of `size` bytes labelled with `owner`'s name and owned by it."""
-    meta = owner["metadata"]
+    metadata = _bulk_metadata(owner, index)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {
-            "name": f"{meta['name']}-bulk-{index}",
-            "namespace": meta["namespace"],
-            "labels": {JOB_NAME_LABEL: meta["name"]},
-            "ownerReferences": [owner_reference(owner)],
-        },
+        "metadata": metadata,
         "data": {"blob": "x" * size},
     }
 
@@ -80,17 +86,11 @@ def configmap_of(owner: Object, index: int, size: int) -> Object:
 def pod_of(owner: Object, index: int, size: int) -> Object:
     """A Pod of about `size` bytes of environment labelled with `owner`'s name and owned by it;
     its values its own (the caches share equal parts between objects)."""
-    meta = owner["metadata"]
     env = [{"name": f"V{i}", "value": f"{index:05}{i:05}" * 400} for i in range(size // 4000)]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": f"{meta['name']}-bulk-{index}",
-            "namespace": meta["namespace"],
-            "labels": {JOB_NAME_LABEL: meta["name"]},
-            "ownerReferences": [owner_reference(owner)],
-        },
+        "metadata": _bulk_metadata(owner, index),
         "spec": {"containers": [{"name": "bulk", "image": "bulk:latest", "env": env}]},
     }
 
