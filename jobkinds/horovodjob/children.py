@@ -12,6 +12,8 @@ from typing import Any
 
 from jobcore import Object
 from jobcore.jobs import Job
+from jobcore.jobs import child_meta
+from jobcore.jobs import worker_host
 from jobcore.launcher import AGENT_DIR
 from jobcore.launcher import AGENT_PORT
 from jobcore.launcher import LAUNCHER
@@ -24,7 +26,6 @@ from jobcore.launcher import SSHAccess
 from jobcore.launcher import agent_client_env
 from jobcore.launcher import agent_launch_command
 from jobcore.launcher import agent_worker_pod
-from jobcore.launcher import child_meta
 from jobcore.launcher import copied_launcher_pod
 from jobcore.launcher import hostfile_name
 from jobcore.launcher import ssh_client_args
@@ -32,7 +33,6 @@ from jobcore.launcher import ssh_secret_name
 from jobcore.launcher import ssh_wait_script
 from jobcore.launcher import sshd_worker_pod
 from jobcore.launcher import with_agent
-from jobcore.launcher import worker_host
 from jobkinds.horovodjob.spec import DEFAULT_SSH_MOUNT
 from jobkinds.horovodjob.spec import HorovodJobSpec
 from jobkinds.mpi.openmpi import open_mpi_env_check

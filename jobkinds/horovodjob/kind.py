@@ -15,16 +15,20 @@ from jobcore.jobs import Job
 from jobcore.jobs import KindHooks
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
+from jobcore.jobs import container_errors
+from jobcore.jobs import failure_message
+from jobcore.jobs import headless_service
+from jobcore.jobs import is_ready
+from jobcore.jobs import job_name_errors
+from jobcore.jobs import pod_ended
+from jobcore.jobs import pod_phase
+from jobcore.jobs import pod_problems
+from jobcore.jobs import worker_name
 from jobcore.launcher import SSH_VOLUME
 from jobcore.launcher import WORKER
 from jobcore.launcher import LauncherWorkersKind
-from jobcore.launcher import container_errors
 from jobcore.launcher import env_from_errors
 from jobcore.launcher import env_name_errors
-from jobcore.launcher import failure_message
-from jobcore.launcher import headless_service
-from jobcore.launcher import is_ready
-from jobcore.launcher import job_name_errors
 from jobcore.launcher import job_ssh
 from jobcore.launcher import launched
 from jobcore.launcher import launcher_due
@@ -32,13 +36,9 @@ from jobcore.launcher import launcher_name
 from jobcore.launcher import mount_errors
 from jobcore.launcher import name_list
 from jobcore.launcher import path_errors
-from jobcore.launcher import pod_ended
-from jobcore.launcher import pod_phase
-from jobcore.launcher import pod_problems
 from jobcore.launcher import summarize
 from jobcore.launcher import template_container
 from jobcore.launcher import unlaunched
-from jobcore.launcher import worker_name
 from jobkinds.horovodjob.children import CONFIG_DIR
 from jobkinds.horovodjob.children import CONFIG_VOLUME
 from jobkinds.horovodjob.children import LAUNCHER_CONTAINER
@@ -102,7 +102,7 @@ class HorovodJobKind(LauncherWorkersKind):
             port=job.spec.ssh.port,
             tunnel=True,
         )
-        children = [secret, config_configmap(job), headless_service(job, launch_port(job))]
+        children = [secret, config_configmap(job), headless_service(job, {"ssh": launch_port(job)})]
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         elastic = job.spec.elastic
         children += [

@@ -19,6 +19,10 @@ from jobcore import SECRETS
 from jobcore import Object
 from jobcore.jobs import Job
 from jobcore.jobs import Observed
+from jobcore.jobs import child_meta
+from jobcore.jobs import pod_phase
+from jobcore.jobs import worker_host
+from jobcore.jobs import worker_name
 from jobcore.launcher import AGENT_KEY
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import SSH_SECRET_MODE
@@ -26,13 +30,9 @@ from jobcore.launcher import SSH_UNPINNED_OPTIONS
 from jobcore.launcher import WORKER
 from jobcore.launcher import agent_client_env
 from jobcore.launcher import agent_key
-from jobcore.launcher import child_meta
 from jobcore.launcher import generate_keypair
 from jobcore.launcher import launcher_name
-from jobcore.launcher import pod_phase
 from jobcore.launcher import ssh_secret_name
-from jobcore.launcher import worker_host
-from jobcore.launcher import worker_name
 from jobkinds.kubeflow.spec import DEFAULT_SSH_AUTH_MOUNT_PATH
 from jobkinds.kubeflow.spec import MPIJobSpec
 from jobkinds.kubeflow.spec import ReplicaSpec
