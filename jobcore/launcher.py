@@ -16,6 +16,7 @@ that reaches them over ssh once they are Ready. What such kinds share lives here
   (`with_agent`), workers serving it (`agent_worker_pod`), and the launcher's command under
   it (`agent_launch_command`), what it reports (`launched`) and the failure of a launch that
   reached too few workers (`unlaunched`).
+- the spec: `spec.ssh` (`SSHSpec`) and a bounded worker count (`WorkerCount`).
 - the kind: `LauncherWorkersKind`, the members such a kind declares alike, with the outcome
   of a static launch (`launcher_outcome`).
 - validation: reserved volumes and mounts, and the strings a launcher writes into a shell
@@ -54,12 +55,8 @@ from jobcore._launcher.checks import mount_errors
 from jobcore._launcher.checks import path_errors
 from jobcore._launcher.checks import template_container
 from jobcore._launcher.launch import LAUNCHER
-from jobcore._launcher.launch import MAX_WORKERS
 from jobcore._launcher.launch import SSH_VOLUME
 from jobcore._launcher.launch import LauncherWorkersKind
-from jobcore._launcher.launch import SSHDPath
-from jobcore._launcher.launch import SSHPort
-from jobcore._launcher.launch import WorkerCount
 from jobcore._launcher.launch import agent_worker_pod
 from jobcore._launcher.launch import copied_launcher_pod
 from jobcore._launcher.launch import hostfile_name
@@ -72,6 +69,12 @@ from jobcore._launcher.launch import ssh_secret_name
 from jobcore._launcher.launch import sshd_worker_pod
 from jobcore._launcher.launch import unlaunched
 from jobcore._launcher.pods import launcher_outcome
+from jobcore._launcher.spec import MAX_WORKERS
+from jobcore._launcher.spec import SSH_MOUNT
+from jobcore._launcher.spec import SSHDPath
+from jobcore._launcher.spec import SSHPort
+from jobcore._launcher.spec import SSHSpec
+from jobcore._launcher.spec import WorkerCount
 from jobcore._launcher.ssh import SSH_PORT
 from jobcore._launcher.ssh import SSH_PORT_ENV
 from jobcore._launcher.ssh import SSH_PRIVATE_KEY
@@ -100,6 +103,7 @@ __all__ = [
     "PATH_CHARACTERS",
     "SAFE_PATH",
     "SAFE_PATH_CLASS",
+    "SSH_MOUNT",
     "SSH_PORT",
     "SSH_PORT_ENV",
     "SSH_PRIVATE_KEY",
@@ -113,6 +117,7 @@ __all__ = [
     "SSHAccess",
     "SSHDPath",
     "SSHPort",
+    "SSHSpec",
     "Transport",
     "WorkerCount",
     "agent_client_env",

@@ -16,10 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
-from typing import Annotated
 from typing import Any
-
-from pydantic import Field
 
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import Observed
@@ -62,28 +59,10 @@ NOT_ON_LAUNCHER = (
     "restartPolicy",
 )
 """Fields of the worker container that belong to sshd, not to the launch command."""
-MAX_WORKERS = 1000
-"""The most workers a job may ask for: the job's status lists every pod and its hostfile every
-worker, and each must fit in one API object; an unbounded count would also have the controller
-build that many pods in memory."""
-WorkerCount = Annotated[int, Field(ge=1, le=MAX_WORKERS)]
-"""A number of worker pods: at least one, at most MAX_WORKERS."""
-SSHPort = Annotated[
-    int,
-    Field(
-        ge=1,
-        le=65535,
-        description="The port the workers' sshd listens on; a non-root user needs one above "
-        "1023 (e.g. 2222).",
-    ),
-]
-"""spec.ssh.port of every kind: a TCP port for the workers' sshd."""
-SSHDPath = Annotated[str, Field(description="Absolute path of sshd in the worker image.")]
-"""spec.ssh.sshdPath of every kind."""
 SSH_VOLUME = "jobcore-ssh"
+"""The volume of the job's ssh Secret, in every pod of every kind."""
 WORKERS_NOT_LAUNCHED = "WorkersNotLaunched"
 """The reason of a job whose launcher succeeded without reaching the workers its ranks need."""
-"""The volume of the job's ssh Secret, in every pod of every kind."""
 
 
 # Names -----------------------------------------------------------------------------------

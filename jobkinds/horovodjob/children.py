@@ -17,6 +17,7 @@ from jobcore.jobs import worker_host
 from jobcore.launcher import AGENT_DIR
 from jobcore.launcher import AGENT_PORT
 from jobcore.launcher import LAUNCHER
+from jobcore.launcher import SSH_MOUNT
 from jobcore.launcher import SSH_PORT
 from jobcore.launcher import SSH_PORT_ENV
 from jobcore.launcher import SSH_PRIVATE_KEY
@@ -33,7 +34,6 @@ from jobcore.launcher import ssh_secret_name
 from jobcore.launcher import ssh_wait_script
 from jobcore.launcher import sshd_worker_pod
 from jobcore.launcher import with_agent
-from jobkinds.horovodjob.spec import DEFAULT_SSH_MOUNT
 from jobkinds.horovodjob.spec import HorovodJobSpec
 from jobkinds.mpi.openmpi import open_mpi_env_check
 from jobkinds.mpi.openmpi import open_mpi_env_script
@@ -140,7 +140,7 @@ def _common_args(job: Job[HorovodJobSpec]) -> list[str]:
     if through_agent(job):  # the agent's ssh takes neither
         return args
     mount = ssh.ssh_auth_mount_path.rstrip("/")
-    if mount != DEFAULT_SSH_MOUNT:
+    if mount != SSH_MOUNT:  # root's ssh reads its identity and config there unaided
         args += ["--ssh-identity-file", f"{mount}/{SSH_PRIVATE_KEY}"]
     if ssh.port != SSH_PORT:  # the Secret's ssh config says so too, if it is read
         args += ["--ssh-port", str(ssh.port)]
