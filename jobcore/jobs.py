@@ -4,11 +4,11 @@ A kind implements `JobKind`: its spec model (an `ApiModel`, usually a `JobSpec` 
 `PodTemplateSpec`s and a `RunPolicy`), the children it renders for a `Job` from what is
 `Observed`, and the `Outcome` it decides; optional parts are one `KindHooks`. The generic
 reconciler (`add_job_controller`) does the rest. Helpers for any kind: reading its pods
-(`pod_phase`, `is_ready`, `failure_message`, `pod_problems`), its workers' names behind a
-headless Service (`worker_name`, `worker_host`, `headless_service`), and checks of its name
-and worker template (`job_name_errors`, `container_errors`). Runtime names a kind needs too
-(`Object`, `PODS`, `owner_reference`...) come from `jobcore`; the helpers of a launcher that
-reaches its workers over ssh from `jobcore.launcher`.
+(`pod_phase`, `is_ready`, `failure_message`, `pod_failures`, `pod_problems`), its workers'
+names behind a headless Service (`worker_name`, `worker_host`, `headless_service`), and checks
+of its name and worker template (`job_name_errors`, `container_errors`). Runtime names a kind
+needs too (`Object`, `PODS`, `owner_reference`...) come from `jobcore`; the helpers of a
+launcher that reaches its workers over ssh from `jobcore.launcher`.
 """
 
 from jobcore._jobs.controller import add_job_controller
@@ -64,6 +64,7 @@ from jobcore._jobs.plan import plan_children
 from jobcore._jobs.plan import run_mode_errors
 from jobcore._jobs.podreading import failure_message
 from jobcore._jobs.podreading import is_ready
+from jobcore._jobs.podreading import pod_failures
 from jobcore._jobs.podreading import pod_problems
 from jobcore._jobs.podstate import pod_ended
 from jobcore._jobs.podstate import pod_phase
@@ -152,6 +153,7 @@ __all__ = [
     "parse_time",
     "plan_children",
     "pod_ended",
+    "pod_failures",
     "pod_phase",
     "pod_problems",
     "run_mode_errors",

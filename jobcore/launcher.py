@@ -28,9 +28,6 @@ read its pods (`failure_message`, `pod_problems`...), name its workers (`worker_
 `container_errors`), is `jobcore.jobs`.
 """
 
-from jobcore._jobs.podreading import clip
-from jobcore._jobs.podreading import name_list
-from jobcore._jobs.podreading import summarize
 from jobcore._jobs.workers import WORKER
 from jobcore._launcher.agent import AGENT
 from jobcore._launcher.agent import AGENT_DIR
@@ -46,9 +43,7 @@ from jobcore._launcher.agent import agent_launch_command
 from jobcore._launcher.agent import agent_serve_command
 from jobcore._launcher.agent import launched
 from jobcore._launcher.agent import with_agent
-from jobcore._launcher.checks import PATH_CHARACTERS
 from jobcore._launcher.checks import SAFE_PATH
-from jobcore._launcher.checks import SAFE_PATH_CLASS
 from jobcore._launcher.checks import env_from_errors
 from jobcore._launcher.checks import env_name_errors
 from jobcore._launcher.checks import mount_errors
@@ -100,9 +95,7 @@ __all__ = [
     "AGENT_RSH",
     "LAUNCHER",
     "MAX_WORKERS",
-    "PATH_CHARACTERS",
     "SAFE_PATH",
-    "SAFE_PATH_CLASS",
     "SSH_MOUNT",
     "SSH_PORT",
     "SSH_PORT_ENV",
@@ -125,7 +118,6 @@ __all__ = [
     "agent_launch_command",
     "agent_serve_command",
     "agent_worker_pod",
-    "clip",
     "copied_launcher_pod",
     "env_from_errors",
     "env_name_errors",
@@ -137,7 +129,6 @@ __all__ = [
     "launcher_name",
     "launcher_outcome",
     "mount_errors",
-    "name_list",
     "path_errors",
     "serving",
     "ssh_client_args",
@@ -148,7 +139,6 @@ __all__ = [
     "ssh_wait_script",
     "sshd_command",
     "sshd_worker_pod",
-    "summarize",
     "template_container",
     "unlaunched",
     "with_agent",

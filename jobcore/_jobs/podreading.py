@@ -8,9 +8,11 @@ its pods with these, whatever reaches its workers (a pod's phase and whether it 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from collections.abc import Sequence
 
 from jobcore._jobs.podstate import container_statuses
+from jobcore._jobs.podstate import pod_ended
 from jobcore._jobs.tasks import pod_ready
 from jobcore._runtime.resources import Object
 
@@ -35,6 +37,7 @@ def is_ready(pod: Object | None) -> bool:
 
 
 def clip(text: str, limit: int = 200) -> str:
+    """`text`, cut to `limit` characters with `...` at the end if it is longer."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -89,6 +92,19 @@ def pod_problem(pod: Object) -> str | None:
     return None
 
 
+def pod_failures(
+    pods: Iterable[Object | None], container: str, *, last_line: bool = True
+) -> str | None:
+    """The `failure_message` of each pod that ended (`container` its main container),
+    summarized; None when none has ended."""
+    found = [
+        failure_message(pod, container, last_line=last_line)
+        for pod in pods
+        if pod is not None and pod_ended(pod)
+    ]
+    return summarize(found) if found else None
+
+
 def pod_problems(pods: Sequence[Object | None]) -> str | None:
     """The problems of the pods that exist, summarized; None when there are none."""
     found = [found for pod in pods if pod is not None and (found := pod_problem(pod))]
@@ -96,10 +112,12 @@ def pod_problems(pods: Sequence[Object | None]) -> str | None:
 
 
 def summarize(items: Sequence[str], shown: int = 3) -> str:
+    """The first `shown` of `items`, and how many more: what fits a condition message."""
     more = f"; and {len(items) - shown} more" if len(items) > shown else ""
     return "; ".join(items[:shown]) + more
 
 
 def name_list(names: Sequence[str], shown: int = 5) -> str:
+    """The first `shown` of `names`, and how many more."""
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return ", ".join(names[:shown]) + more

@@ -51,7 +51,6 @@ from jobcore.jobs import worker_name
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import MAX_WORKERS
 from jobcore.launcher import WORKER
-from jobcore.launcher import clip
 from jobcore.launcher import launched
 from jobcore.launcher import launcher_name
 from jobcore.launcher import path_errors
@@ -309,4 +308,9 @@ def _launcher_failure(failed: Mapping[str, Any], pods: list[Object], name: str) 
         if status.get("reason"):
             reason = f"{reason}/{status['reason']}"
             message = f"{message}: {status.get('message', '')}"
-    return Outcome("failed", reason, clip(message, _MESSAGE_LIMIT))
+    return Outcome("failed", reason, _clipped(message))
+
+
+def _clipped(message: str) -> str:
+    """`message`, cut to _MESSAGE_LIMIT characters with `...` at the end if it is longer."""
+    return message if len(message) <= _MESSAGE_LIMIT else message[: _MESSAGE_LIMIT - 3] + "..."

@@ -13,6 +13,7 @@ from jobcore.jobs import container_errors
 from jobcore.jobs import failure_message
 from jobcore.jobs import headless_service
 from jobcore.jobs import job_name_errors
+from jobcore.jobs import pod_failures
 from jobcore.jobs import pod_problems
 from jobcore.jobs import worker_host
 from jobcore.jobs import worker_name
@@ -63,6 +64,11 @@ def test_failed_and_stuck_pods_are_worded_as_for_any_kind() -> None:
     stuck = pod_of(job, "train-worker-1", "worker", containers=[waiting("jax", "ImagePullBackOff")])
     assert failure_message(failed, "jax") == (
         "Pod[train-worker-0] exited with error code 3 (container jax)"
+    )
+    evicted = pod_of(job, "train-worker-2", "worker", phase="Failed", reason="Evicted")
+    assert pod_failures([failed, stuck, None, evicted], "jax") == (
+        "Pod[train-worker-0] exited with error code 3 (container jax); "
+        "Pod[train-worker-2] failed: Evicted"
     )
     assert pod_problems([stuck, None]) == (
         "Pod[train-worker-1] container jax is waiting: ImagePullBackOff"
