@@ -3,9 +3,12 @@
 A kind implements `JobKind`: its spec model (an `ApiModel`, usually a `JobSpec` with
 `PodTemplateSpec`s and a `RunPolicy`), the children it renders for a `Job` from what is
 `Observed`, and the `Outcome` it decides; optional parts are one `KindHooks`. The generic
-reconciler (`add_job_controller`) does the rest. Runtime names a kind needs too (`Object`,
-`PODS`, `owner_reference`...) come from `jobcore`; the helpers of a launcher that reaches its
-workers over ssh from `jobcore.launcher`.
+reconciler (`add_job_controller`) does the rest. Helpers for any kind: reading its pods
+(`pod_phase`, `is_ready`, `failure_message`, `pod_failures`, `pod_problems`), its workers'
+names behind a headless Service (`worker_name`, `worker_host`, `headless_service`), and checks
+of its name and worker template (`job_name_errors`, `container_errors`). Runtime names a kind
+needs too (`Object`, `PODS`, `owner_reference`...) come from `jobcore`; the helpers of a
+launcher that reaches its workers over ssh from `jobcore.launcher`.
 """
 
 from jobcore._jobs.controller import add_job_controller
@@ -15,6 +18,9 @@ from jobcore._jobs.crd import write_crds
 from jobcore._jobs.hooks import NO_HOOKS
 from jobcore._jobs.hooks import KindHooks
 from jobcore._jobs.hooks import hooks_of
+from jobcore._jobs.jobchecks import container_errors
+from jobcore._jobs.jobchecks import job_name_errors
+from jobcore._jobs.jobchecks import unique_name_errors
 from jobcore._jobs.kind import DEFAULT_AGENT
 from jobcore._jobs.kind import DEFAULT_CLUSTER_DOMAIN
 from jobcore._jobs.kind import JOB_KIND_LABEL
@@ -56,6 +62,12 @@ from jobcore._jobs.plan import PlannedChildren
 from jobcore._jobs.plan import UnservedChildren
 from jobcore._jobs.plan import plan_children
 from jobcore._jobs.plan import run_mode_errors
+from jobcore._jobs.podreading import failure_message
+from jobcore._jobs.podreading import is_ready
+from jobcore._jobs.podreading import pod_failures
+from jobcore._jobs.podreading import pod_problems
+from jobcore._jobs.podstate import pod_ended
+from jobcore._jobs.podstate import pod_phase
 from jobcore._jobs.queueing import kueue_served
 from jobcore._jobs.reconciler import JobReconciler
 from jobcore._jobs.retries import RETRY_BACKOFF
@@ -70,6 +82,10 @@ from jobcore._jobs.status import parse_time
 from jobcore._jobs.statuspart import T9K_STATUS
 from jobcore._jobs.statuspart import StatusPart
 from jobcore._jobs.statuspart import T9kStatus
+from jobcore._jobs.workers import child_meta
+from jobcore._jobs.workers import headless_service
+from jobcore._jobs.workers import worker_host
+from jobcore._jobs.workers import worker_name
 
 __all__ = [
     "DEFAULT_AGENT",
@@ -124,14 +140,27 @@ __all__ = [
     "Volcano",
     "add_job_controller",
     "check_kind",
+    "child_meta",
+    "container_errors",
     "crd_for",
+    "failure_message",
+    "headless_service",
     "hooks_of",
+    "is_ready",
+    "job_name_errors",
     "kueue_served",
     "parse_job",
     "parse_time",
     "plan_children",
+    "pod_ended",
+    "pod_failures",
+    "pod_phase",
+    "pod_problems",
     "run_mode_errors",
     "structural_schema",
     "summed_requests",
+    "unique_name_errors",
+    "worker_host",
+    "worker_name",
     "write_crds",
 ]

@@ -8,25 +8,27 @@ that reaches them over ssh once they are Ready. What such kinds share lives here
   `job_ssh`, `SSHAccess`), sshd's command line (`sshd_command`), the client's options
   (`ssh_client_args`), and the launcher's bounded wait for every worker to resolve and
   accept ssh (`ssh_wait_script`).
-- children: their names (`worker_name`, `launcher_name`, `worker_host`...), the headless
-  Service, sshd worker pods (`sshd_worker_pod`), a launcher copied from the worker container
+- children: the launcher's names (`launcher_name`, `hostfile_name`, `ssh_secret_name`), sshd
+  worker pods (`sshd_worker_pod`), a launcher copied from the worker container
   (`copied_launcher_pod`), a container serving the launcher in place of its command
   (`serving`), and when the launcher is due (`launcher_due`).
 - the agent, in place of ssh (`Transport`): jobcore's agent copied into the pods
   (`with_agent`), workers serving it (`agent_worker_pod`), and the launcher's command under
   it (`agent_launch_command`), what it reports (`launched`) and the failure of a launch that
   reached too few workers (`unlaunched`).
+- the spec: `spec.ssh` (`SSHSpec`) and a bounded worker count (`WorkerCount`).
 - the kind: `LauncherWorkersKind`, the members such a kind declares alike, with the outcome
-  of a static launch (`launcher_outcome`); reading pods (`pod_phase`, `is_ready`,
-  `failure_message`, T9k's `Pod[name] exited with error code N`, `pod_problems`).
-- validation: the job name, the worker container, reserved volumes and mounts, and the
-  strings a launcher writes into a shell command (`path_errors`, `env_name_errors`...).
+  of a static launch (`launcher_outcome`).
+- validation: reserved volumes and mounts, and the strings a launcher writes into a shell
+  command (`path_errors`, `env_name_errors`...).
 
-The job layer itself (`JobKind`, `Job`, `Observed`, `Outcome`...) is `jobcore.jobs`.
+The job layer itself (`JobKind`, `Job`, `Observed`, `Outcome`...), with what any kind uses to
+read its pods (`failure_message`, `pod_problems`...), name its workers (`worker_name`,
+`worker_host`, `headless_service`) and check its name and template (`job_name_errors`,
+`container_errors`), is `jobcore.jobs`.
 """
 
-from jobcore._jobs.podstate import pod_ended
-from jobcore._jobs.podstate import pod_phase
+from jobcore._jobs.workers import WORKER
 from jobcore._launcher.agent import AGENT
 from jobcore._launcher.agent import AGENT_DIR
 from jobcore._launcher.agent import AGENT_KEY
@@ -41,29 +43,17 @@ from jobcore._launcher.agent import agent_launch_command
 from jobcore._launcher.agent import agent_serve_command
 from jobcore._launcher.agent import launched
 from jobcore._launcher.agent import with_agent
-from jobcore._launcher.checks import PATH_CHARACTERS
 from jobcore._launcher.checks import SAFE_PATH
-from jobcore._launcher.checks import SAFE_PATH_CLASS
-from jobcore._launcher.checks import container_errors
 from jobcore._launcher.checks import env_from_errors
 from jobcore._launcher.checks import env_name_errors
-from jobcore._launcher.checks import job_name_errors
 from jobcore._launcher.checks import mount_errors
 from jobcore._launcher.checks import path_errors
 from jobcore._launcher.checks import template_container
-from jobcore._launcher.checks import unique_name_errors
 from jobcore._launcher.launch import LAUNCHER
-from jobcore._launcher.launch import MAX_WORKERS
 from jobcore._launcher.launch import SSH_VOLUME
-from jobcore._launcher.launch import WORKER
 from jobcore._launcher.launch import LauncherWorkersKind
-from jobcore._launcher.launch import SSHDPath
-from jobcore._launcher.launch import SSHPort
-from jobcore._launcher.launch import WorkerCount
 from jobcore._launcher.launch import agent_worker_pod
-from jobcore._launcher.launch import child_meta
 from jobcore._launcher.launch import copied_launcher_pod
-from jobcore._launcher.launch import headless_service
 from jobcore._launcher.launch import hostfile_name
 from jobcore._launcher.launch import job_ssh
 from jobcore._launcher.launch import launcher_due
@@ -73,15 +63,13 @@ from jobcore._launcher.launch import ssh_mount
 from jobcore._launcher.launch import ssh_secret_name
 from jobcore._launcher.launch import sshd_worker_pod
 from jobcore._launcher.launch import unlaunched
-from jobcore._launcher.launch import worker_host
-from jobcore._launcher.launch import worker_name
-from jobcore._launcher.pods import clip
-from jobcore._launcher.pods import failure_message
-from jobcore._launcher.pods import is_ready
 from jobcore._launcher.pods import launcher_outcome
-from jobcore._launcher.pods import name_list
-from jobcore._launcher.pods import pod_problems
-from jobcore._launcher.pods import summarize
+from jobcore._launcher.spec import MAX_WORKERS
+from jobcore._launcher.spec import SSH_MOUNT
+from jobcore._launcher.spec import SSHDPath
+from jobcore._launcher.spec import SSHPort
+from jobcore._launcher.spec import SSHSpec
+from jobcore._launcher.spec import WorkerCount
 from jobcore._launcher.ssh import SSH_PORT
 from jobcore._launcher.ssh import SSH_PORT_ENV
 from jobcore._launcher.ssh import SSH_PRIVATE_KEY
@@ -107,9 +95,8 @@ __all__ = [
     "AGENT_RSH",
     "LAUNCHER",
     "MAX_WORKERS",
-    "PATH_CHARACTERS",
     "SAFE_PATH",
-    "SAFE_PATH_CLASS",
+    "SSH_MOUNT",
     "SSH_PORT",
     "SSH_PORT_ENV",
     "SSH_PRIVATE_KEY",
@@ -123,6 +110,7 @@ __all__ = [
     "SSHAccess",
     "SSHDPath",
     "SSHPort",
+    "SSHSpec",
     "Transport",
     "WorkerCount",
     "agent_client_env",
@@ -130,29 +118,18 @@ __all__ = [
     "agent_launch_command",
     "agent_serve_command",
     "agent_worker_pod",
-    "child_meta",
-    "clip",
-    "container_errors",
     "copied_launcher_pod",
     "env_from_errors",
     "env_name_errors",
-    "failure_message",
     "generate_keypair",
-    "headless_service",
     "hostfile_name",
-    "is_ready",
-    "job_name_errors",
     "job_ssh",
     "launched",
     "launcher_due",
     "launcher_name",
     "launcher_outcome",
     "mount_errors",
-    "name_list",
     "path_errors",
-    "pod_ended",
-    "pod_phase",
-    "pod_problems",
     "serving",
     "ssh_client_args",
     "ssh_mount",
@@ -162,11 +139,7 @@ __all__ = [
     "ssh_wait_script",
     "sshd_command",
     "sshd_worker_pod",
-    "summarize",
     "template_container",
-    "unique_name_errors",
     "unlaunched",
     "with_agent",
-    "worker_host",
-    "worker_name",
 ]

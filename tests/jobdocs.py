@@ -14,7 +14,7 @@ from jobcore import Object
 from jobcore.jobs import JobKind
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
-from jobkinds.kubeflow import MPIJobKind as KubeflowMPIJobKind
+from jobkinds.kubeflow import KubeflowMPIJobKind
 from jobkinds.mpijob import MPIJobKind
 
 KINDS: dict[str, JobKind[Any]] = {

@@ -31,11 +31,11 @@ from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
-from jobkinds.kubeflow import MPIJobKind
+from jobkinds.kubeflow import KubeflowMPIJobKind
 
 MPIJOBS = Resource("kubeflow.org", "v2beta1", "MPIJob", "mpijobs")
 """The resource as Kubeflow serves it (not read from the kind, which a test checks)."""
-KIND = MPIJobKind()
+KIND = KubeflowMPIJobKind()
 
 OPERATOR_NAME = "training.kubeflow.org/operator-name"
 JOB_NAME = "training.kubeflow.org/job-name"

@@ -24,7 +24,7 @@ from jobcore import Object
 from jobcore.jobs import JobKind
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
-from jobkinds.kubeflow import MPIJobKind as KubeflowMPIJobKind
+from jobkinds.kubeflow import KubeflowMPIJobKind
 from jobkinds.kubeflow.transport import TRANSPORT_ANNOTATION
 from jobkinds.mpijob import MPIJobKind
 from tests.jobdocs import FieldPath

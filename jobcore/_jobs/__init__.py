@@ -10,8 +10,11 @@ Layers, bottom up (import-linter checks that each imports only those below it):
 - `podstate`: what a pod's status says (its phase, its containers, whether it ended).
 - `tasks`, `statuspart`, `quantity`, `metrics`: a status's tasks bounded in size, where a
   kind's status lives, resource quantities, the job metrics.
-- `scheduling`, `status`, `hooks`: gang schedulers and PodGroups; the status derived from an
-  outcome; a kind's optional hooks (`KindHooks`), read by `hooks_of` alone.
+- `workers`, `jobchecks`: for kinds, their workers' names behind a headless Service, and
+  checks of a job's name and worker template.
+- `scheduling`, `status`, `hooks`, `podreading`: gang schedulers and PodGroups; the status
+  derived from an outcome; a kind's optional hooks (`KindHooks`), read by `hooks_of` alone;
+  a kind's reading of its pods (ready, failed, stuck) into an `Outcome`'s messages.
 - `kueuescope`: which jobs without Kueue's queue-name label Kueue queues, by configuration.
 - `readback`: bounds on the values a stored status gives back (whoever wrote it).
 - `policy`, `plan`, `kindcheck`: run policies (clean-up, TTL, deadlines, which failures are

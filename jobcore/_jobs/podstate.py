@@ -1,7 +1,7 @@
 """What a pod's status says of its run: its phase, its containers' states, whether it ended.
 
 The job layer's pod predicates, read the same way by the reconciler, the launcher helpers and
-the kinds (through `jobcore.launcher`).
+the kinds (through `jobcore.jobs`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Validation for kinds whose launcher reaches sshd workers in spec.worker.template.
 
-The job name (it names the workers' headless Service and prefixes their hostnames), the
-worker container, the template's volumes and mounts that would collide with the job's own,
-and the user strings a launcher writes into a command line that a shell runs: paths,
-environment variable names and `envFrom` prefixes. Each returns `FieldError`s; wording that
-differs between the kinds is passed in by keyword.
+The template's volumes and mounts that would collide with the job's own, and the user strings
+a launcher writes into a command line that a shell runs: paths, environment variable names and
+`envFrom` prefixes (the job name and the worker container are the job layer's, in
+`jobcore._jobs.jobchecks`). Each returns `FieldError`s; wording that differs between the
+kinds is passed in by keyword.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Any
 
+from jobcore._jobs.jobchecks import CONTAINERS
+from jobcore._jobs.jobchecks import worker_container
 from jobcore._jobs.kind import FieldError
-from jobcore._jobs.kind import Job
-from jobcore._runtime.resources import DNS1035_LABEL
 
-CONTAINERS = "spec.worker.template.spec.containers"
 SAFE_PATH_CLASS = "A-Za-z0-9._+@=:,/-"
 """SAFE_PATH's characters as a class, the same in a Python regex and a bash pattern (`[!...]`,
 under LC_ALL=C)."""
@@ -28,62 +27,6 @@ SAFE_PATH = re.compile(f"/[{SAFE_PATH_CLASS}]*")
 PATH_CHARACTERS = "letters, digits and . _ + @ = : , / -"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 """A name a POSIX shell can assign (`NAME=value`, `export NAME`)."""
-
-
-def job_name_errors(
-    job: Job[Any], longest: str, *, exceeds: str = "63 characters"
-) -> list[FieldError]:
-    """The job name names a Service (DNS-1035 label) and prefixes worker hostnames (<= 63).
-
-    `longest` is the longest worker hostname the job can have.
-    """
-    problems = []
-    if not DNS1035_LABEL.fullmatch(job.name):
-        problems.append(
-            "must be a DNS-1035 label (lowercase letters, digits and '-', starting with a "
-            "letter): it names the workers' headless Service"
-        )
-    if len(longest) > 63:
-        problems.append(f"is too long: worker hostname {longest!r} exceeds {exceeds}")
-    return [FieldError("metadata.name", problem) for problem in problems]
-
-
-def worker_container(job_spec: Any, container: str) -> int | None:
-    """The index of `container` in spec.worker.template, if it has one."""
-    containers = job_spec.worker.template.spec.containers
-    return next((i for i, c in enumerate(containers) if c.name == container), None)
-
-
-def unique_name_errors(pod: Any, path: str) -> list[FieldError]:
-    """Names of containers and init containers are unique in the pod spec `pod` at `path`."""
-    seen: set[str] = set()
-    errors = []
-    for field, containers in (
-        ("containers", pod.containers),
-        ("initContainers", pod.init_containers),
-    ):
-        for i, item in enumerate(containers or ()):
-            if item.name in seen:
-                errors.append(
-                    FieldError(
-                        f"{path}.{field}[{i}].name",
-                        f"{item.name!r}: another container has this name",
-                    )
-                )
-            seen.add(item.name)
-    return errors
-
-
-def container_errors(job_spec: Any, container: str) -> list[FieldError]:
-    """The worker template needs `container`, with an image; container names are unique."""
-    pod = job_spec.worker.template.spec
-    errors = unique_name_errors(pod, "spec.worker.template.spec")
-    index = worker_container(job_spec, container)
-    if index is None:
-        errors.append(FieldError(CONTAINERS, f'needs a container named "{container}"'))
-    elif not pod.containers[index].image:
-        errors.append(FieldError(f"{CONTAINERS}[{index}].image", "is required"))
-    return errors
 
 
 def template_container(job_spec: Any, container: str) -> tuple[str, Any] | None:

@@ -1,8 +1,9 @@
 """Building blocks of a job whose launcher pod reaches its workers: names, pods and the kind.
 
-Child names, the headless Service, pods made from the worker template with the ssh Secret
-mounted, the sshd worker or the agent's (`agent_worker_pod`), a launcher copied from the
-worker container, when the launcher is due, and `LauncherWorkersKind`, what such kinds
+The launcher's child names (the workers' and the headless Service are
+`jobcore._jobs.workers`'), pods made from the worker template with the ssh Secret mounted,
+the sshd worker or the agent's (`agent_worker_pod`), a launcher copied from the worker
+container, when the launcher is due, and `LauncherWorkersKind`, what such kinds
 declare alike (the bundled MPIJob, ColossalAIJob and HorovodJob are built from them), with
 the check of a launch through the agent. They read a spec with `worker.replicas`,
 `worker.template` (a `PodTemplateSpec`), `ssh.port`, `ssh.sshd_path` and, if it has one,
@@ -15,24 +16,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
-from typing import Annotated
 from typing import Any
-
-from pydantic import Field
 
 from jobcore._jobs.kind import Job
 from jobcore._jobs.kind import Observed
 from jobcore._jobs.kind import Outcome
+from jobcore._jobs.podreading import is_ready
+from jobcore._jobs.podreading import name_list
+from jobcore._jobs.workers import WORKER
+from jobcore._jobs.workers import child_meta
+from jobcore._jobs.workers import worker_name
 from jobcore._launcher.agent import AGENT_KEY
 from jobcore._launcher.agent import AGENT_PORT
 from jobcore._launcher.agent import agent_key
 from jobcore._launcher.agent import agent_serve_command
 from jobcore._launcher.agent import launched
 from jobcore._launcher.agent import with_agent
-from jobcore._launcher.pods import is_ready
 from jobcore._launcher.pods import is_scheduled
 from jobcore._launcher.pods import launcher_outcome
-from jobcore._launcher.pods import name_list
 from jobcore._launcher.ssh import SSHAccess
 from jobcore._launcher.ssh import ssh_access
 from jobcore._launcher.ssh import ssh_secret
@@ -46,7 +47,6 @@ from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
 
 LAUNCHER = "launcher"
-WORKER = "worker"
 NOT_ON_LAUNCHER = (
     "name",
     "command",
@@ -59,35 +59,13 @@ NOT_ON_LAUNCHER = (
     "restartPolicy",
 )
 """Fields of the worker container that belong to sshd, not to the launch command."""
-MAX_WORKERS = 1000
-"""The most workers a job may ask for: the job's status lists every pod and its hostfile every
-worker, and each must fit in one API object; an unbounded count would also have the controller
-build that many pods in memory."""
-WorkerCount = Annotated[int, Field(ge=1, le=MAX_WORKERS)]
-"""A number of worker pods: at least one, at most MAX_WORKERS."""
-SSHPort = Annotated[
-    int,
-    Field(
-        ge=1,
-        le=65535,
-        description="The port the workers' sshd listens on; a non-root user needs one above "
-        "1023 (e.g. 2222).",
-    ),
-]
-"""spec.ssh.port of every kind: a TCP port for the workers' sshd."""
-SSHDPath = Annotated[str, Field(description="Absolute path of sshd in the worker image.")]
-"""spec.ssh.sshdPath of every kind."""
 SSH_VOLUME = "jobcore-ssh"
+"""The volume of the job's ssh Secret, in every pod of every kind."""
 WORKERS_NOT_LAUNCHED = "WorkersNotLaunched"
 """The reason of a job whose launcher succeeded without reaching the workers its ranks need."""
-"""The volume of the job's ssh Secret, in every pod of every kind."""
 
 
 # Names -----------------------------------------------------------------------------------
-
-
-def worker_name(job: Job[Any], index: int) -> str:
-    return f"{job.name}-worker-{index}"
 
 
 def launcher_name(job: Job[Any]) -> str:
@@ -102,17 +80,7 @@ def hostfile_name(job: Job[Any]) -> str:
     return f"{job.name}-hostfile"
 
 
-def worker_host(job: Job[Any], index: int) -> str:
-    """A worker's DNS name through the headless Service, fully qualified in the cluster's
-    domain (`--cluster-domain`): one lookup, whatever the pod's DNS search list."""
-    return f"{worker_name(job, index)}.{job.service_domain()}"
-
-
 # Children ------------------------------------------------------------------------------
-
-
-def child_meta(job: Job[Any], name: str, labels: Mapping[str, str]) -> dict[str, Any]:
-    return {"name": name, "namespace": job.namespace, "labels": dict(labels)}
 
 
 def job_ssh(
@@ -129,21 +97,6 @@ def job_ssh(
         secret = ssh_secret(job, name, SSHAccess(mount_path, port, tunnel=tunnel))
         secret["data"][AGENT_KEY] = agent_key()  # whichever transport: the Secret never changes
     return secret, ssh_access(secret, mount_path=mount_path, port=port, tunnel=tunnel)
-
-
-def headless_service(job: Job[Any], port: int) -> Object:
-    """Headless, publishing workers before they are Ready so their names resolve early."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": child_meta(job, job.name, job.labels()),
-        "spec": {
-            "clusterIP": "None",
-            "selector": job.labels(WORKER),
-            "publishNotReadyAddresses": True,
-            "ports": [{"name": "ssh", "port": port, "targetPort": port}],
-        },
-    }
 
 
 def ssh_mount(volume: str, mount_path: str) -> dict[str, Any]:

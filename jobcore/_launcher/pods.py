@@ -1,41 +1,24 @@
-"""Reading the pods of a launcher-and-workers job: readiness, failure and problem messages.
+"""The outcome of a launcher-and-workers job, read from its pods.
 
-For a kind's `Outcome` (a pod's phase and whether it ended are the job layer's, in
-`jobcore._jobs.podstate`): T9k's wording of a pod that exited (`Pod[name] exited with error
-code N`), of one stuck on its image, config or scheduling, and the short lists that fit a
-condition message.
+A static launch: the launcher's exit decides, a worker that stops first fails it, and a job
+not running yet says what it waits for; whether a pod is scheduled (the agent's launcher may
+start then). Reading one pod (`failure_message`, `pod_problems`...) is the job layer's, in
+`jobcore._jobs.podreading`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from collections.abc import Sequence
 
 from jobcore._jobs.kind import Outcome
-from jobcore._jobs.podstate import container_statuses
+from jobcore._jobs.podreading import failure_message
+from jobcore._jobs.podreading import is_ready
+from jobcore._jobs.podreading import name_list
+from jobcore._jobs.podreading import pod_problems
+from jobcore._jobs.podreading import summarize
 from jobcore._jobs.podstate import pod_ended
 from jobcore._jobs.podstate import pod_phase
-from jobcore._jobs.tasks import pod_ready
 from jobcore._runtime.resources import Object
-
-WAITING_ERRORS = frozenset(
-    {
-        "ErrImagePull",
-        "ImagePullBackOff",
-        "ErrImageNeverPull",
-        "InvalidImageName",
-        "CreateContainerConfigError",
-        "CreateContainerError",
-        "RunContainerError",
-        "CrashLoopBackOff",
-    }
-)
-"""Waiting reasons that need the user: the pod will not get further on its own."""
-
-
-def is_ready(pod: Object | None) -> bool:
-    """Ready and not being deleted."""
-    return pod is not None and not pod["metadata"].get("deletionTimestamp") and pod_ready(pod)
 
 
 def is_scheduled(pod: Object | None) -> bool:
@@ -43,77 +26,6 @@ def is_scheduled(pod: Object | None) -> bool:
     if pod is None or pod["metadata"].get("deletionTimestamp") or pod_ended(pod):
         return False
     return bool(pod["spec"].get("nodeName"))
-
-
-def clip(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def failure_message(pod: Object, container: str, *, last_line: bool = True) -> str:
-    """`Pod[name] exited with error code N (container c, reason): last log line`, as T9k
-    words it, with the container that failed and why.
-
-    The main container's exit is preferred; an init container or sidecar that failed explains
-    a pod whose main container did not. Evictions and OOM kills are named. `last_line` appends
-    the last line of the pod's or the container's message (the log tail on error).
-    """
-    name = pod["metadata"]["name"]
-    status = pod.get("status") or {}
-    exits = [
-        (s.get("name"), s["state"]["terminated"])
-        for s in container_statuses(pod)
-        if "terminated" in (s.get("state") or {})
-    ]
-    main = next(((n, t) for n, t in exits if n == container), None)
-    failed = next(((n, t) for n, t in exits if t.get("exitCode")), None)
-    which, terminated = main if main and main[1].get("exitCode") else failed or main or ("", None)
-    pod_reason = status.get("reason")
-    if terminated is None or terminated.get("exitCode") is None:
-        text = f"Pod[{name}] failed" + (f": {pod_reason}" if pod_reason else "")
-    elif terminated["exitCode"] == 0:
-        text = f"Pod[{name}] exited with code 0 before the launcher finished"
-    else:
-        text = f"Pod[{name}] exited with error code {terminated['exitCode']}"
-        notes = [r for r in (terminated.get("reason"), pod_reason) if r and r != "Error"]
-        text += f" (container {which}" + "".join(f", {n}" for n in dict.fromkeys(notes)) + ")"
-    if not last_line:
-        return clip(text)
-    detail = str(status.get("message") or (terminated or {}).get("message") or "")
-    lines = [line.strip() for line in detail.splitlines() if any(c.isalnum() for c in line)]
-    return clip(f"{text}: {lines[-1]}" if lines else text)
-
-
-def pod_problem(pod: Object) -> str | None:
-    """Why a pod that has not failed is stuck, if it needs the user: image, config, scheduling."""
-    name = pod["metadata"]["name"]
-    for status in container_statuses(pod):
-        waiting = (status.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason") in WAITING_ERRORS:
-            detail = f": {waiting['message']}" if waiting.get("message") else ""
-            return clip(
-                f"Pod[{name}] container {status.get('name')} is waiting: "
-                f"{waiting['reason']}{detail}"
-            )
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
-            return clip(f"Pod[{name}] is unschedulable: {condition.get('message', '')}")
-    return None
-
-
-def pod_problems(pods: Sequence[Object | None]) -> str | None:
-    """The problems of the pods that exist, summarized; None when there are none."""
-    found = [found for pod in pods if pod is not None and (found := pod_problem(pod))]
-    return summarize(found) if found else None
-
-
-def summarize(items: Sequence[str], shown: int = 3) -> str:
-    more = f"; and {len(items) - shown} more" if len(items) > shown else ""
-    return "; ".join(items[:shown]) + more
-
-
-def name_list(names: Sequence[str], shown: int = 5) -> str:
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
 
 
 def launcher_outcome(

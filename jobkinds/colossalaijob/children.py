@@ -19,13 +19,14 @@ from typing import Any
 
 from jobcore import Object
 from jobcore.jobs import Job
+from jobcore.jobs import child_meta
+from jobcore.jobs import worker_host
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import SSH_PORT_ENV
 from jobcore.launcher import SSH_VOLUME
 from jobcore.launcher import SSHAccess
 from jobcore.launcher import agent_client_env
 from jobcore.launcher import agent_worker_pod
-from jobcore.launcher import child_meta
 from jobcore.launcher import hostfile_name
 from jobcore.launcher import launcher_name
 from jobcore.launcher import ssh_mount
@@ -34,7 +35,6 @@ from jobcore.launcher import ssh_secret_volume
 from jobcore.launcher import ssh_wait_script
 from jobcore.launcher import sshd_worker_pod
 from jobcore.launcher import with_agent
-from jobcore.launcher import worker_host
 from jobkinds.colossalaijob.spec import LAUNCHER_CONTAINER
 from jobkinds.colossalaijob.spec import WORKER_CONTAINER
 from jobkinds.colossalaijob.spec import ColossalAIJobSpec

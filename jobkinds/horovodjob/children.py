@@ -12,9 +12,12 @@ from typing import Any
 
 from jobcore import Object
 from jobcore.jobs import Job
+from jobcore.jobs import child_meta
+from jobcore.jobs import worker_host
 from jobcore.launcher import AGENT_DIR
 from jobcore.launcher import AGENT_PORT
 from jobcore.launcher import LAUNCHER
+from jobcore.launcher import SSH_MOUNT
 from jobcore.launcher import SSH_PORT
 from jobcore.launcher import SSH_PORT_ENV
 from jobcore.launcher import SSH_PRIVATE_KEY
@@ -24,7 +27,6 @@ from jobcore.launcher import SSHAccess
 from jobcore.launcher import agent_client_env
 from jobcore.launcher import agent_launch_command
 from jobcore.launcher import agent_worker_pod
-from jobcore.launcher import child_meta
 from jobcore.launcher import copied_launcher_pod
 from jobcore.launcher import hostfile_name
 from jobcore.launcher import ssh_client_args
@@ -32,8 +34,6 @@ from jobcore.launcher import ssh_secret_name
 from jobcore.launcher import ssh_wait_script
 from jobcore.launcher import sshd_worker_pod
 from jobcore.launcher import with_agent
-from jobcore.launcher import worker_host
-from jobkinds.horovodjob.spec import DEFAULT_SSH_MOUNT
 from jobkinds.horovodjob.spec import HorovodJobSpec
 from jobkinds.mpi.openmpi import open_mpi_env_check
 from jobkinds.mpi.openmpi import open_mpi_env_script
@@ -140,7 +140,7 @@ def _common_args(job: Job[HorovodJobSpec]) -> list[str]:
     if through_agent(job):  # the agent's ssh takes neither
         return args
     mount = ssh.ssh_auth_mount_path.rstrip("/")
-    if mount != DEFAULT_SSH_MOUNT:
+    if mount != SSH_MOUNT:  # root's ssh reads its identity and config there unaided
         args += ["--ssh-identity-file", f"{mount}/{SSH_PRIVATE_KEY}"]
     if ssh.port != SSH_PORT:  # the Secret's ssh config says so too, if it is read
         args += ["--ssh-port", str(ssh.port)]

@@ -15,30 +15,29 @@ from jobcore.jobs import Job
 from jobcore.jobs import KindHooks
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
+from jobcore.jobs import container_errors
+from jobcore.jobs import failure_message
+from jobcore.jobs import headless_service
+from jobcore.jobs import is_ready
+from jobcore.jobs import job_name_errors
+from jobcore.jobs import pod_ended
+from jobcore.jobs import pod_failures
+from jobcore.jobs import pod_phase
+from jobcore.jobs import pod_problems
+from jobcore.jobs import worker_name
 from jobcore.launcher import SSH_VOLUME
 from jobcore.launcher import WORKER
 from jobcore.launcher import LauncherWorkersKind
-from jobcore.launcher import container_errors
 from jobcore.launcher import env_from_errors
 from jobcore.launcher import env_name_errors
-from jobcore.launcher import failure_message
-from jobcore.launcher import headless_service
-from jobcore.launcher import is_ready
-from jobcore.launcher import job_name_errors
 from jobcore.launcher import job_ssh
 from jobcore.launcher import launched
 from jobcore.launcher import launcher_due
 from jobcore.launcher import launcher_name
 from jobcore.launcher import mount_errors
-from jobcore.launcher import name_list
 from jobcore.launcher import path_errors
-from jobcore.launcher import pod_ended
-from jobcore.launcher import pod_phase
-from jobcore.launcher import pod_problems
-from jobcore.launcher import summarize
 from jobcore.launcher import template_container
 from jobcore.launcher import unlaunched
-from jobcore.launcher import worker_name
 from jobkinds.horovodjob.children import CONFIG_DIR
 from jobkinds.horovodjob.children import CONFIG_VOLUME
 from jobkinds.horovodjob.children import LAUNCHER_CONTAINER
@@ -102,7 +101,7 @@ class HorovodJobKind(LauncherWorkersKind):
             port=job.spec.ssh.port,
             tunnel=True,
         )
-        children = [secret, config_configmap(job), headless_service(job, launch_port(job))]
+        children = [secret, config_configmap(job), headless_service(job, {"ssh": launch_port(job)})]
         names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         elastic = job.spec.elastic
         children += [
@@ -137,14 +136,10 @@ class HorovodJobKind(LauncherWorkersKind):
                 "failed", "Failed", "The job exited with an error code.", replica_failure=failure
             )
         if job.spec.elastic is None:
-            failures = [
-                failure_message(p, WORKER_CONTAINER, last_line=False)
-                for p in workers.values()
-                if p and pod_ended(p)
-            ]
+            failures = pod_failures(workers.values(), WORKER_CONTAINER, last_line=False)
             if failures:
                 message = "A worker stopped before the launcher finished."
-                return Outcome("failed", "Failed", message, replica_failure=summarize(failures))
+                return Outcome("failed", "Failed", message, replica_failure=failures)
         replica_failure = pod_problems([launcher, *workers.values()])
         if launcher_phase == "Running":
             if job.spec.elastic is None:
@@ -188,13 +183,13 @@ def _pending(
     if missing := [name for name, pod in workers.items() if pod is None]:
         return (
             "WorkersCreating",
-            f"Waiting for {len(missing)} worker(s) to be created: {name_list(missing)}.",
+            f"Waiting for {len(missing)} worker(s) to be created: {_names(missing)}.",
         )
     server = "the agent" if through_agent(job) else "sshd"
     return (
         "WorkersNotReady",
         f"Waiting for {needed} of {len(workers)} worker(s) to become Ready ({server} accepting "
-        f"connections on port {launch_port(job)}); not Ready: {name_list(unready)}.",
+        f"connections on port {launch_port(job)}); not Ready: {_names(unready)}.",
     )
 
 
@@ -258,3 +253,8 @@ def _launcher_shell_errors(spec: HorovodJobSpec) -> list[FieldError]:
     else:
         errors += open_mpi_env_errors(env, f"{path}.env")
     return errors
+
+
+def _names(names: Sequence[str]) -> str:
+    """The first five of `names`, and how many more: what fits a condition message."""
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")

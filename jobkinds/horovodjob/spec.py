@@ -9,14 +9,11 @@ from pydantic import Field
 from jobcore.jobs import ApiModel
 from jobcore.jobs import JobSpec
 from jobcore.jobs import PodTemplateSpec
-from jobcore.launcher import SSH_PORT
-from jobcore.launcher import SSHDPath
-from jobcore.launcher import SSHPort
+from jobcore.launcher import SSH_MOUNT
+from jobcore.launcher import SSHSpec
 from jobcore.launcher import Transport
 from jobcore.launcher import WorkerCount
 
-DEFAULT_SSH_MOUNT = "/root/.ssh"
-"""root's ssh reads its identity and config from here unaided; elsewhere horovodrun is told."""
 COOLDOWN_MAX = 3600
 """horovodrun refuses a blacklist cooldown over an hour."""
 
@@ -93,15 +90,13 @@ class ElasticSpec(ApiModel):
     )
 
 
-class SSHSpec(ApiModel):
+class HorovodSSHSpec(SSHSpec):
     """Where sshd is in the worker image, where the job's ssh keys are mounted, and its port."""
 
-    sshd_path: SSHDPath = "/usr/sbin/sshd"
     ssh_auth_mount_path: str = Field(
-        default=DEFAULT_SSH_MOUNT,
+        default=SSH_MOUNT,
         description="Where the job's ssh keys are mounted: the ~/.ssh of the user running Horovod.",
     )
-    port: SSHPort = SSH_PORT
 
 
 class HorovodJobSpec(JobSpec):
@@ -111,7 +106,9 @@ class HorovodJobSpec(JobSpec):
         default=None,
         description="Run elastic Horovod: workers may come and go within [min, max] replicas.",
     )
-    ssh: SSHSpec = Field(default_factory=SSHSpec, description="sshd and key locations.")
+    ssh: HorovodSSHSpec = Field(
+        default_factory=HorovodSSHSpec, description="sshd and key locations."
+    )
     transport: Transport = Field(
         default="ssh",
         description="How the launcher reaches the workers: ssh (the workers run spec.ssh's "

@@ -1,4 +1,4 @@
-"""Kubeflow's job API on jobcore: `MPIJobKind`, MPI Operator v2's MPIJob (`kubeflow.org/v2beta1`).
+"""Kubeflow's job API on jobcore: `KubeflowMPIJobKind`, MPI Operator v2's MPIJob (v2beta1).
 
 Modules: `spec` the API models, `children` what a job creates, `status` Kubeflow's status as
 jobcore reads and writes it, `events` and `metrics` MPI Operator's Events and metrics, `kind`
@@ -6,6 +6,6 @@ the kind. What it shares with the T9k MPIJob (MPI flavours, the hostfile, Open M
 environment) is `jobkinds.mpi`'s.
 """
 
-from jobkinds.kubeflow.kind import MPIJobKind
+from jobkinds.kubeflow.kind import KubeflowMPIJobKind
 
-__all__ = ["MPIJobKind"]
+__all__ = ["KubeflowMPIJobKind"]

@@ -19,6 +19,10 @@ from jobcore import SECRETS
 from jobcore import Object
 from jobcore.jobs import Job
 from jobcore.jobs import Observed
+from jobcore.jobs import child_meta
+from jobcore.jobs import pod_phase
+from jobcore.jobs import worker_host
+from jobcore.jobs import worker_name
 from jobcore.launcher import AGENT_KEY
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import SSH_SECRET_MODE
@@ -26,15 +30,11 @@ from jobcore.launcher import SSH_UNPINNED_OPTIONS
 from jobcore.launcher import WORKER
 from jobcore.launcher import agent_client_env
 from jobcore.launcher import agent_key
-from jobcore.launcher import child_meta
 from jobcore.launcher import generate_keypair
 from jobcore.launcher import launcher_name
-from jobcore.launcher import pod_phase
 from jobcore.launcher import ssh_secret_name
-from jobcore.launcher import worker_host
-from jobcore.launcher import worker_name
 from jobkinds.kubeflow.spec import DEFAULT_SSH_AUTH_MOUNT_PATH
-from jobkinds.kubeflow.spec import MPIJobSpec
+from jobkinds.kubeflow.spec import KubeflowMPIJobSpec
 from jobkinds.kubeflow.spec import ReplicaSpec
 from jobkinds.kubeflow.transport import agent_launcher
 from jobkinds.kubeflow.transport import agent_worker
@@ -68,32 +68,32 @@ SSH_ARGS = f"-o ConnectionAttempts=10 {SSH_UNPINNED_OPTIONS}"
 """The launcher's ssh options: retry a worker whose sshd starts late; accept any host key."""
 
 
-def config_name(job: Job[MPIJobSpec]) -> str:
+def config_name(job: Job[KubeflowMPIJobSpec]) -> str:
     return f"{job.name}-config"
 
 
-def worker_count(job: Job[MPIJobSpec]) -> int:
+def worker_count(job: Job[KubeflowMPIJobSpec]) -> int:
     worker = job.spec.mpi_replica_specs.worker
     return (worker.replicas or 0) if worker is not None else 0
 
 
-def _launcher_host(job: Job[MPIJobSpec]) -> str:
+def _launcher_host(job: Job[KubeflowMPIJobSpec]) -> str:
     return f"{launcher_name(job)}.{job.service_domain()}"
 
 
-def _owned_child_meta(job: Job[MPIJobSpec], name: str) -> dict[str, Any]:
+def _owned_child_meta(job: Job[KubeflowMPIJobSpec], name: str) -> dict[str, Any]:
     """Metadata of a child other than a pod: Kubeflow's `app` label and jobcore's labels."""
     return child_meta(job, name, {"app": job.name, **job.labels()})
 
 
-def _flavour(job: Job[MPIJobSpec]) -> Flavour:
+def _flavour(job: Job[KubeflowMPIJobSpec]) -> Flavour:
     return flavour(job.spec.mpi_implementation)
 
 
 # Service, ConfigMap, Secret ------------------------------------------------------------------
 
 
-def service(job: Job[MPIJobSpec]) -> Object:
+def service(job: Job[KubeflowMPIJobSpec]) -> Object:
     """Headless, over the launcher and the workers; it publishes pods before they are Ready
     only when the launcher is a worker too (the launcher waits for no readiness then)."""
     return {
@@ -108,7 +108,7 @@ def service(job: Job[MPIJobSpec]) -> Object:
     }
 
 
-def config_map(job: Job[MPIJobSpec], observed: Observed) -> Object:
+def config_map(job: Job[KubeflowMPIJobSpec], observed: Observed) -> Object:
     """`hostfile`: every worker (the launcher first when it is one), with its slots.
     `discover_hosts.sh`: the hosts running now, for Horovod's elastic mode."""
     hosts = [worker_host(job, i) for i in range(worker_count(job))]
@@ -131,7 +131,7 @@ def config_map(job: Job[MPIJobSpec], observed: Observed) -> Object:
     }
 
 
-def ssh_secret(job: Job[MPIJobSpec], observed: Observed) -> Object:
+def ssh_secret(job: Job[KubeflowMPIJobSpec], observed: Observed) -> Object:
     """The existing Secret as observed, else one with a fresh keypair and agent key (running
     pods hold them)."""
     existing = observed.get(SECRETS, ssh_secret_name(job))
@@ -160,7 +160,7 @@ def _restart_policy(replica: ReplicaSpec, default: str) -> str:
 
 
 def _pod_template(
-    job: Job[MPIJobSpec],
+    job: Job[KubeflowMPIJobSpec],
     replica: ReplicaSpec,
     role: str,
     index: int | None,
@@ -195,7 +195,7 @@ def _pod_template(
     return pod_meta, spec
 
 
-def _ssh_volume(job: Job[MPIJobSpec]) -> dict[str, Any]:
+def _ssh_volume(job: Job[KubeflowMPIJobSpec]) -> dict[str, Any]:
     """The keys as ssh's default identity and authorized_keys; owner-only under /root/.ssh
     (a non-root user's sshd needs `StrictModes no` for the default 0644, as Kubeflow's have)."""
     secret: dict[str, Any] = {
@@ -219,7 +219,7 @@ def _add_volume(
     container["volumeMounts"] = [*container.get("volumeMounts", ()), mount]
 
 
-def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
+def worker_pod(job: Job[KubeflowMPIJobSpec], index: int) -> Object:
     """A worker from the Worker template: sshd in the foreground unless the first container
     says its own command, which must run sshd itself (e.g. on another port); with the agent,
     the agent in place of either."""
@@ -236,7 +236,7 @@ def worker_pod(job: Job[MPIJobSpec], index: int) -> Object:
     return agent_worker(job, pod) if transport(job) == "agent" else pod
 
 
-def launcher_env(job: Job[MPIJobSpec], launcher: ReplicaSpec) -> list[dict[str, str]]:
+def launcher_env(job: Job[KubeflowMPIJobSpec], launcher: ReplicaSpec) -> list[dict[str, str]]:
     """Where the MPI implementation finds the hostfile, the slots and the ssh options.
 
     Open MPI gets Open MPI 5's (PRRTE) names as well as Open MPI 4's, which Kubeflow sets
@@ -275,7 +275,7 @@ def launcher_env(job: Job[MPIJobSpec], launcher: ReplicaSpec) -> list[dict[str, 
     return [{"name": name, "value": value} for name, value in values.items()]
 
 
-def launcher_job(job: Job[MPIJobSpec]) -> Object:
+def launcher_job(job: Job[KubeflowMPIJobSpec]) -> Object:
     """The launcher: a batch/v1 Job of one pod from the Launcher template, with the hostfile at
     /etc/mpi and the implementation's environment, whose command starts once every worker's
     name resolves (`wait_container`, the last init container; with the agent, once every

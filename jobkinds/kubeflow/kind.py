@@ -41,21 +41,20 @@ from jobcore.jobs import Outcome
 from jobcore.jobs import PauseMode
 from jobcore.jobs import RunMode
 from jobcore.jobs import RunPolicy
+from jobcore.jobs import is_ready
+from jobcore.jobs import job_name_errors
+from jobcore.jobs import pod_phase
+from jobcore.jobs import pod_problems
 from jobcore.jobs import summed_requests
+from jobcore.jobs import unique_name_errors
+from jobcore.jobs import worker_name
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import MAX_WORKERS
 from jobcore.launcher import WORKER
-from jobcore.launcher import clip
-from jobcore.launcher import is_ready
-from jobcore.launcher import job_name_errors
 from jobcore.launcher import launched
 from jobcore.launcher import launcher_name
 from jobcore.launcher import path_errors
-from jobcore.launcher import pod_phase
-from jobcore.launcher import pod_problems
-from jobcore.launcher import unique_name_errors
 from jobcore.launcher import unlaunched
-from jobcore.launcher import worker_name
 from jobkinds.kubeflow import events
 from jobkinds.kubeflow import metrics
 from jobkinds.kubeflow.children import config_map
@@ -66,7 +65,7 @@ from jobkinds.kubeflow.children import worker_count
 from jobkinds.kubeflow.children import worker_pod
 from jobkinds.kubeflow.spec import MPI_OPERATOR
 from jobkinds.kubeflow.spec import MULTIKUEUE
-from jobkinds.kubeflow.spec import MPIJobSpec
+from jobkinds.kubeflow.spec import KubeflowMPIJobSpec
 from jobkinds.kubeflow.spec import SchedulingPolicy
 from jobkinds.kubeflow.status import EVICTED
 from jobkinds.kubeflow.status import KubeflowStatus
@@ -92,7 +91,7 @@ def _manages(obj: Object) -> bool:
     return managed_by in (None, "", MPI_OPERATOR)
 
 
-def _policy(spec: MPIJobSpec) -> JobPolicy:
+def _policy(spec: KubeflowMPIJobSpec) -> JobPolicy:
     """Kubeflow's runPolicy for jobcore: its clean-up, deadline and TTL; suspend as a pause;
     schedulingPolicy as the PodGroup's settings under the controller's gang scheduler.
 
@@ -115,8 +114,8 @@ def _announce(recorder: EventRecorder, obj: Object, previous: JobStatus, status:
     metrics.announce(obj, previous, status)
 
 
-class MPIJobKind:
-    """Kubeflow's MPIJob: see the module docstring; satisfies `jobcore.JobKind[MPIJobSpec]`."""
+class KubeflowMPIJobKind:
+    """Kubeflow's MPIJob: see the module docstring; a `JobKind[KubeflowMPIJobSpec]`."""
 
     resource: Resource = Resource("kubeflow.org", "v2beta1", "MPIJob", "mpijobs")
     hooks: ClassVar[KindHooks] = KindHooks(
@@ -129,7 +128,7 @@ class MPIJobKind:
         kueue=False,  # Kueue integrates Kubeflow's MPIJob itself
     )
     short_names: Sequence[str] = ()
-    spec_model: type[MPIJobSpec] = MPIJobSpec
+    spec_model: type[KubeflowMPIJobSpec] = KubeflowMPIJobSpec
     replica_types: Sequence[str] = (LAUNCHER, WORKER)
     child_resources: Sequence[Resource] = (SECRETS, CONFIGMAPS, SERVICES, PODS, BATCH_JOBS)
     containers: Mapping[str, str] = {}  # each pod's first container
@@ -137,7 +136,7 @@ class MPIJobKind:
     kept_after_cleanup: Sequence[str] = (LAUNCHER,)
     printer_columns: Sequence[Mapping[str, Any]] = ()
 
-    def validate(self, job: Job[MPIJobSpec]) -> list[FieldError]:
+    def validate(self, job: Job[KubeflowMPIJobSpec]) -> list[FieldError]:
         """Kubeflow's rules beyond the schema, and what the API server would refuse later."""
         spec, path = job.spec, "spec.mpiReplicaSpecs"
         launcher, worker = spec.mpi_replica_specs.launcher, spec.mpi_replica_specs.worker
@@ -168,11 +167,11 @@ class MPIJobKind:
             errors.append(FieldError("spec.runPolicy.managedBy", message))
         return errors + transport_errors(job)
 
-    def replicas(self, job: Job[MPIJobSpec]) -> Mapping[str, int]:
+    def replicas(self, job: Job[KubeflowMPIJobSpec]) -> Mapping[str, int]:
         """The launcher and the workers: under a gang scheduler, its PodGroup's members."""
         return {LAUNCHER: 1, WORKER: worker_count(job)}
 
-    def render(self, job: Job[MPIJobSpec], observed: Observed) -> list[Object]:
+    def render(self, job: Job[KubeflowMPIJobSpec], observed: Observed) -> list[Object]:
         """Secret, ConfigMap, Service, workers, and the launcher Job when it is due.
 
         The existing ssh Secret is returned as observed; the launcher Job is due at once
@@ -189,7 +188,7 @@ class MPIJobKind:
             children.append(launcher_job(job))
         return children
 
-    def _launcher_due(self, job: Job[MPIJobSpec], observed: Observed) -> bool:
+    def _launcher_due(self, job: Job[KubeflowMPIJobSpec], observed: Observed) -> bool:
         if (
             job.spec.launcher_creation_policy == "AtStartup"
             or job.gang
@@ -199,7 +198,7 @@ class MPIJobKind:
         names = [worker_name(job, i) for i in range(worker_count(job))]
         return all(is_ready(observed.get(PODS, name)) for name in names)
 
-    def interpret(self, job: Job[MPIJobSpec], observed: Observed) -> Outcome:
+    def interpret(self, job: Job[KubeflowMPIJobSpec], observed: Observed) -> Outcome:
         """The launcher Job's end decides (a success through the agent that reached too few
         workers fails: `_unlaunched`); evicted workers fail the job; it runs once a launcher
         pod and every worker run."""
@@ -234,7 +233,7 @@ class MPIJobKind:
         return Outcome("pending", reason, message)
 
 
-def _gang(spec: MPIJobSpec) -> GangPolicy:
+def _gang(spec: KubeflowMPIJobSpec) -> GangPolicy:
     """schedulingPolicy as jobcore's per-job PodGroup settings; minResources, when it gives
     none, summed from the pods as Kubeflow sums them (see `_min_resources`)."""
     given = spec.run_policy.scheduling_policy or SchedulingPolicy()
@@ -250,7 +249,7 @@ def _gang(spec: MPIJobSpec) -> GangPolicy:
     )
 
 
-def _min_resources(spec: MPIJobSpec, min_available: int | None) -> dict[str, str]:
+def _min_resources(spec: KubeflowMPIJobSpec, min_available: int | None) -> dict[str, str]:
     """What the first minAvailable pods request: the launcher, then as many workers as fit.
 
     Kubeflow puts the replica type of the higher PriorityClass value first; jobcore reads no
@@ -272,7 +271,7 @@ def _min_resources(spec: MPIJobSpec, min_available: int | None) -> dict[str, str
     return summed_requests(members)
 
 
-def _unlaunched(job: Job[MPIJobSpec], launchers: Sequence[Object]) -> Outcome | None:
+def _unlaunched(job: Job[KubeflowMPIJobSpec], launchers: Sequence[Object]) -> Outcome | None:
     """Through the agent, the failure of a launch whose succeeded launcher pod reached fewer
     workers than its command's rank count needs at slotsPerWorker (`workers_needed`)."""
     succeeded = [pod for pod in launchers if pod_phase(pod) == "Succeeded"]
@@ -309,4 +308,9 @@ def _launcher_failure(failed: Mapping[str, Any], pods: list[Object], name: str) 
         if status.get("reason"):
             reason = f"{reason}/{status['reason']}"
             message = f"{message}: {status.get('message', '')}"
-    return Outcome("failed", reason, clip(message, _MESSAGE_LIMIT))
+    return Outcome("failed", reason, _clipped(message))
+
+
+def _clipped(message: str) -> str:
+    """`message`, cut to _MESSAGE_LIMIT characters with `...` at the end if it is longer."""
+    return message if len(message) <= _MESSAGE_LIMIT else message[: _MESSAGE_LIMIT - 3] + "..."

@@ -118,7 +118,7 @@ class ReplicaSpecs(ApiModel):
     )
 
 
-class MPIJobSpec(ApiModel):
+class KubeflowMPIJobSpec(ApiModel):
     """Kubeflow's MPIJob: a launcher that runs mpirun over ssh on workers that run sshd."""
 
     slots_per_worker: NonNegative = Field(

@@ -23,7 +23,7 @@ from jobcore.launcher import agent_serve_command
 from jobcore.launcher import serving
 from jobcore.launcher import ssh_secret_name
 from jobcore.launcher import with_agent
-from jobkinds.kubeflow.spec import MPIJobSpec
+from jobkinds.kubeflow.spec import KubeflowMPIJobSpec
 from jobkinds.mpi.mpirun import HOSTFILE
 
 TRANSPORT_ANNOTATION = "jobcore.dev/transport"
@@ -38,7 +38,7 @@ def transport(job: Job[Any]) -> Transport:
     return "agent" if annotations.get(TRANSPORT_ANNOTATION) == "agent" else "ssh"
 
 
-def transport_errors(job: Job[MPIJobSpec]) -> list[FieldError]:
+def transport_errors(job: Job[KubeflowMPIJobSpec]) -> list[FieldError]:
     """An unknown transport; with the agent, a launcher whose command jobcore cannot wrap (only
     args: the image's entrypoint is unknown to it) or that is a worker too (its hostfile would
     name a host without an agent)."""
@@ -68,7 +68,7 @@ def transport_errors(job: Job[MPIJobSpec]) -> list[FieldError]:
     return errors
 
 
-def agent_worker(job: Job[MPIJobSpec], pod: Object) -> Object:
+def agent_worker(job: Job[KubeflowMPIJobSpec], pod: Object) -> Object:
     """`pod` (changed in place) with its first container serving the launcher through the
     agent, in place of its command."""
     container = pod["spec"]["containers"][0]
@@ -76,7 +76,7 @@ def agent_worker(job: Job[MPIJobSpec], pod: Object) -> Object:
     return with_agent(pod, job.agent, ssh_secret_name(job), [container["name"]])
 
 
-def agent_launcher(job: Job[MPIJobSpec], spec: dict[str, Any]) -> None:
+def agent_launcher(job: Job[KubeflowMPIJobSpec], spec: dict[str, Any]) -> None:
     """The launcher pod's `spec` (changed in place) running its first container's command
     through the agent once every worker's agent answers."""
     container = spec["containers"][0]

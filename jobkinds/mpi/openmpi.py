@@ -20,9 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobcore.jobs import FieldError
-from jobcore.launcher import PATH_CHARACTERS
 from jobcore.launcher import SAFE_PATH
-from jobcore.launcher import SAFE_PATH_CLASS
 from jobcore.launcher import path_errors
 from jobkinds.mpi.flavours import OPEN_MPI
 from jobkinds.mpi.flavours import agent_shell_env
@@ -31,6 +29,11 @@ from jobkinds.mpi.flavours import flag_values
 # Character classes, the same in a Python regex and a bash pattern (`[!...]`, under LC_ALL=C).
 _MCA_NAME_CLASS = "A-Za-z0-9_"
 _MCA_VALUE_CLASS = "A-Za-z0-9 ._+@%=:,/^-"
+PATH_CLASS = "A-Za-z0-9._+@=:,/-"
+"""The characters of a prefix path: those of `jobcore.launcher.SAFE_PATH`, which validation's
+`path_errors` checks, so the launcher's check at run time applies the same rule."""
+PATH_CHARACTERS = "letters, digits and . _ + @ = : , / -"
+"""PATH_CLASS in words, as `path_errors` says it."""
 MCA_NAME = re.compile(f"[{_MCA_NAME_CLASS}]+")
 MCA_VALUE = re.compile(f"[{_MCA_VALUE_CLASS}]*")
 """An MCA value Open MPI can put on its daemons' command line: no character acts in a shell,
@@ -103,7 +106,7 @@ def open_mpi_env_script(launcher: str) -> str:
     """
     before, after = _refusal(launcher)
     bad_name, bad_value, bad_path = (
-        shlex.quote(f"*[!{c}]*") for c in (_MCA_NAME_CLASS, _MCA_VALUE_CLASS, SAFE_PATH_CLASS)
+        shlex.quote(f"*[!{c}]*") for c in (_MCA_NAME_CLASS, _MCA_VALUE_CLASS, PATH_CLASS)
     )
     mca = " | ".join(f"{prefix}*" for prefix in MCA_ENV_PREFIXES)
     return f"""unsafe=$(
@@ -140,7 +143,7 @@ def open_mpi_env_check(launcher: str) -> str:
         {
             "select": f"(?:{'|'.join(PREFIX_ENV_NAMES)})$",
             "name": ".*",
-            "value": f"[{SAFE_PATH_CLASS}]*",
+            "value": f"[{PATH_CLASS}]*",
         },
     ]
     check = {"rules": rules, "before": before, "after": after, "exit": UNSAFE_ENV_EXIT}

@@ -12,15 +12,15 @@ from typing import Any
 
 from jobcore import Object
 from jobcore.jobs import Job
+from jobcore.jobs import child_meta
+from jobcore.jobs import worker_host
 from jobcore.launcher import SSHAccess
 from jobcore.launcher import agent_worker_pod
-from jobcore.launcher import child_meta
 from jobcore.launcher import copied_launcher_pod
 from jobcore.launcher import hostfile_name
 from jobcore.launcher import ssh_secret_name
 from jobcore.launcher import sshd_worker_pod
 from jobcore.launcher import with_agent
-from jobcore.launcher import worker_host
 from jobkinds.mpi.flavours import flavour
 from jobkinds.mpi.flavours import hostfile_text
 from jobkinds.mpi.flavours import slots

@@ -10,20 +10,20 @@ from jobcore import Resource
 from jobcore.jobs import FieldError
 from jobcore.jobs import Job
 from jobcore.jobs import Observed
+from jobcore.jobs import container_errors
+from jobcore.jobs import headless_service
+from jobcore.jobs import job_name_errors
+from jobcore.jobs import worker_name
 from jobcore.launcher import AGENT_PORT
 from jobcore.launcher import LAUNCHER
 from jobcore.launcher import SSH_VOLUME
 from jobcore.launcher import WORKER
 from jobcore.launcher import LauncherWorkersKind
-from jobcore.launcher import container_errors
-from jobcore.launcher import headless_service
-from jobcore.launcher import job_name_errors
 from jobcore.launcher import job_ssh
 from jobcore.launcher import launcher_due
 from jobcore.launcher import mount_errors
 from jobcore.launcher import path_errors
 from jobcore.launcher import template_container
-from jobcore.launcher import worker_name
 from jobkinds.mpi.flavours import flavour
 from jobkinds.mpi.flavours import npernode_errors
 from jobkinds.mpi.flavours import slots
@@ -95,7 +95,7 @@ class MPIJobKind(LauncherWorkersKind):
             job, observed, mount_path=job.spec.ssh.ssh_auth_mount_path, port=job.spec.ssh.port
         )
         port = AGENT_PORT if job.spec.transport == "agent" else ssh.port
-        children = [secret, hostfile_configmap(job), headless_service(job, port)]
+        children = [secret, hostfile_configmap(job), headless_service(job, {"ssh": port})]
         children += [worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
         if launcher_due(job, observed, agent=job.spec.transport == "agent"):
             children.append(launcher_pod(job, ssh))

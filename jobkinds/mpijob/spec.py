@@ -16,10 +16,9 @@ from jobcore.jobs import ApiModel
 from jobcore.jobs import JobSpec
 from jobcore.jobs import PodTemplateSpec
 from jobcore.launcher import LAUNCHER
-from jobcore.launcher import SSH_PORT
+from jobcore.launcher import SSH_MOUNT
 from jobcore.launcher import WORKER
-from jobcore.launcher import SSHDPath
-from jobcore.launcher import SSHPort
+from jobcore.launcher import SSHSpec
 from jobcore.launcher import Transport
 from jobcore.launcher import WorkerCount
 from jobkinds import t9kshape
@@ -48,15 +47,13 @@ class MPIWorkerSpec(ApiModel):
     )
 
 
-class SSHSpec(ApiModel):
+class MPIJobSSHSpec(SSHSpec):
     """Where sshd is in the worker image, where the job's ssh keys are mounted, and its port."""
 
-    sshd_path: SSHDPath = "/usr/sbin/sshd"
     ssh_auth_mount_path: str = Field(
-        default="/root/.ssh",
+        default=SSH_MOUNT,
         description="Where the job's ssh keys are mounted: the ~/.ssh of the user running MPI.",
     )
-    port: SSHPort = SSH_PORT
 
 
 class MPIConfig(ApiModel):
@@ -127,7 +124,7 @@ class MPIJobSpec(JobSpec):
         description="The MPI's install prefix: its bin/ goes first on the launcher's PATH, "
         "and Open MPI also gets it as `mpirun --prefix`.",
     )
-    ssh: SSHSpec = Field(default_factory=SSHSpec, description="sshd and key locations.")
+    ssh: MPIJobSSHSpec = Field(default_factory=MPIJobSSHSpec, description="sshd and key locations.")
     transport: Transport = Field(
         default="ssh",
         description="How the launcher reaches the workers: ssh (the workers run spec.ssh's "

@@ -20,7 +20,7 @@ from jobcore.jobs import Observed
 from jobcore.jobs import T9kScheduler
 from jobcore.jobs import Volcano
 from jobcore.jobs import parse_job
-from jobkinds.kubeflow import MPIJobKind as KubeflowMPIJobKind
+from jobkinds.kubeflow import KubeflowMPIJobKind
 from jobkinds.mpijob import MPIJobKind
 
 KIND = MPIJobKind()

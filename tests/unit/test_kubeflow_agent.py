@@ -22,16 +22,16 @@ from jobcore.testing import error_messages
 from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobcore.testing import terminated
-from jobkinds.kubeflow import MPIJobKind
+from jobkinds.kubeflow import KubeflowMPIJobKind
 from jobkinds.kubeflow.children import launcher_job
-from jobkinds.kubeflow.spec import MPIJobSpec
+from jobkinds.kubeflow.spec import KubeflowMPIJobSpec
 from jobkinds.kubeflow.transport import TRANSPORT_ANNOTATION
 from jobkinds.mpi.flavours import Implementation
 from jobkinds.mpi.flavours import agent_shell_env
 from jobkinds.mpi.flavours import flavour
 from tests.kubeflowjobs import mpijob
 
-KIND = MPIJobKind()
+KIND = KubeflowMPIJobKind()
 SOURCE = AgentSource(image="registry.example/jobcore:1.2", path="/bin/jobcore-agent")
 
 
@@ -42,13 +42,13 @@ def manifest(transport: str | None = "agent", **spec: Any) -> Object:
     return job
 
 
-def agent_job(**spec: Any) -> Job[MPIJobSpec]:
+def agent_job(**spec: Any) -> Job[KubeflowMPIJobSpec]:
     job, errors = parse_job(KIND, manifest(**spec))
     assert job is not None and errors == [], errors
     return dataclasses.replace(job, agent=SOURCE)
 
 
-def rendered(job: Job[MPIJobSpec]) -> dict[str, Object]:
+def rendered(job: Job[KubeflowMPIJobSpec]) -> dict[str, Object]:
     ready = [pod_of(job, f"pi-worker-{i}", "worker", i, ready=True) for i in range(2)]
     return by_name(KIND.render(job, observed_of(*ready, resources=KIND.child_resources)))
 
@@ -109,7 +109,7 @@ def test_what_the_agent_cannot_launch_is_refused() -> None:
     }
 
 
-def finished(job: Job[MPIJobSpec], message: str | None) -> list[Object]:
+def finished(job: Job[KubeflowMPIJobSpec], message: str | None) -> list[Object]:
     launcher = launcher_job(job) | {
         "status": {"conditions": [{"type": "Complete", "status": "True"}]}
     }

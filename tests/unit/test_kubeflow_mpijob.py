@@ -41,14 +41,14 @@ from jobcore.testing import pod_of
 from jobcore.testing import secret_text
 from jobcore.testing import spec_with
 from jobcore.testing import waiting
-from jobkinds.kubeflow import MPIJobKind
+from jobkinds.kubeflow import KubeflowMPIJobKind
 from jobkinds.kubeflow.children import launcher_job
-from jobkinds.kubeflow.spec import MPIJobSpec
+from jobkinds.kubeflow.spec import KubeflowMPIJobSpec
 from tests.jobdocs import SAMPLES_DIR
 from tests.jobdocs import sample
 
 NS = "team-a"
-KIND = MPIJobKind()
+KIND = KubeflowMPIJobKind()
 NAME = "horovod-synthetic"
 SSH_ARGS = (
     "-o ConnectionAttempts=10 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
@@ -62,7 +62,7 @@ def openmpi_spec() -> dict[str, Any]:
     return spec
 
 
-def make_job(spec: Mapping[str, Any] | None = None, name: str = NAME) -> Job[MPIJobSpec]:
+def make_job(spec: Mapping[str, Any] | None = None, name: str = NAME) -> Job[KubeflowMPIJobSpec]:
     raw = spec if spec is not None else openmpi_spec()
     return job_of(KIND, job_manifest(KIND, raw, name=name, namespace=NS))
 
@@ -76,15 +76,15 @@ def observed(*children: Object) -> Observed:
     return observed_of(*children, resources=KIND.child_resources)
 
 
-def render(job: Job[MPIJobSpec], *children: Object) -> dict[str, Object]:
+def render(job: Job[KubeflowMPIJobSpec], *children: Object) -> dict[str, Object]:
     return by_name(KIND.render(job, observed(*children)))
 
 
-def worker(job: Job[MPIJobSpec], index: int, **state: Any) -> Object:
+def worker(job: Job[KubeflowMPIJobSpec], index: int, **state: Any) -> Object:
     return pod_of(job, f"{job.name}-worker-{index}", "worker", index, **state)
 
 
-def launcher_pod(job: Job[MPIJobSpec], suffix: str = "abcde", **state: Any) -> Object:
+def launcher_pod(job: Job[KubeflowMPIJobSpec], suffix: str = "abcde", **state: Any) -> Object:
     pod = pod_of(job, f"{job.name}-launcher-{suffix}", "launcher", **state)
     pod["metadata"]["ownerReferences"] = [
         {"apiVersion": "batch/v1", "kind": "Job", "name": f"{job.name}-launcher"}
@@ -92,7 +92,7 @@ def launcher_pod(job: Job[MPIJobSpec], suffix: str = "abcde", **state: Any) -> O
     return pod
 
 
-def batch_job(job: Job[MPIJobSpec], **conditions: Mapping[str, str]) -> Object:
+def batch_job(job: Job[KubeflowMPIJobSpec], **conditions: Mapping[str, str]) -> Object:
     """The launcher Job as Kubernetes reports it, with `conditions` by type."""
     rendered = launcher_job(job)
     listed = [{"type": kind, "status": "True", **fields} for kind, fields in conditions.items()]
@@ -112,7 +112,7 @@ def test_samples_are_valid_and_round_trip(name: str) -> None:
 
 
 def test_defaults_are_kubeflows() -> None:
-    spec = MPIJobSpec.model_validate({"mpiReplicaSpecs": {}})
+    spec = KubeflowMPIJobSpec.model_validate({"mpiReplicaSpecs": {}})
     assert spec.slots_per_worker == 1
     assert spec.ssh_auth_mount_path == "/root/.ssh"
     assert spec.launcher_creation_policy == "AtStartup"
@@ -122,7 +122,7 @@ def test_defaults_are_kubeflows() -> None:
 
 def test_the_kind_is_installed_under_its_own_name() -> None:
     [installed] = installed_kinds(["kubeflow-mpijob"])
-    assert isinstance(installed.kind, MPIJobKind)
+    assert isinstance(installed.kind, KubeflowMPIJobKind)
     assert installed.kind.resource.api_version == "kubeflow.org/v2beta1"
     assert KIND.hooks.controller_name == "mpijobs.kubeflow.org"
 
@@ -518,7 +518,7 @@ def test_jobs_of_another_controller_are_left_alone() -> None:
 # Outcomes ----------------------------------------------------------------------------------------
 
 
-def interpret(job: Job[MPIJobSpec], *children: Object) -> Outcome:
+def interpret(job: Job[KubeflowMPIJobSpec], *children: Object) -> Outcome:
     return KIND.interpret(job, observed(*children))
 
 

@@ -25,13 +25,13 @@ from jobcore.testing import job_of
 from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobcore.testing import spec_with
-from jobkinds.kubeflow import MPIJobKind
+from jobkinds.kubeflow import KubeflowMPIJobKind
 from jobkinds.kubeflow.children import launcher_job
 from jobkinds.kubeflow.status import KubeflowStatus
 from tests.jobdocs import sample
 from tests.unit.test_jobdecide import Recorded
 
-KIND = MPIJobKind()
+KIND = KubeflowMPIJobKind()
 PART = KubeflowStatus()
 NAME, NS = "pi", "team-a"
 JOB = f"{NS}/{NAME}"

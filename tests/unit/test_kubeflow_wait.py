@@ -10,13 +10,13 @@ import pytest
 from jobcore.testing import job_manifest
 from jobcore.testing import job_of
 from jobcore.testing import run_command
-from jobkinds.kubeflow import MPIJobKind
+from jobkinds.kubeflow import KubeflowMPIJobKind
 from jobkinds.kubeflow.children import launcher_job
 from jobkinds.kubeflow.wait import WAIT_CONTAINER
 from jobkinds.kubeflow.wait import wait_container
 from tests.jobdocs import sample
 
-KIND = MPIJobKind()
+KIND = KubeflowMPIJobKind()
 UNRESOLVED = "pi-worker-1.pi.default.svc.cluster.invalid"
 """A name no resolver answers (`.invalid` is reserved)."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from jobcore.jobs import run_mode_errors
 from jobcore.launcher import SSH_PORT
 from jobcore.launcher import SSH_PORT_ENV
 from jobcore.launcher import generate_keypair
+from jobcore.launcher import path_errors
 from jobcore.testing import accepting_connections
 from jobcore.testing import by_name
 from jobcore.testing import container_named
@@ -41,6 +43,7 @@ from jobcore.testing import secret_text
 from jobcore.testing import spec_with
 from jobcore.testing import terminated
 from jobcore.testing import waiting
+from jobkinds.mpi import openmpi
 from jobkinds.mpi.flavours import MPICH
 from jobkinds.mpi.flavours import OPEN_MPI
 from jobkinds.mpi.flavours import Flavour
@@ -186,6 +189,13 @@ def test_paths_a_shell_or_ssh_would_read_are_refused_naming_the_characters(
     assert list(errors) == [path]
     assert PATH_CHARACTERS in errors[path]
     assert repr(value if field == "mpiHome" else next(iter(value.values()))) in errors[path]
+
+
+def test_open_mpis_run_time_check_of_prefix_paths_is_validations_rule() -> None:
+    printable = [chr(c) for c in range(32, 127)]
+    accepted = [c for c in printable if re.fullmatch(f"[{openmpi.PATH_CLASS}]", c)]
+    assert accepted == [c for c in printable if not path_errors({"p": f"/{c}"})]
+    assert openmpi.PATH_CHARACTERS in str(path_errors({"p": "/;"})[0])
 
 
 def test_the_current_shapes_home_is_named_as_written() -> None:

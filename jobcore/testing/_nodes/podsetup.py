@@ -32,7 +32,7 @@ from jobcore._runtime.resources import CONFIGMAPS
 from jobcore._runtime.resources import SECRETS
 from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import Resource
-from jobcore.launcher import is_ready
+from jobcore.jobs import is_ready
 from jobcore.testing._nodes import podidentity
 from jobcore.testing._shared.hostcommands import tool
 
