@@ -56,12 +56,12 @@ from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import install_crd
 from jobcore.testing import job_controller
-from tests.jobdocs import KINDS
-from tests.jobdocs import FieldPath
-from tests.jobdocs import at
-from tests.jobdocs import nested
-from tests.jobdocs import paths
-from tests.jobdocs import sample_jobs
+from tests.support.jobdocs import KINDS
+from tests.support.jobdocs import FieldPath
+from tests.support.jobdocs import at
+from tests.support.jobdocs import nested
+from tests.support.jobdocs import paths
+from tests.support.jobdocs import sample_jobs
 
 pytestmark = pytest.mark.integration
 

@@ -2,7 +2,7 @@
 fresh virtualenv, as `pip install .` installs the distribution jobcore-k8s for a user.
 
 The wheel is built from the files the Dockerfile builds it from, and the dependencies' come from
-pytest's cache after the first run (tests/wheels.py, shared with the quickstart's test).
+pytest's cache after the first run (tests/support/wheels.py, shared with the quickstart's test).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import run_to_success
-from tests.wheels import GROUP
-from tests.wheels import Wheels
+from tests.support.commands import run_to_success
+from tests.support.wheels import GROUP
+from tests.support.wheels import Wheels
 
 # The first run fetches every dependency's wheel in the fixture's set-up.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600), pytest.mark.xdist_group(GROUP)]

@@ -20,11 +20,11 @@ from jobcore.testing import background
 from jobcore.testing import create_until_phase
 from jobcore.testing import install_crd
 from jobkinds.mpijob import MPIJobKind
-from tests.commands import run_args
-from tests.commands import start_jobcore
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
-from tests.mpijobs import pods_of
+from tests.support.commands import run_args
+from tests.support.commands import start_jobcore
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
+from tests.support.mpijobs import pods_of
 
 pytestmark = pytest.mark.integration
 

@@ -19,8 +19,8 @@ from jobcore.testing import api_requests
 from jobcore.testing import eventually
 from jobcore.testing import install_crd
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

@@ -13,10 +13,10 @@ from jobcore import PODS
 from jobcore import Client
 from jobcore.testing import eventually
 from jobcore.testing import job_controller
-from tests.kindjobs import MPIJOB
-from tests.kubeflowjobs import KIND as KUBEFLOW
-from tests.kubeflowjobs import MPIJOBS as KUBEFLOW_MPIJOBS
-from tests.kubeflowjobs import mpijob as kubeflow_mpijob
+from tests.support.kindjobs import MPIJOB
+from tests.support.kubeflowjobs import KIND as KUBEFLOW
+from tests.support.kubeflowjobs import MPIJOBS as KUBEFLOW_MPIJOBS
+from tests.support.kubeflowjobs import mpijob as kubeflow_mpijob
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,8 @@ from jobcore.testing import ProcessNode
 from jobcore.testing import condition
 from jobcore.testing import require
 from jobkinds.colossalaijob import ColossalAIJobKind
-from tests import mpioutput
-from tests.realruns import colossalai_pair
+from tests.support import mpioutput
+from tests.support.realruns import colossalai_pair
 
 pytestmark = pytest.mark.integration
 

@@ -23,9 +23,9 @@ from jobcore.testing import job_controller
 from jobcore.testing import require
 from jobcore.testing import wait_for_events
 from jobkinds.colossalaijob import ColossalAIJobKind
-from tests import mpioutput
-from tests.realruns import colossalai_pair
-from tests.realruns import run_to_end
+from tests.support import mpioutput
+from tests.support.realruns import colossalai_pair
+from tests.support.realruns import run_to_end
 
 pytestmark = pytest.mark.integration
 

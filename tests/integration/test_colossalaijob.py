@@ -15,9 +15,9 @@ from jobcore.testing import create_until_phase
 from jobcore.testing import job_controller
 from jobcore.testing import live_pods
 from jobcore.testing import wait_for_phase
-from tests import launchers
-from tests.jobdocs import sample
-from tests.kindjobs import COLOSSALAIJOB
+from tests.support import launchers
+from tests.support.jobdocs import sample
+from tests.support.kindjobs import COLOSSALAIJOB
 
 pytestmark = pytest.mark.integration
 

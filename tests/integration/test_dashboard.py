@@ -16,11 +16,11 @@ from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import wait_for_phase
 from jobkinds.mpijob import MPIJobKind
-from tests import mpijobs
-from tests.dashboards import events_of
-from tests.dashboards import live_stream
-from tests.dashboards import mpijob_dashboard
-from tests.dashboards import until
+from tests.support import mpijobs
+from tests.support.dashboards import events_of
+from tests.support.dashboards import live_stream
+from tests.support.dashboards import mpijob_dashboard
+from tests.support.dashboards import until
 
 pytestmark = pytest.mark.integration
 

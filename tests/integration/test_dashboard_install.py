@@ -25,10 +25,10 @@ from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import wait_for_phase
 from jobkinds.mpijob import MPIJobKind
-from tests import installs
-from tests import mpijobs
-from tests.commands import start_jobcore
-from tests.dashboards import mpijob_dashboard
+from tests.support import installs
+from tests.support import mpijobs
+from tests.support.commands import start_jobcore
+from tests.support.dashboards import mpijob_dashboard
 
 pytestmark = pytest.mark.integration
 

@@ -28,8 +28,8 @@ from jobcore.testing import eventually
 from jobcore.testing import install_crd
 from jobcore.testing import job_status
 from jobcore.testing import schemaless_crd
-from tests import installs
-from tests.jobdocs import kind_of
+from tests.support import installs
+from tests.support.jobdocs import kind_of
 
 pytestmark = pytest.mark.integration
 

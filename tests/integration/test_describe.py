@@ -14,9 +14,9 @@ from jobcore.testing import SimulatedNode
 from jobcore.testing import job_controller
 from jobcore.testing import wait_for_phase
 from jobkinds.mpijob import MPIJobKind
-from tests import mpijobs
-from tests.commands import run_cli
-from tests.commands import start_jobcore
+from tests.support import mpijobs
+from tests.support.commands import run_cli
+from tests.support.commands import start_jobcore
 
 pytestmark = pytest.mark.integration
 

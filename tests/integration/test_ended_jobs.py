@@ -34,10 +34,10 @@ from jobcore.testing import wait_for_end
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_until_settled
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import expire
-from tests.mpijobs import mpijob
-from tests.mpijobs import run_to_end
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import expire
+from tests.support.mpijobs import mpijob
+from tests.support.mpijobs import run_to_end
 
 pytestmark = pytest.mark.integration
 

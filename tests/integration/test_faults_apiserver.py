@@ -32,8 +32,8 @@ from jobcore.testing import live_pods
 from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phases
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import mpijob
-from tests.mpijobs import pods_of
+from tests.support.mpijobs import mpijob
+from tests.support.mpijobs import pods_of
 
 pytestmark = pytest.mark.integration
 

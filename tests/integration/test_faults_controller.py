@@ -41,9 +41,9 @@ from jobcore.testing import install_crd
 from jobcore.testing import live_pods
 from jobcore.testing import wait_for_phases
 from jobkinds.mpijob import MPIJobKind
-from tests.commands import run_args
-from tests.mpijobs import mpijob
-from tests.mpijobs import pods_of
+from tests.support.commands import run_args
+from tests.support.mpijobs import mpijob
+from tests.support.mpijobs import pods_of
 
 pytestmark = pytest.mark.integration
 

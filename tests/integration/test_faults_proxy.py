@@ -32,7 +32,7 @@ from jobcore.testing import eventually
 from jobcore.testing import install_crd
 from jobcore.testing import live_pods
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import mpijob
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

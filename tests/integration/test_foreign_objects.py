@@ -35,16 +35,16 @@ from jobcore.testing import resync
 from jobcore.testing import schemaless_crd
 from jobcore.testing import wait_for_deletion
 from jobcore.testing import wait_for_phase
-from tests.kindjobs import COLOSSALAIJOB
-from tests.kindjobs import MPIJOB
-from tests.kubeflowjobs import KIND as KUBEFLOW
-from tests.kubeflowjobs import MPIJOBS as KUBEFLOW_MPIJOBS
-from tests.kubeflowjobs import kubeflow_controller
-from tests.kubeflowjobs import mpijob as kubeflow_mpijob
-from tests.kubeflowjobs import running_launcher
-from tests.kubeflowjobs import wait_for_condition
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
+from tests.support.kindjobs import COLOSSALAIJOB
+from tests.support.kindjobs import MPIJOB
+from tests.support.kubeflowjobs import KIND as KUBEFLOW
+from tests.support.kubeflowjobs import MPIJOBS as KUBEFLOW_MPIJOBS
+from tests.support.kubeflowjobs import kubeflow_controller
+from tests.support.kubeflowjobs import mpijob as kubeflow_mpijob
+from tests.support.kubeflowjobs import running_launcher
+from tests.support.kubeflowjobs import wait_for_condition
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

@@ -27,10 +27,10 @@ from jobcore.testing import eventually
 from jobcore.testing import require
 from jobcore.testing import wait_for_end
 from jobkinds.horovodjob import HorovodJobKind
-from tests import mpioutput
-from tests.realruns import elastic_horovod_job
-from tests.realruns import launcher_log
-from tests.realruns import run_to_end
+from tests.support import mpioutput
+from tests.support.realruns import elastic_horovod_job
+from tests.support.realruns import launcher_log
+from tests.support.realruns import run_to_end
 
 pytestmark = pytest.mark.integration
 

@@ -24,8 +24,8 @@ from jobcore.testing import condition
 from jobcore.testing import job_controller
 from jobcore.testing import require
 from jobkinds.horovodjob import HorovodJobKind
-from tests import mpioutput
-from tests.realruns import run_to_end
+from tests.support import mpioutput
+from tests.support.realruns import run_to_end
 
 pytestmark = pytest.mark.integration
 

@@ -21,10 +21,10 @@ from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
-from tests.kindjobs import HOROVODJOB
-from tests.kindjobs import later
-from tests.kindjobs import retried
-from tests.kindjobs import seconds_between
+from tests.support.kindjobs import HOROVODJOB
+from tests.support.kindjobs import later
+from tests.support.kindjobs import retried
+from tests.support.kindjobs import seconds_between
 
 pytestmark = pytest.mark.integration
 

@@ -26,8 +26,8 @@ from jobcore.testing import job_status
 from jobcore.testing import resync
 from jobcore.testing import wait_for_phase
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

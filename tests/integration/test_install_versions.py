@@ -12,7 +12,7 @@ import pytest
 
 from controllers.manifests import NAME
 from jobcore import Client
-from tests import installs
+from tests.support import installs
 
 pytestmark = pytest.mark.integration
 

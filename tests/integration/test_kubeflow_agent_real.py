@@ -27,13 +27,13 @@ from jobcore.testing import ProcessNode
 from jobcore.testing import condition
 from jobcore.testing import require
 from jobkinds.kubeflow.transport import TRANSPORT_ANNOTATION
-from tests.kubeflowjobs import kubeflow_controller
-from tests.kubeflowjobs import mpijob
-from tests.kubeflowreal import Image
-from tests.kubeflowreal import assert_succeeded
-from tests.kubeflowreal import finished
-from tests.kubeflowreal import pi_image
-from tests.kubeflowreal import run_to_end
+from tests.support.kubeflowjobs import kubeflow_controller
+from tests.support.kubeflowjobs import mpijob
+from tests.support.kubeflowreal import Image
+from tests.support.kubeflowreal import assert_succeeded
+from tests.support.kubeflowreal import finished
+from tests.support.kubeflowreal import pi_image
+from tests.support.kubeflowreal import run_to_end
 
 pytestmark = [pytest.mark.integration]
 

@@ -16,10 +16,10 @@ from jobcore.testing import eventually
 from jobcore.testing import install_crd
 from jobcore.testing import job_controller
 from jobcore.testing import schemaless_crd
-from tests.kubeflowjobs import KIND
-from tests.kubeflowjobs import MPIJOBS
-from tests.kubeflowjobs import mpijob
-from tests.kubeflowjobs import running_launcher
+from tests.support.kubeflowjobs import KIND
+from tests.support.kubeflowjobs import MPIJOBS
+from tests.support.kubeflowjobs import mpijob
+from tests.support.kubeflowjobs import running_launcher
 
 pytestmark = pytest.mark.integration
 

@@ -20,14 +20,14 @@ from jobcore.testing import job_status
 from tests.integration.test_informer import Recorder
 from tests.integration.test_informer import running
 from tests.integration.test_refused_children import set_quota
-from tests.kubeflowjobs import MPIJOBS
-from tests.kubeflowjobs import condition_of
-from tests.kubeflowjobs import mpijob
-from tests.kubeflowjobs import phases
-from tests.kubeflowjobs import running_launcher
-from tests.kubeflowjobs import started
-from tests.kubeflowjobs import wait_for_condition
-from tests.kubeflowjobs import worker_names
+from tests.support.kubeflowjobs import MPIJOBS
+from tests.support.kubeflowjobs import condition_of
+from tests.support.kubeflowjobs import mpijob
+from tests.support.kubeflowjobs import phases
+from tests.support.kubeflowjobs import running_launcher
+from tests.support.kubeflowjobs import started
+from tests.support.kubeflowjobs import wait_for_condition
+from tests.support.kubeflowjobs import worker_names
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("kubeflow", "simulated_node")]
 

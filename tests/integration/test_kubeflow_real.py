@@ -8,7 +8,7 @@ without a command, so the operator gives them `sshd -De`) and of Kubeflow's non-
 examples (`examples/v2beta1/pi`). The MPIs come from `scripts/frameworks.sh`; under CI a
 missing one fails its test.
 
-Kubeflow's images are folders on the host (`tests.kubeflowreal.Image`).
+Kubeflow's images are folders on the host (`tests.support.kubeflowreal.Image`).
 """
 
 from __future__ import annotations
@@ -32,17 +32,17 @@ from jobcore.testing import ProcessNode
 from jobcore.testing import condition
 from jobcore.testing import require
 from jobcore.testing import wait_for_pods
-from tests.kubeflowjobs import kubeflow_controller
-from tests.kubeflowjobs import mpijob
-from tests.kubeflowjobs import wait_for_replicas
-from tests.kubeflowreal import MPI
-from tests.kubeflowreal import MPIS
-from tests.kubeflowreal import SSH_PORT
-from tests.kubeflowreal import Image
-from tests.kubeflowreal import assert_succeeded
-from tests.kubeflowreal import finished
-from tests.kubeflowreal import pi_image
-from tests.kubeflowreal import run_to_end
+from tests.support.kubeflowjobs import kubeflow_controller
+from tests.support.kubeflowjobs import mpijob
+from tests.support.kubeflowjobs import wait_for_replicas
+from tests.support.kubeflowreal import MPI
+from tests.support.kubeflowreal import MPIS
+from tests.support.kubeflowreal import SSH_PORT
+from tests.support.kubeflowreal import Image
+from tests.support.kubeflowreal import assert_succeeded
+from tests.support.kubeflowreal import finished
+from tests.support.kubeflowreal import pi_image
+from tests.support.kubeflowreal import run_to_end
 
 SEED_MPIRUN = [
     "mpirun",

@@ -30,22 +30,22 @@ from jobcore.testing import job_status
 from jobcore.testing import live_pods
 from jobcore.testing import resync
 from jobcore.testing import wait_for_deletion
-from tests.kubeflowjobs import JOB_ROLE
-from tests.kubeflowjobs import LAUNCHER
-from tests.kubeflowjobs import MPIJOBS
-from tests.kubeflowjobs import children_gone
-from tests.kubeflowjobs import condition_of
-from tests.kubeflowjobs import exists
-from tests.kubeflowjobs import is_true
-from tests.kubeflowjobs import launcher_job
-from tests.kubeflowjobs import mpijob
-from tests.kubeflowjobs import phases
-from tests.kubeflowjobs import replica_counts
-from tests.kubeflowjobs import running_launcher
-from tests.kubeflowjobs import wait_for_condition
-from tests.kubeflowjobs import wait_for_kubeflow_events
-from tests.kubeflowjobs import wait_for_replicas
-from tests.kubeflowjobs import worker_names
+from tests.support.kubeflowjobs import JOB_ROLE
+from tests.support.kubeflowjobs import LAUNCHER
+from tests.support.kubeflowjobs import MPIJOBS
+from tests.support.kubeflowjobs import children_gone
+from tests.support.kubeflowjobs import condition_of
+from tests.support.kubeflowjobs import exists
+from tests.support.kubeflowjobs import is_true
+from tests.support.kubeflowjobs import launcher_job
+from tests.support.kubeflowjobs import mpijob
+from tests.support.kubeflowjobs import phases
+from tests.support.kubeflowjobs import replica_counts
+from tests.support.kubeflowjobs import running_launcher
+from tests.support.kubeflowjobs import wait_for_condition
+from tests.support.kubeflowjobs import wait_for_kubeflow_events
+from tests.support.kubeflowjobs import wait_for_replicas
+from tests.support.kubeflowjobs import worker_names
 
 pytestmark = pytest.mark.integration
 

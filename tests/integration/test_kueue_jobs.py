@@ -36,10 +36,10 @@ from jobcore.testing import live_pods
 from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_for_pods
-from tests.kindjobs import COLOSSALAIJOB
-from tests.kindjobs import HOROVODJOB
-from tests.kindjobs import MPIJOB
-from tests.mpijobs import MPIJOBS
+from tests.support.kindjobs import COLOSSALAIJOB
+from tests.support.kindjobs import HOROVODJOB
+from tests.support.kindjobs import MPIJOB
+from tests.support.mpijobs import MPIJOBS
 from torchjob import TorchJobKind
 
 pytestmark = pytest.mark.integration

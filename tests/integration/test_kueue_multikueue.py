@@ -34,8 +34,8 @@ from tests.integration.test_kueue_jobs import paused_reason
 from tests.integration.test_kueue_jobs import pods_of
 from tests.integration.test_kueue_jobs import queued_mpijob
 from tests.integration.test_kueue_jobs import workload_of
-from tests.kindjobs import MPIJOB
-from tests.mpijobs import MPIJOBS
+from tests.support.kindjobs import MPIJOB
+from tests.support.mpijobs import MPIJOBS
 
 pytestmark = pytest.mark.integration
 

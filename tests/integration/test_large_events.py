@@ -24,8 +24,8 @@ from jobkinds.mpijob import MPIJobKind
 from tests.integration.test_informer import Recorder
 from tests.integration.test_informer import configmap
 from tests.integration.test_informer import running
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

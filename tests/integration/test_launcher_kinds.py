@@ -16,9 +16,9 @@ from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
 from jobcore.testing import wait_for_events
-from tests import launchers
-from tests.kindjobs import LAUNCHER_KINDS
-from tests.kindjobs import LauncherKind
+from tests.support import launchers
+from tests.support.kindjobs import LAUNCHER_KINDS
+from tests.support.kindjobs import LauncherKind
 
 pytestmark = pytest.mark.integration
 

@@ -46,8 +46,8 @@ from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_until_settled
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.mpijob import MPIJobKind
-from tests.kindjobs import later
-from tests.mpijobs import mpijob
+from tests.support.kindjobs import later
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

@@ -27,11 +27,11 @@ from jobcore.testing import require
 from jobcore.testing import spec_with
 from jobcore.testing import wait_for_end
 from jobkinds.mpijob import MPIJobKind
-from tests.jobdocs import sample
-from tests.mpioutput import assert_pingpong_on_two_workers
-from tests.mpioutput import on_two_workers
-from tests.mpioutput import ranks
-from tests.realruns import run_to_end
+from tests.support.jobdocs import sample
+from tests.support.mpioutput import assert_pingpong_on_two_workers
+from tests.support.mpioutput import on_two_workers
+from tests.support.mpioutput import ranks
+from tests.support.realruns import run_to_end
 
 KIND = MPIJobKind()
 MPIJOBS = KIND.resource

@@ -40,8 +40,8 @@ from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_until_settled
 from jobkinds.mpijob import MPIJobKind
-from tests import launchers
-from tests import mpijobs
+from tests.support import launchers
+from tests.support import mpijobs
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,8 @@ SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 
 
 def mpijob(namespace: str, name: str, *, replicas: int = 2, **spec: Any) -> Object:
-    """The plain MPIJob of tests.mpijobs, with the mpirun options these tests see rendered."""
+    """The plain MPIJob of tests.support.mpijobs, with the mpirun options these tests see
+    rendered."""
     options = {"mca": {"btl": "^openib"}, "mpiHome": "/usr/local", **spec}
     job = mpijobs.mpijob(namespace, name, replicas=replicas, **options)
     job["spec"]["worker"].update(extraMPIArgs=["-N", "2"], cmd=["./allreduce"])

@@ -30,9 +30,9 @@ from jobcore.testing import wait_for_deletion
 from jobcore.testing import wait_for_end
 from jobcore.testing import wait_for_events
 from jobcore.testing import wait_for_phase
-from tests import installs
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
+from tests.support import installs
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

@@ -30,7 +30,7 @@ from jobcore.testing import require
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.mpijob import MPIJobKind
-from tests.realruns import run_to_end
+from tests.support.realruns import run_to_end
 
 pytestmark = [pytest.mark.integration]
 

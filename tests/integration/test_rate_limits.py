@@ -26,8 +26,8 @@ from jobcore.testing import job_controller
 from jobcore.testing import wait_for_phase
 from jobkinds.mpijob import MPIJobKind
 from tests.integration.test_cache_memory import ready_controller
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

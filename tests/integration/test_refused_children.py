@@ -29,8 +29,8 @@ from jobcore.testing import live_pods
 from jobcore.testing import wait_for_end
 from jobcore.testing import wait_for_events
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

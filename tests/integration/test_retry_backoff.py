@@ -25,10 +25,10 @@ from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
 from jobkinds.mpijob import MPIJobKind
-from tests.kindjobs import later
-from tests.kindjobs import seconds_between
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
+from tests.support.kindjobs import later
+from tests.support.kindjobs import seconds_between
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from controllers.sandbox import frameworks
 from jobcore.jobs import AgentSource
 from jobcore.testing import process_node_available
 from jobcore.testing import require
-from tests.commands import start_jobcore
+from tests.support.commands import start_jobcore
 
 pytestmark = pytest.mark.integration
 

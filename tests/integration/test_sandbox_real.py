@@ -20,7 +20,7 @@ from controllers.sandbox import frameworks
 from controllers.sandbox import realjobs
 from jobcore.testing import process_node_available
 from jobcore.testing import require
-from tests.commands import start_jobcore
+from tests.support.commands import start_jobcore
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import mpijob
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

@@ -27,8 +27,8 @@ from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import wait_for_end
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

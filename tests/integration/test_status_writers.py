@@ -26,7 +26,7 @@ from jobcore.testing import job_status
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_until_settled
 from jobkinds.mpijob import MPIJobKind
-from tests.mpijobs import mpijob
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

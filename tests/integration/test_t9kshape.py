@@ -24,7 +24,7 @@ from jobcore.testing import eventually
 from jobcore.testing import install_crd
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.mpijob import MPIJobKind
-from tests.jobdocs import sample
+from tests.support.jobdocs import sample
 
 pytestmark = pytest.mark.integration
 

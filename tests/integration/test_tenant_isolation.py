@@ -31,9 +31,9 @@ from jobcore.testing import temporary_namespace
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_for_pods
 from tests.integration.test_informer import configmap
-from tests.kindjobs import MPIJOB
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
+from tests.support.kindjobs import MPIJOB
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from jobcore.testing import SimulatedNode
 from jobcore.testing import create_until_phase
 from tests.integration.test_cache_memory import ready_controller
 from tests.integration.test_cache_memory import rss_mb
-from tests.mpijobs import MPIJOBS
-from tests.mpijobs import mpijob
+from tests.support.mpijobs import MPIJOBS
+from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 

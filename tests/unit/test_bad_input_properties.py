@@ -34,12 +34,12 @@ from jobcore.jobs import JobKind
 from jobcore.jobs import Observed
 from jobcore.jobs import T9kScheduler
 from jobcore.jobs import parse_job
-from tests.jobdocs import FieldPath
-from tests.jobdocs import at
-from tests.jobdocs import kind_of
-from tests.jobdocs import nested
-from tests.jobdocs import paths
-from tests.jobdocs import sample_jobs
+from tests.support.jobdocs import FieldPath
+from tests.support.jobdocs import at
+from tests.support.jobdocs import kind_of
+from tests.support.jobdocs import nested
+from tests.support.jobdocs import paths
+from tests.support.jobdocs import sample_jobs
 
 MAX_PODS = 1001
 """A job renders at most this many pods: 1,000 workers and a launcher."""

@@ -19,8 +19,8 @@ import yaml
 from controllers import cli
 from controllers import kinds
 from controllers.kinds import ENTRY_POINT_GROUP
-from tests.commands import kept_logging
-from tests.commands import run_cli
+from tests.support.commands import kept_logging
+from tests.support.commands import run_cli
 from tests.unit.test_render import billion_laughs
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "samples"

@@ -38,7 +38,7 @@ from jobkinds.colossalaijob.children import colossalai_args
 from jobkinds.colossalaijob.children import extra_launch_args
 from jobkinds.colossalaijob.children import launcher_command
 from jobkinds.colossalaijob.spec import ColossalAIJobSpec
-from tests.jobdocs import sample
+from tests.support.jobdocs import sample
 
 NS = "team-a"
 

@@ -31,7 +31,7 @@ from jobkinds.horovodjob.spec import HorovodJobSpec
 from jobkinds.mpi.flavours import OPEN_MPI
 from jobkinds.mpi.flavours import agent_shell_env
 from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
-from tests.shell_canary import real_agent
+from tests.support.shell_canary import real_agent
 
 KIND = HorovodJobKind()
 SOURCE = AgentSource(image="registry.example/jobcore:1.2", path="/bin/jobcore-agent")

@@ -29,7 +29,7 @@ from jobkinds.kubeflow.transport import TRANSPORT_ANNOTATION
 from jobkinds.mpi.flavours import Implementation
 from jobkinds.mpi.flavours import agent_shell_env
 from jobkinds.mpi.flavours import flavour
-from tests.kubeflowjobs import mpijob
+from tests.support.kubeflowjobs import mpijob
 
 KIND = MPIJobKind()
 SOURCE = AgentSource(image="registry.example/jobcore:1.2", path="/bin/jobcore-agent")

@@ -44,8 +44,8 @@ from jobcore.testing import waiting
 from jobkinds.kubeflow import MPIJobKind
 from jobkinds.kubeflow.children import launcher_job
 from jobkinds.kubeflow.spec import MPIJobSpec
-from tests.jobdocs import SAMPLES_DIR
-from tests.jobdocs import sample
+from tests.support.jobdocs import SAMPLES_DIR
+from tests.support.jobdocs import sample
 
 NS = "team-a"
 KIND = MPIJobKind()

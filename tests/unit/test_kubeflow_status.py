@@ -28,7 +28,7 @@ from jobcore.testing import spec_with
 from jobkinds.kubeflow import MPIJobKind
 from jobkinds.kubeflow.children import launcher_job
 from jobkinds.kubeflow.status import KubeflowStatus
-from tests.jobdocs import sample
+from tests.support.jobdocs import sample
 from tests.unit.test_jobdecide import Recorded
 
 KIND = MPIJobKind()

@@ -14,7 +14,7 @@ from jobkinds.kubeflow import MPIJobKind
 from jobkinds.kubeflow.children import launcher_job
 from jobkinds.kubeflow.wait import WAIT_CONTAINER
 from jobkinds.kubeflow.wait import wait_container
-from tests.jobdocs import sample
+from tests.support.jobdocs import sample
 
 KIND = MPIJobKind()
 UNRESOLVED = "pi-worker-1.pi.default.svc.cluster.invalid"

@@ -32,7 +32,7 @@ from jobcore.testing import observed_of
 from jobcore.testing import spec_with
 from jobkinds.mpijob import MPIJobKind
 from jobkinds.mpijob.spec import MPIJobSpec
-from tests.jobdocs import sample
+from tests.support.jobdocs import sample
 
 KIND = MPIJobKind()
 GROUP = KIND.resource.group

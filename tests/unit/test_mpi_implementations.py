@@ -17,7 +17,7 @@ from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobkinds.mpijob import MPIJobKind
 from jobkinds.mpijob.spec import MPIJobSpec
-from tests.mpijobs import mpijob
+from tests.support.mpijobs import mpijob
 
 KIND = MPIJobKind()
 NS = "team-a"

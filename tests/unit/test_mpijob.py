@@ -51,7 +51,7 @@ from jobkinds.mpi.mpirun import launcher_command
 from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
 from jobkinds.mpijob import MPIJobKind
 from jobkinds.mpijob.spec import MPIJobSpec
-from tests.jobdocs import sample
+from tests.support.jobdocs import sample
 
 NS = "team-a"
 

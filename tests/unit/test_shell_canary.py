@@ -1,8 +1,8 @@
 """No user string reaches a shell: adversarial jobs of every kind, over ssh and through jobcore's
 agent, their real launcher scripts run under bash with stubs modelling each launcher's remote
-shell (tests/shell_canary.py), and MPIJobs run by the real Open MPI 4 mpirun. Strings arrive in
-the spec or, unseen by validation, through `valueFrom` and `envFrom`. A canary program that any
-payload would run never runs. `python -m tests.shell_canary` prints the counts."""
+shell (tests/support/shell_canary.py), and MPIJobs run by the real Open MPI 4 mpirun. Strings
+arrive in the spec or, unseen by validation, through `valueFrom` and `envFrom`. A canary program
+that any payload would run never runs. `python -m tests.support.shell_canary` prints the counts."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import pytest
 from jobcore.launcher import AGENT
 from jobcore.testing import require
 from jobkinds.mpijob import children
-from tests import shell_canary
-from tests.shell_canary import CanaryFired
-from tests.shell_canary import Counts
-from tests.shell_canary import Sandbox
-from tests.shell_canary_jobs import open_mpi_only
+from tests.support import shell_canary
+from tests.support.shell_canary import CanaryFired
+from tests.support.shell_canary import Counts
+from tests.support.shell_canary import Sandbox
+from tests.support.shell_canary_jobs import open_mpi_only
 
 KINDS = [
     (name, transport) for transport, kinds in shell_canary.TRANSPORTS.items() for name in kinds

@@ -13,7 +13,7 @@ from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.colossalaijob.spec import ColossalAIJobSpec
 from jobkinds.mpijob import MPIJobKind
 from jobkinds.mpijob.spec import MPIJobSpec
-from tests.jobdocs import sample
+from tests.support.jobdocs import sample
 
 SEED = sample("mpijob-random-walk")["spec"]
 

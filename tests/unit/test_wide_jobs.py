@@ -25,11 +25,11 @@ from jobcore.jobs import Observed
 from jobcore.jobs import ResumeSpec
 from jobcore.jobs import Volcano
 from jobcore.jobs import parse_job
-from tests import kubeflowjobs
-from tests.kindjobs import COLOSSALAIJOB
-from tests.kindjobs import HOROVODJOB
-from tests.kindjobs import MPIJOB
-from tests.kindjobs import LauncherKind
+from tests.support import kubeflowjobs
+from tests.support.kindjobs import COLOSSALAIJOB
+from tests.support.kindjobs import HOROVODJOB
+from tests.support.kindjobs import MPIJOB
+from tests.support.kindjobs import LauncherKind
 
 READY = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
 DEBUG = {

@@ -2,8 +2,8 @@
 host, and a job run to its end as a Kubeflow user watches it (the launcher Job's pod and its
 output, the Kubeflow status). Shared by the ssh and the agent tests.
 
-There are no images: what Kubeflow's images hold is in `tests/programs/kubeflow`, copied into
-a folder every pod's user can reach (`Image`), and a container's `command` names what an
+There are no images: what Kubeflow's images hold is in `tests/support/programs/kubeflow`, copied
+into a folder every pod's user can reach (`Image`), and a container's `command` names what an
 image's ENTRYPOINT would run.
 """
 
@@ -26,9 +26,9 @@ from jobcore.testing import condition
 from jobcore.testing import eventually
 from jobcore.testing import job_status
 from jobcore.testing import require
-from tests.kubeflowjobs import MPIJOBS
-from tests.kubeflowjobs import launcher_pods
-from tests.kubeflowjobs import wait_for_replicas
+from tests.support.kubeflowjobs import MPIJOBS
+from tests.support.kubeflowjobs import launcher_pods
+from tests.support.kubeflowjobs import wait_for_replicas
 
 PROGRAMS = Path(__file__).resolve().parent / "programs" / "kubeflow"
 SSH_PORT = 2222

@@ -16,8 +16,8 @@ import yaml
 from controllers.kinds import BUNDLED_KINDS
 from controllers.manifests import NAME
 from jobcore import Client
-from tests.commands import LOOPBACK_SERVERS
-from tests.commands import start_jobcore
+from tests.support.commands import LOOPBACK_SERVERS
+from tests.support.commands import start_jobcore
 
 BUNDLED = ",".join(BUNDLED_KINDS)
 """The kinds of the checked-in manifests: a plugin installed next to them (examples/torchjob)

@@ -88,7 +88,7 @@ def run_to_success(
     return done
 
 
-PROJECT = Path(__file__).resolve().parents[1]
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def dockerfile_sources() -> list[str]:

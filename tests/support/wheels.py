@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from jobcore.testing import require
-from tests.commands import PROJECT
-from tests.commands import copy_project
-from tests.commands import run_to_success
+from tests.support.commands import PROJECT
+from tests.support.commands import copy_project
+from tests.support.commands import run_to_success
 
 KIND = PROJECT / "docs" / "examples" / "sleepjob"
 """The quickstart's kind package (docs/jobkinds.md)."""

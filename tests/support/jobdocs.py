@@ -26,7 +26,7 @@ _BY_RESOURCE: dict[tuple[object, object], JobKind[Any]] = {
     (kind.resource.api_version, kind.resource.kind): kind
     for kind in (*KINDS.values(), KUBEFLOW_MPIJOB)
 }
-SAMPLES_DIR = Path(__file__).resolve().parents[1] / "manifests" / "samples"
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 
 FieldPath = tuple[str | int, ...]
 

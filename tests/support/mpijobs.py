@@ -8,7 +8,7 @@ from jobcore import Client
 from jobcore import Object
 from jobcore.testing import wait_for_deletion
 from jobcore.testing import wait_for_end
-from tests.kindjobs import MPIJOB
+from tests.support.kindjobs import MPIJOB
 
 MPIJOBS = MPIJOB.resource
 

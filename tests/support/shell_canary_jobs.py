@@ -1,5 +1,5 @@
 """The fields of each kind that reach a launcher's or a worker's command line, and valid jobs
-to put values into: what tests/shell_canary.py fills with adversarial strings.
+to put values into: what tests/support/shell_canary.py fills with adversarial strings.
 
 Each kind comes in its variants (MPIJob's Open MPI and MPICH; HorovodJob's gloo, mpi and
 elastic); a field is a name and a function that puts a value where it goes, made absolute for
@@ -27,8 +27,8 @@ from jobkinds.horovodjob import HorovodJobKind
 from jobkinds.kubeflow import MPIJobKind as KubeflowMPIJobKind
 from jobkinds.kubeflow.transport import TRANSPORT_ANNOTATION
 from jobkinds.mpijob import MPIJobKind
-from tests.jobdocs import FieldPath
-from tests.jobdocs import at
+from tests.support.jobdocs import FieldPath
+from tests.support.jobdocs import at
 
 Changes = list[tuple[str, str]]
 

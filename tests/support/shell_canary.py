@@ -6,7 +6,7 @@ per pair, and hypothesis draws more jobs with up to three fields set to such str
 globs, spaces, unicode, a leading `-` or thousands of characters. Each job is read as the
 controller reads it (`jobcore.parse_job`, so the kind's validation); one it accepts is planned
 (`plan`), and its launcher container's command runs with its env, the wait pointed at an
-empty hostfile. The launchers it starts are stubs first on PATH (tests/shell_canary_stubs),
+empty hostfile. The launchers it starts are stubs first on PATH (tests/support/shell_canary_stubs),
 each modelling which strings the real program writes into a shell command and how it quotes
 them, down to the worker's shell: a stub ssh runs its remote command through `sh -c` here. The
 launcher's environment is what the kubelet would give it (`jobcore.testing`'s
@@ -25,7 +25,7 @@ real one does and runs them with `sh -c`, as the worker's `serve` does. A stub t
 `rsh` needs a serving agent at the worker's name, which this machine cannot resolve.
 
 Launchers run PARALLEL at once; a canary that fired is traced to its job by running them again
-one at a time. `python -m tests.shell_canary` prints the counts by kind and transport;
+one at a time. `python -m tests.support.shell_canary` prints the counts by kind and transport;
 tests/unit/test_shell_canary.py asserts them.
 """
 
@@ -64,11 +64,11 @@ from jobcore.testing._nodes.podsetup import Sources
 from jobcore.testing._nodes.podsetup import environment
 from jobkinds.mpi.mpirun import HOSTFILE
 from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
-from tests.shell_canary_jobs import AGENT_KINDS
-from tests.shell_canary_jobs import KINDS
-from tests.shell_canary_jobs import CanaryKind
-from tests.shell_canary_jobs import Case
-from tests.shell_canary_jobs import open_mpi_only
+from tests.support.shell_canary_jobs import AGENT_KINDS
+from tests.support.shell_canary_jobs import KINDS
+from tests.support.shell_canary_jobs import CanaryKind
+from tests.support.shell_canary_jobs import Case
+from tests.support.shell_canary_jobs import open_mpi_only
 
 STUBS = Path(__file__).resolve().parent / "shell_canary_stubs"
 REAL_MPIRUN = Path("/usr/bin/mpirun")
@@ -143,7 +143,7 @@ class Sandbox:
 @functools.cache
 def real_agent() -> Path:
     """The agent as `scripts/agent.sh` builds it (cached by its sources' hash)."""
-    script = Path(__file__).resolve().parents[1] / "scripts" / "agent.sh"
+    script = Path(__file__).resolve().parents[2] / "scripts" / "agent.sh"
     built = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True)
     return Path(built.stdout.strip().splitlines()[-1])
 
