@@ -26,7 +26,7 @@ real one does and runs them with `sh -c`, as the worker's `serve` does. A stub t
 
 Launchers run PARALLEL at once; a canary that fired is traced to its job by running them again
 one at a time. `python -m tests.support.shell_canary` prints the counts by kind and transport;
-tests/unit/test_shell_canary.py asserts them.
+tests/unit/kinds/test_shell_canary.py asserts them.
 """
 
 from __future__ import annotations

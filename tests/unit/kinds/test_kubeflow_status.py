@@ -29,7 +29,7 @@ from jobkinds.kubeflow import MPIJobKind
 from jobkinds.kubeflow.children import launcher_job
 from jobkinds.kubeflow.status import KubeflowStatus
 from tests.support.jobdocs import sample
-from tests.unit.test_jobdecide import Recorded
+from tests.unit.jobs.test_jobdecide import Recorded
 
 KIND = MPIJobKind()
 PART = KubeflowStatus()

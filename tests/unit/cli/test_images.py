@@ -10,7 +10,7 @@ import pytest
 
 from controllers.sandbox import images
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "images.sh"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "images.sh"
 
 
 @pytest.fixture

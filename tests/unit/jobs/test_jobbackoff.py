@@ -16,9 +16,9 @@ from jobcore._jobs.status import Lifecycle
 from jobcore.jobs import JobStatus
 from jobcore.jobs import Outcome
 from jobcore.jobs import RetryBackoff
-from tests.unit.test_jobpolicy import NOW
-from tests.unit.test_jobpolicy import T0
-from tests.unit.test_jobpolicy import at
+from tests.unit.jobs.test_jobpolicy import NOW
+from tests.unit.jobs.test_jobpolicy import T0
+from tests.unit.jobs.test_jobpolicy import at
 
 RUNNING = Outcome("running", "Running", "2 of 3 worker(s) Ready.")
 

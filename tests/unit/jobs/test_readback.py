@@ -14,8 +14,8 @@ from jobcore._jobs.status import Lifecycle
 from jobcore.jobs import JobStatus
 from jobcore.jobs import RetryBackoff
 from jobcore.jobs import parse_time
-from tests.unit.test_jobpolicy import NOW
-from tests.unit.test_jobpolicy import at
+from tests.unit.jobs.test_jobpolicy import NOW
+from tests.unit.jobs.test_jobpolicy import at
 
 CREATED = at(0)
 INT64_MAX = 2**63 - 1

@@ -12,7 +12,7 @@ import pytest
 
 from jobcore import REGISTRY
 
-DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "jobcore-dashboard.json"
+DASHBOARD = Path(__file__).resolve().parents[3] / "docs" / "grafana" / "jobcore-dashboard.json"
 
 _SUFFIXES = {
     "counter": ("_total", "_created"),

@@ -27,7 +27,7 @@ from controllers.manifests import rbac
 from jobcore.jobs import crd_for
 from jobkinds.mpijob import MPIJobKind
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _strings(value: Any) -> list[str]:

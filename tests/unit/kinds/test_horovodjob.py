@@ -45,7 +45,7 @@ from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
 NS = "team-a"
 NAME = "hvd"
 KIND = HorovodJobKind()
-SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "manifests" / "samples"
 
 BASE_YAML = """
 worker:

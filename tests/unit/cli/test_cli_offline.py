@@ -21,9 +21,9 @@ from controllers import kinds
 from controllers.kinds import ENTRY_POINT_GROUP
 from tests.support.commands import kept_logging
 from tests.support.commands import run_cli
-from tests.unit.test_render import billion_laughs
+from tests.unit.cli.test_render import billion_laughs
 
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "samples"
+SAMPLES_DIR = Path(__file__).resolve().parents[3] / "manifests" / "samples"
 SAMPLES = sorted(p for p in SAMPLES_DIR.glob("*.yaml") if p.name != "kustomization.yaml")
 RANDOM_WALK = SAMPLES_DIR / "mpijob-random-walk.yaml"
 

@@ -20,7 +20,7 @@ from jobcore._runtime.resources import Object
 from jobcore._runtime.resources import ObjectKey
 from jobcore._runtime.resources import Resource
 from jobcore._runtime.workqueue import WorkQueue
-from tests.unit.test_queue import drain
+from tests.unit.runtime.test_queue import drain
 
 JOBS = Resource("batch", "v1", "Job", "jobs")
 TRAINING_JOBS = Resource("training.example.com", "v1alpha1", "TrainingJob", "trainingjobs")

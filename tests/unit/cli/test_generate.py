@@ -11,7 +11,7 @@ from controllers.apidocs import REGENERATE
 from controllers.generate import main
 from controllers.generate import stale
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CRD = Path("manifests/crds/batch.tensorstack.dev_mpijobs.yaml")
 
 

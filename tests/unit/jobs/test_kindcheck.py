@@ -145,7 +145,7 @@ def test_the_kits_check_also_fails_on_any_other_public_attribute() -> None:
     with pytest.raises(AssertionError) as raised:
         assert_valid_kind(WithHelper(RESOURCE, JobSpec))
     assert str(raised.value) == (
-        "Demo (tests.unit.test_kindcheck.WithHelper) is not a valid job kind:\n"
+        "Demo (tests.unit.jobs.test_kindcheck.WithHelper) is not a valid job kind:\n"
         "  - unknown public attribute worker_count: neither a JobKind member nor hooks "
         "(make it private: _worker_count)"
     )

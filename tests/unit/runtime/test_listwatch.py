@@ -27,8 +27,8 @@ from jobcore._runtime.resources import PODS
 from jobcore._runtime.store import Store
 from jobcore._runtime.watchstream import WatchEvent
 from jobcore.testing import eventually
-from tests.unit.test_informer_store import Recorder
-from tests.unit.test_informer_store import pod
+from tests.unit.runtime.test_informer_store import Recorder
+from tests.unit.runtime.test_informer_store import pod
 
 
 @dataclass

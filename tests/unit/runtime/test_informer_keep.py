@@ -2,7 +2,7 @@
 and a shared informer keeps what any of its users asks for.
 
 No API server: watch events are handed to the store as a watch would deliver them (the list
-and relist are tested with a scripted lister/watcher in tests/unit/test_listwatch.py, and
+and relist are tested with a scripted lister/watcher in tests/unit/runtime/test_listwatch.py, and
 against a real server in tests/integration/test_cache_memory.py).
 """
 
@@ -19,9 +19,9 @@ from jobcore import Informer
 from jobcore import Manager
 from jobcore import Object
 from jobcore import controller_of
-from tests.unit.test_informer_store import assert_indices_consistent
-from tests.unit.test_informer_store import make_store
-from tests.unit.test_informer_store import pod
+from tests.unit.runtime.test_informer_store import assert_indices_consistent
+from tests.unit.runtime.test_informer_store import make_store
+from tests.unit.runtime.test_informer_store import pod
 
 
 def owned(obj: Object) -> bool:

@@ -22,10 +22,10 @@ from jobcore._jobs.status import derive_status
 from jobcore._jobs.status import invalid_status
 from jobcore.jobs import JobStatus
 from jobcore.jobs import Outcome
-from tests.unit.test_jobpolicy import NOW
-from tests.unit.test_jobpolicy import failed
-from tests.unit.test_jobpolicy import pod
-from tests.unit.test_jobpolicy import policy
+from tests.unit.jobs.test_jobpolicy import NOW
+from tests.unit.jobs.test_jobpolicy import failed
+from tests.unit.jobs.test_jobpolicy import pod
+from tests.unit.jobs.test_jobpolicy import policy
 
 CONTAINERS = {"launcher": "launcher", "worker": "worker"}
 FAILURE = Outcome("failed", "Failed", "The launcher exited 1.", "Pod[w-1] exited with 1")
