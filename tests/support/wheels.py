@@ -1,5 +1,5 @@
 """The wheels a fresh virtualenv installs from, for the tests that install this project as its
-users do (tests/integration/test_clean_install.py, and the kind author's quickstart in
+users do (tests/integration/cli/test_clean_install.py, and the kind author's quickstart in
 tests/docs/test_quickstart.py): jobcore's and the quickstart kind's, built once per test process
 from the files they are built from, and every dependency's, kept in a cache outside the
 repository (tests/conftest.py's `fresh_install_wheels`) for as long as neither pyproject.toml

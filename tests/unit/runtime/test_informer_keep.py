@@ -3,7 +3,7 @@ and a shared informer keeps what any of its users asks for.
 
 No API server: watch events are handed to the store as a watch would deliver them (the list
 and relist are tested with a scripted lister/watcher in tests/unit/runtime/test_listwatch.py, and
-against a real server in tests/integration/test_cache_memory.py).
+against a real server in tests/integration/runtime/test_cache_memory.py).
 """
 
 from __future__ import annotations

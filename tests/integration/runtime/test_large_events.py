@@ -21,9 +21,9 @@ from jobcore.testing import create_until_phase
 from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobkinds.mpijob import MPIJobKind
-from tests.integration.test_informer import Recorder
-from tests.integration.test_informer import configmap
-from tests.integration.test_informer import running
+from tests.integration.runtime.test_informer import Recorder
+from tests.integration.runtime.test_informer import configmap
+from tests.integration.runtime.test_informer import running
 from tests.support.mpijobs import MPIJOBS
 from tests.support.mpijobs import mpijob
 

@@ -47,7 +47,7 @@ pytestmark = pytest.mark.integration
 
 KIND = MPIJobKind()
 MPIJOBS = KIND.resource
-SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "manifests" / "samples"
 
 
 def mpijob(namespace: str, name: str, *, replicas: int = 2, **spec: Any) -> Object:

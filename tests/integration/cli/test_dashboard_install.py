@@ -36,7 +36,7 @@ RBAC = "rbac.authorization.k8s.io"
 SERVICE_ACCOUNTS = Resource("", "v1", "ServiceAccount", "serviceaccounts")
 ROLES = Resource(RBAC, "v1", "Role", "roles")
 ROLE_BINDINGS = Resource(RBAC, "v1", "RoleBinding", "rolebindings")
-INSTALL = Path(__file__).resolve().parents[2] / "manifests" / "dashboard"
+INSTALL = Path(__file__).resolve().parents[3] / "manifests" / "dashboard"
 
 
 def container_args() -> list[str]:

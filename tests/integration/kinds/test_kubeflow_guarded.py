@@ -17,9 +17,9 @@ from jobcore import Informer
 from jobcore import Object
 from jobcore.testing import eventually
 from jobcore.testing import job_status
-from tests.integration.test_informer import Recorder
-from tests.integration.test_informer import running
-from tests.integration.test_refused_children import set_quota
+from tests.integration.jobs.test_refused_children import set_quota
+from tests.integration.runtime.test_informer import Recorder
+from tests.integration.runtime.test_informer import running
 from tests.support.kubeflowjobs import MPIJOBS
 from tests.support.kubeflowjobs import condition_of
 from tests.support.kubeflowjobs import mpijob

@@ -16,7 +16,7 @@ from tests.support import installs
 
 pytestmark = pytest.mark.integration
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
 RBAC = "rbac.authorization.k8s.io"
 CLUSTER_WIDE = {
     "namespace/jobcore-system",

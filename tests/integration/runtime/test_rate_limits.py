@@ -25,7 +25,7 @@ from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import wait_for_phase
 from jobkinds.mpijob import MPIJobKind
-from tests.integration.test_cache_memory import ready_controller
+from tests.integration.runtime.test_cache_memory import ready_controller
 from tests.support.mpijobs import MPIJOBS
 from tests.support.mpijobs import mpijob
 

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 
 KIND = HOROVODJOB.kind
 HOROVODJOBS = HOROVODJOB.resource
-SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "manifests" / "samples"
 
 
 def elastic(namespace: str, name: str, replicas: int = 2) -> Object:

@@ -9,8 +9,8 @@ from jobcore import Client
 from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.testing import SimulatedNode
 from jobcore.testing import create_until_phase
-from tests.integration.test_cache_memory import ready_controller
-from tests.integration.test_cache_memory import rss_mb
+from tests.integration.runtime.test_cache_memory import ready_controller
+from tests.integration.runtime.test_cache_memory import rss_mb
 from tests.support.mpijobs import MPIJOBS
 from tests.support.mpijobs import mpijob
 

@@ -28,7 +28,7 @@ from jobkinds.mpijob import MPIJobKind
 pytestmark = pytest.mark.integration
 
 KIND = MPIJobKind()
-SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "manifests" / "samples"
 
 
 @pytest.fixture

@@ -27,13 +27,13 @@ from jobcore.testing import job_status
 from jobcore.testing import kueue_running
 from jobcore.testing import temporary_namespace
 from jobcore.testing import wait_for_phase
-from tests.integration.test_kueue_jobs import QUEUE_LABEL
-from tests.integration.test_kueue_jobs import finished_workload
-from tests.integration.test_kueue_jobs import kueue_controller  # noqa: F401 (a fixture)
-from tests.integration.test_kueue_jobs import paused_reason
-from tests.integration.test_kueue_jobs import pods_of
-from tests.integration.test_kueue_jobs import queued_mpijob
-from tests.integration.test_kueue_jobs import workload_of
+from tests.integration.jobs.test_kueue_jobs import QUEUE_LABEL
+from tests.integration.jobs.test_kueue_jobs import finished_workload
+from tests.integration.jobs.test_kueue_jobs import kueue_controller  # noqa: F401 (a fixture)
+from tests.integration.jobs.test_kueue_jobs import paused_reason
+from tests.integration.jobs.test_kueue_jobs import pods_of
+from tests.integration.jobs.test_kueue_jobs import queued_mpijob
+from tests.integration.jobs.test_kueue_jobs import workload_of
 from tests.support.kindjobs import MPIJOB
 from tests.support.mpijobs import MPIJOBS
 

@@ -33,7 +33,7 @@ from tests.support.jobdocs import kind_of
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MANIFESTS = ROOT / "manifests"
 SAMPLES = [
     yaml.safe_load(path.read_text())

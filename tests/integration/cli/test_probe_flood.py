@@ -15,8 +15,8 @@ from typing import TypeVar
 import pytest
 
 from jobcore import Client
-from tests.integration.test_cache_memory import ready_controller
-from tests.integration.test_cache_memory import rss_mb
+from tests.integration.runtime.test_cache_memory import ready_controller
+from tests.integration.runtime.test_cache_memory import rss_mb
 
 pytestmark = pytest.mark.integration
 

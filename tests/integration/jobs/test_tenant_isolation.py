@@ -30,7 +30,7 @@ from jobcore.testing import resync
 from jobcore.testing import temporary_namespace
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_for_pods
-from tests.integration.test_informer import configmap
+from tests.integration.runtime.test_informer import configmap
 from tests.support.kindjobs import MPIJOB
 from tests.support.mpijobs import MPIJOBS
 from tests.support.mpijobs import mpijob
