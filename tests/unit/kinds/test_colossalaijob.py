@@ -14,7 +14,6 @@ from pydantic import ValidationError
 from jobcore import Object
 from jobcore._jobs.plan import plan
 from jobcore.jobs import RUN_MODE_LABEL
-from jobcore.jobs import Job
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
 from jobcore.jobs import run_mode_errors
@@ -24,8 +23,6 @@ from jobcore.testing import container_named
 from jobcore.testing import env_list
 from jobcore.testing import error_messages
 from jobcore.testing import is_subset
-from jobcore.testing import job_manifest
-from jobcore.testing import job_of
 from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobcore.testing import run_command
@@ -38,6 +35,7 @@ from jobkinds.colossalaijob.children import colossalai_args
 from jobkinds.colossalaijob.children import extra_launch_args
 from jobkinds.colossalaijob.children import launcher_command
 from jobkinds.colossalaijob.spec import ColossalAIJobSpec
+from tests.support.builders import JobMaker
 from tests.support.jobdocs import sample
 
 NS = "team-a"
@@ -53,9 +51,7 @@ def seed_spec() -> dict[str, Any]:
     return spec
 
 
-def make_job(spec: Mapping[str, Any] | None = None, name: str = JOB) -> Job[ColossalAIJobSpec]:
-    raw = spec if spec is not None else seed_spec()
-    return job_of(KIND, job_manifest(KIND, raw, name=name, namespace=NS))
+make_job = JobMaker(KIND, seed_spec, name=JOB, namespace=NS)
 
 
 def with_worker(**changes: Any) -> dict[str, Any]:

@@ -25,8 +25,6 @@ from jobcore.testing import accepting_connections
 from jobcore.testing import by_name
 from jobcore.testing import env_list
 from jobcore.testing import error_messages
-from jobcore.testing import job_manifest
-from jobcore.testing import job_of
 from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobcore.testing import run_command
@@ -41,6 +39,7 @@ from jobkinds.horovodjob.children import horovodrun_args
 from jobkinds.horovodjob.children import launcher_command
 from jobkinds.horovodjob.spec import HorovodJobSpec
 from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
+from tests.support.builders import JobMaker
 
 NS = "team-a"
 NAME = "hvd"
@@ -73,9 +72,7 @@ def elastic_spec(**changes: Any) -> dict[str, Any]:
     return spec_with(elastic, **changes)
 
 
-def make_job(spec: Mapping[str, Any] | None = None, name: str = NAME) -> Job[HorovodJobSpec]:
-    raw = spec if spec is not None else base_spec()
-    return job_of(KIND, job_manifest(KIND, raw, name=name, namespace=NS))
+make_job = JobMaker(KIND, base_spec, name=NAME, namespace=NS)
 
 
 def pod(replica_type: str, index: int = 0, *, ready: bool = True, **state: Any) -> Object:

@@ -35,7 +35,6 @@ from jobcore.testing import env_of
 from jobcore.testing import error_messages
 from jobcore.testing import is_subset
 from jobcore.testing import job_manifest
-from jobcore.testing import job_of
 from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobcore.testing import secret_text
@@ -44,6 +43,7 @@ from jobcore.testing import waiting
 from jobkinds.kubeflow import MPIJobKind
 from jobkinds.kubeflow.children import launcher_job
 from jobkinds.kubeflow.spec import MPIJobSpec
+from tests.support.builders import JobMaker
 from tests.support.jobdocs import SAMPLES_DIR
 from tests.support.jobdocs import sample
 
@@ -62,9 +62,7 @@ def openmpi_spec() -> dict[str, Any]:
     return spec
 
 
-def make_job(spec: Mapping[str, Any] | None = None, name: str = NAME) -> Job[MPIJobSpec]:
-    raw = spec if spec is not None else openmpi_spec()
-    return job_of(KIND, job_manifest(KIND, raw, name=name, namespace=NS))
+make_job = JobMaker(KIND, openmpi_spec, name=NAME, namespace=NS)
 
 
 def with_replicas(spec: dict[str, Any], **changes: Any) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from jobcore import Object
 from jobcore._jobs.plan import plan
 from jobcore.jobs import RUN_MODE_LABEL
-from jobcore.jobs import Job
 from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
 from jobcore.jobs import run_mode_errors
@@ -32,8 +31,6 @@ from jobcore.testing import container_named
 from jobcore.testing import env_list
 from jobcore.testing import error_messages
 from jobcore.testing import is_subset
-from jobcore.testing import job_manifest
-from jobcore.testing import job_of
 from jobcore.testing import observed_of
 from jobcore.testing import pod_of
 from jobcore.testing import run_command
@@ -51,6 +48,7 @@ from jobkinds.mpi.mpirun import launcher_command
 from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
 from jobkinds.mpijob import MPIJobKind
 from jobkinds.mpijob.spec import MPIJobSpec
+from tests.support.builders import JobMaker
 from tests.support.jobdocs import sample
 
 NS = "team-a"
@@ -64,9 +62,7 @@ def seed_spec() -> dict[str, Any]:
     return spec
 
 
-def make_job(spec: Mapping[str, Any] | None = None, name: str = "mpi-example") -> Job[MPIJobSpec]:
-    raw = spec if spec is not None else seed_spec()
-    return job_of(KIND, job_manifest(KIND, raw, name=name, namespace=NS))
+make_job = JobMaker(KIND, seed_spec, name="mpi-example", namespace=NS)
 
 
 def with_spec(**changes: Any) -> dict[str, Any]:
