@@ -32,7 +32,6 @@ from jobcore.testing import env_list
 from jobcore.testing import error_messages
 from jobcore.testing import is_subset
 from jobcore.testing import observed_of
-from jobcore.testing import pod_of
 from jobcore.testing import run_command
 from jobcore.testing import secret_text
 from jobcore.testing import spec_with
@@ -70,8 +69,7 @@ def with_spec(**changes: Any) -> dict[str, Any]:
     return spec_with(seed_spec(), **changes)
 
 
-def pod(name: str, replica_type: str, index: int = 0, **state: Any) -> Object:
-    return pod_of(make_job(), name, replica_type, index, **state)
+pod = make_job.pod
 
 
 def workers(n: int = 5, *, ready: bool = True, **kwargs: Any) -> dict[str, Object]:
