@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,8 @@ from jobcore.jobs import JOB_NAME_LABEL
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import eventually
-from jobcore.testing import job_controller
 from jobkinds.mpijob import MPIJobKind
+from tests.support.fixtures import controller_fixture
 
 pytestmark = pytest.mark.integration
 
@@ -31,10 +30,7 @@ KIND = MPIJobKind()
 SAMPLES = Path(__file__).resolve().parents[3] / "manifests" / "samples"
 
 
-@pytest.fixture
-async def controller(client: Client, namespace: str) -> AsyncIterator[None]:
-    async with job_controller(client, KIND, namespace=namespace):
-        yield
+controller = controller_fixture(KIND)
 
 
 def contains(actual: Any, expected: Any, where: str = "") -> list[str]:

@@ -46,6 +46,7 @@ from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_until_settled
 from jobkinds.colossalaijob import ColossalAIJobKind
 from jobkinds.mpijob import MPIJobKind
+from tests.support.fixtures import controller_fixture
 from tests.support.kindjobs import later
 from tests.support.mpijobs import mpijob
 
@@ -72,12 +73,8 @@ def with_init_container(job: Object) -> Object:
     return job
 
 
-@pytest.fixture
-async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    """The MPIJob controller, scoped to the test's namespace, without a gang scheduler; a
-    restart waits 1 s."""
-    async with job_controller(client, KIND, namespace=namespace, retry_backoff=QUICK) as controller:
-        yield controller
+# Without a gang scheduler; a restart waits 1 s.
+controller = controller_fixture(KIND, retry_backoff=QUICK)
 
 
 @pytest.fixture

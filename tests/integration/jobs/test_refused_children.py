@@ -10,10 +10,8 @@ plays the pods.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 
 from jobcore import Client
 from jobcore import Object
@@ -23,12 +21,12 @@ from jobcore.testing import SimulatedNode
 from jobcore.testing import condition
 from jobcore.testing import events_of
 from jobcore.testing import eventually
-from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
 from jobcore.testing import wait_for_end
 from jobcore.testing import wait_for_events
 from jobkinds.mpijob import MPIJobKind
+from tests.support.fixtures import controller_fixture
 from tests.support.mpijobs import MPIJOBS
 from tests.support.mpijobs import mpijob
 
@@ -38,10 +36,7 @@ QUOTAS = Resource("", "v1", "ResourceQuota", "resourcequotas")
 LIMIT_RANGES = Resource("", "v1", "LimitRange", "limitranges")
 
 
-@pytest_asyncio.fixture
-async def controller(client: Client, namespace: str) -> AsyncIterator[None]:
-    async with job_controller(client, MPIJobKind(), namespace=namespace):
-        yield
+controller = controller_fixture(MPIJobKind())
 
 
 async def set_quota(

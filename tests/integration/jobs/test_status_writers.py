@@ -7,7 +7,6 @@ overwriting their status, while the real controller runs them on the simulated n
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -21,11 +20,11 @@ from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.testing import SimulatedNode
 from jobcore.testing import create_until_phase
 from jobcore.testing import eventually
-from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_until_settled
 from jobkinds.mpijob import MPIJobKind
+from tests.support.fixtures import controller_fixture
 from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
@@ -35,10 +34,7 @@ MPIJOBS = KIND.resource
 CONDITIONS = ["Initialized", "Running", "ReplicaFailure", "Completed", "Failed"]
 
 
-@pytest.fixture
-async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    async with job_controller(client, KIND, namespace=namespace) as controller:
-        yield controller
+controller = controller_fixture(KIND)
 
 
 def complete(status: dict[str, Any], phase: str) -> bool:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from jobcore import PODS
@@ -12,10 +10,10 @@ from jobcore import Controller
 from jobcore.testing import SimulatedNode
 from jobcore.testing import condition
 from jobcore.testing import create_until_phase
-from jobcore.testing import job_controller
 from jobcore.testing import live_pods
 from jobcore.testing import wait_for_phase
 from tests.support import launchers
+from tests.support.fixtures import controller_fixture
 from tests.support.jobdocs import sample
 from tests.support.kindjobs import COLOSSALAIJOB
 
@@ -25,11 +23,7 @@ KIND = COLOSSALAIJOB.kind
 JOBS = COLOSSALAIJOB.resource
 
 
-@pytest.fixture
-async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    """The ColossalAIJob controller, scoped to the test's namespace."""
-    async with job_controller(client, KIND, namespace=namespace) as controller:
-        yield controller
+controller = controller_fixture(KIND)
 
 
 async def test_the_launcher_runs_colossalai_run_in_its_working_dir(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from jobcore.testing import eventually
 from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
+from tests.support.fixtures import controller_fixture
 from tests.support.kindjobs import HOROVODJOB
 from tests.support.kindjobs import later
 from tests.support.kindjobs import retried
@@ -38,14 +38,8 @@ def elastic(namespace: str, name: str, replicas: int = 2) -> Object:
     return HOROVODJOB.job(namespace, name, replicas=replicas, elastic=bounds)
 
 
-@pytest.fixture
-async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    """The HorovodJob controller, scoped to the test's namespace; a lost elastic worker is
-    replaced after 1 s."""
-    async with job_controller(
-        client, KIND, namespace=namespace, retry_backoff=RetryBackoff(1)
-    ) as controller:
-        yield controller
+# A lost elastic worker is replaced after 1 s.
+controller = controller_fixture(KIND, retry_backoff=RetryBackoff(1))
 
 
 async def discovered(client: Client, namespace: str, name: str) -> list[str]:

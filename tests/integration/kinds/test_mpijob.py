@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,6 @@ from jobcore.testing import condition
 from jobcore.testing import create_until_phase
 from jobcore.testing import eventually
 from jobcore.testing import install_crd
-from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import live_pods
 from jobcore.testing import resync
@@ -42,6 +40,7 @@ from jobcore.testing import wait_until_settled
 from jobkinds.mpijob import MPIJobKind
 from tests.support import launchers
 from tests.support import mpijobs
+from tests.support.fixtures import controller_fixture
 
 pytestmark = pytest.mark.integration
 
@@ -59,11 +58,7 @@ def mpijob(namespace: str, name: str, *, replicas: int = 2, **spec: Any) -> Obje
     return job
 
 
-@pytest.fixture
-async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    """The MPIJob controller, scoped to the test's namespace."""
-    async with job_controller(client, KIND, namespace=namespace) as controller:
-        yield controller
+controller = controller_fixture(KIND)
 
 
 def writes() -> float:

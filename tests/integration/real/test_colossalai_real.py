@@ -8,22 +8,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from controllers.sandbox import frameworks
 from controllers.sandbox import realjobs
 from jobcore import Client
-from jobcore import Controller
 from jobcore.testing import ProcessNode
 from jobcore.testing import condition
-from jobcore.testing import job_controller
-from jobcore.testing import require
 from jobcore.testing import wait_for_events
 from jobkinds.colossalaijob import ColossalAIJobKind
 from tests.support import mpioutput
+from tests.support.fixtures import controller_fixture
 from tests.support.realruns import colossalai_pair
 from tests.support.realruns import run_to_end
 
@@ -33,11 +29,7 @@ KIND = ColossalAIJobKind()
 JOBS = KIND.resource
 
 
-@pytest.fixture
-async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    require(frameworks.missing("colossalai"))
-    async with job_controller(client, KIND, namespace=namespace) as controller:
-        yield controller
+controller = controller_fixture(KIND, framework="colossalai")
 
 
 @pytest.mark.usefixtures("controller")

@@ -8,7 +8,6 @@ the training programs are written to a folder every pod can read.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +16,13 @@ import pytest
 from controllers.sandbox import realjobs
 from controllers.sandbox.frameworks import missing
 from jobcore import Client
-from jobcore import Controller
 from jobcore import Object
 from jobcore.testing import ProcessNode
 from jobcore.testing import condition
-from jobcore.testing import job_controller
 from jobcore.testing import require
 from jobkinds.horovodjob import HorovodJobKind
 from tests.support import mpioutput
+from tests.support.fixtures import controller_fixture
 from tests.support.realruns import run_to_end
 
 pytestmark = pytest.mark.integration
@@ -53,11 +51,7 @@ def programs(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    require(missing("horovod"))
-    async with job_controller(client, KIND, namespace=namespace) as controller:
-        yield controller
+controller = controller_fixture(KIND, framework="horovod")
 
 
 def horovodjob(namespace: str, name: str, cmd: list[str], **spec: Any) -> Object:

@@ -6,7 +6,6 @@ Each implementation comes from `scripts/frameworks.sh`; under CI a missing one f
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from collections.abc import Awaitable
 from collections.abc import Callable
 from pathlib import Path
@@ -22,11 +21,11 @@ from jobcore import Controller
 from jobcore.testing import ProcessNode
 from jobcore.testing import condition
 from jobcore.testing import eventually
-from jobcore.testing import job_controller
 from jobcore.testing import require
 from jobcore.testing import spec_with
 from jobcore.testing import wait_for_end
 from jobkinds.mpijob import MPIJobKind
+from tests.support.fixtures import controller_fixture
 from tests.support.jobdocs import sample
 from tests.support.mpioutput import assert_pingpong_on_two_workers
 from tests.support.mpioutput import on_two_workers
@@ -40,10 +39,7 @@ COMPILED = ["openmpi", "openmpi5", "mpich"]
 pytestmark = [pytest.mark.integration]
 
 
-@pytest.fixture
-async def controller(client: Client, namespace: str) -> AsyncIterator[Controller]:
-    async with job_controller(client, KIND, namespace=namespace) as controller:
-        yield controller
+controller = controller_fixture(KIND)
 
 
 def program(mpi: str, folder: Path, *, failing_rank: int | None = None) -> list[str]:
