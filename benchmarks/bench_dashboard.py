@@ -45,9 +45,9 @@ from jobcore.testing import eventually
 from jobcore.testing import install_crd
 from jobcore.testing import job_manifest
 from jobkinds.mpijob import MPIJobKind
-from tests.dashboards import events_of
-from tests.dashboards import live_stream
-from tests.dashboards import until
+from tests.support.dashboards import events_of
+from tests.support.dashboards import live_stream
+from tests.support.dashboards import until
 
 KIND = MPIJobKind()
 NAMESPACES_USED = 10

@@ -1,7 +1,7 @@
 """API reference pages in Markdown, generated from each job kind's pydantic models.
 
 `python -m controllers.generate` rewrites the bundled kinds' pages (with the other generated
-files), and `tests/unit/test_generate.py` fails when the committed pages differ from what the
+files), and `tests/unit/cli/test_generate.py` fails when the committed pages differ from what the
 models give.
 A page follows the JSON schema the kind's CRD is made from (`model_json_schema(by_alias=True)`,
 the input of `jobcore.structural_schema`): wire names, types, bounds, required fields,
@@ -164,7 +164,7 @@ def reference_index(kinds: Mapping[str, JobKind[Any]], *, status_doc: str = STAT
         "",
         f"    {REGENERATE}",
         "",
-        "`tests/unit/test_generate.py` fails when a page differs from what the models give.",
+        "`tests/unit/cli/test_generate.py` fails when a page differs from what the models give.",
         "",
         *_table(("kind", "API version", "plural", "short names", "page"), rows),
         "The kinds with T9k's `status` share one shape; what the controller writes there, and",

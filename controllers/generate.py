@@ -5,7 +5,7 @@ CRDs, RBAC, the Deployment, Kueue's and the dashboard's installs, the kustomizat
 samples are kept by hand) and the API reference in `docs/reference/`, then rebuilds the
 dashboard's bundle with `scripts/frontend.sh` (which needs Node). `--check` writes nothing: it
 names each committed file that differs from what its source gives, and exits 1 if any does.
-`tests/unit/test_generate.py` runs the check, so CI fails on a stale file.
+`tests/unit/cli/test_generate.py` runs the check, so CI fails on a stale file.
 """
 
 from __future__ import annotations

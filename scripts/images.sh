@@ -17,7 +17,7 @@
 #   torch       base + Debian's python3-torch, which colossalai and horovod build FROM
 #   colossalai, horovod      torch + `scripts/frameworks.sh NAME`; horovod reuses the wheel the
 #               host built ($JOBCORE_FRAMEWORKS/wheels, from `scripts/frameworks.sh horovod`)
-#   mpi-pi      docker.io/mpioperator/mpi-pi:openmpi stand-in: openmpi4 + tests/programs/kubeflow
+#   mpi-pi      docker.io/mpioperator/mpi-pi:openmpi stand-in: openmpi4 + tests/support/programs/kubeflow
 #               (the pi program as /home/mpiuser/pi, sshd on 2222 for mpiuser)
 #   mpi-pi-nosshd, mpich-nosshd, intel-nosshd   those images with openssh-server purged, for
 #               jobs launched through jobcore's agent; mpi-pi-nosshd (Open MPI 4, the allreduce
@@ -231,7 +231,7 @@ recipe_horovod() {
 }
 
 recipe_mpi-pi() {
-  cp "$root"/tests/programs/kubeflow/{pi.c,sshd_config,ssh_config,entrypoint.sh} "$1/"
+  cp "$root"/tests/support/programs/kubeflow/{pi.c,sshd_config,ssh_config,entrypoint.sh} "$1/"
   cat >"$1/Containerfile" <<EOF
 FROM ${ref[openmpi4]}
 COPY . /tmp/kubeflow

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controllers.sandbox.frameworks import cache_folder
-from tests import wheels
+from tests.support import wheels
 
 
 @pytest.fixture(scope="session")

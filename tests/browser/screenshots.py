@@ -33,8 +33,8 @@ from tests.browser import save_screenshot
 from tests.browser import wait_for
 from tests.browser.chromium import chromium_missing
 from tests.browser.chromium import start_chromium
-from tests.kindjobs import HOROVODJOB
-from tests.kindjobs import MPIJOB
+from tests.support.kindjobs import HOROVODJOB
+from tests.support.kindjobs import MPIJOB
 
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 TEAM = "vision"

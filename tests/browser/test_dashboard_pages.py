@@ -25,11 +25,11 @@ from jobcore.testing import install_crd
 from jobcore.testing import job_controller
 from jobcore.testing import wait_for_phase
 from jobkinds.mpijob import MPIJobKind
-from tests import mpijobs
 from tests.browser import console_errors
 from tests.browser import drive
 from tests.browser import wait_for
-from tests.dashboards import mpijob_dashboard
+from tests.support import mpijobs
+from tests.support.dashboards import mpijob_dashboard
 
 pytestmark = pytest.mark.integration
 

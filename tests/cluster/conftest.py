@@ -38,8 +38,8 @@ from jobcore.testing import eventually
 from jobcore.testing import install_kueue_crds
 from jobcore.testing import require
 from jobcore.testing.plugin import serve_real_cluster
-from tests import installs
-from tests.realruns import run_to_end
+from tests.support import installs
+from tests.support.realruns import run_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 900

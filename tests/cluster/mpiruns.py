@@ -25,8 +25,8 @@ from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import create_in_cluster
 from tests.cluster.conftest import job_pods
 from tests.cluster.conftest import kill_container
-from tests.mpioutput import on_two_workers
-from tests.mpioutput import ranks
+from tests.support.mpioutput import on_two_workers
+from tests.support.mpioutput import ranks
 
 GO = "/tmp/jobcore-go"
 """The file a held rank waits for, in its worker's container (see `release_to_end`)."""

@@ -44,9 +44,9 @@ from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import container_processes
 from tests.cluster.conftest import container_status
 from tests.cluster.conftest import create_in_cluster
-from tests.mpioutput import assert_pingpong_on_two_workers
-from tests.mpioutput import on_two_workers
-from tests.mpioutput import ranks
+from tests.support.mpioutput import assert_pingpong_on_two_workers
+from tests.support.mpioutput import on_two_workers
+from tests.support.mpioutput import ranks
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,9 @@ from controllers.sandbox import realjobs
 from jobcore import Client
 from jobcore.testing import require
 from jobcore.testing import wait_for_events
-from tests import mpioutput
 from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import run_in_cluster
+from tests.support import mpioutput
 
 pytestmark = pytest.mark.integration
 

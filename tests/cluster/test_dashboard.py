@@ -16,10 +16,10 @@ from controllers.dashboard.manifests import NAME
 from controllers.manifests import NAMESPACE
 from jobcore import Client
 from jobcore.testing import eventually
-from tests import installs
 from tests.cluster.conftest import ROOT
 from tests.cluster.conftest import Cluster
-from tests.kindjobs import MPIJOB
+from tests.support import installs
+from tests.support.kindjobs import MPIJOB
 
 pytestmark = pytest.mark.integration
 

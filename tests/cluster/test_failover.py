@@ -15,8 +15,8 @@ from jobcore.testing import eventually
 from jobcore.testing import wait_for_events
 from tests.cluster import mpiruns
 from tests.cluster.conftest import Cluster
-from tests.mpioutput import on_two_workers
-from tests.mpioutput import ranks
+from tests.support.mpioutput import on_two_workers
+from tests.support.mpioutput import ranks
 
 pytestmark = pytest.mark.integration
 

@@ -15,11 +15,11 @@ from jobcore import CONFIGMAPS
 from jobcore import Client
 from jobcore.testing import condition
 from jobcore.testing import require
-from tests import mpioutput
 from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import run_in_cluster
-from tests.realruns import elastic_horovod_job
-from tests.realruns import scale_up_down_and_replace
+from tests.support import mpioutput
+from tests.support.realruns import elastic_horovod_job
+from tests.support.realruns import scale_up_down_and_replace
 
 pytestmark = pytest.mark.integration
 

@@ -24,8 +24,8 @@ from tests.cluster import mpiruns
 from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import create_in_cluster
 from tests.cluster.conftest import job_pods
-from tests.mpioutput import on_two_workers
-from tests.mpioutput import ranks
+from tests.support.mpioutput import on_two_workers
+from tests.support.mpioutput import ranks
 
 pytestmark = pytest.mark.integration
 

@@ -17,9 +17,9 @@ from tests.cluster import mpiruns
 from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import container_status
 from tests.cluster.conftest import run_in_cluster
-from tests.mpioutput import assert_pingpong_on_two_workers
-from tests.mpioutput import on_two_workers
-from tests.mpioutput import ranks
+from tests.support.mpioutput import assert_pingpong_on_two_workers
+from tests.support.mpioutput import on_two_workers
+from tests.support.mpioutput import ranks
 
 pytestmark = pytest.mark.integration
 

@@ -15,11 +15,11 @@ from jobcore import Client
 from tests.cluster import mpiruns
 from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import run_in_cluster
-from tests.kubeflowjobs import MPIJOBS as KUBEFLOW_MPIJOBS
-from tests.kubeflowjobs import mpijob
-from tests.mpioutput import assert_pingpong_on_two_workers
-from tests.mpioutput import on_two_workers
-from tests.mpioutput import ranks
+from tests.support.kubeflowjobs import MPIJOBS as KUBEFLOW_MPIJOBS
+from tests.support.kubeflowjobs import mpijob
+from tests.support.mpioutput import assert_pingpong_on_two_workers
+from tests.support.mpioutput import on_two_workers
+from tests.support.mpioutput import ranks
 
 pytestmark = pytest.mark.integration
 

@@ -14,12 +14,12 @@ from controllers.manifests import NAME
 from controllers.manifests import NAMESPACE
 from controllers.sandbox.realjobs import MPIJOBS
 from jobcore import Client
-from tests import installs
 from tests.cluster import mpiruns
 from tests.cluster.conftest import Cluster
 from tests.cluster.conftest import run_in_cluster
-from tests.mpioutput import on_two_workers
-from tests.mpioutput import ranks
+from tests.support import installs
+from tests.support.mpioutput import on_two_workers
+from tests.support.mpioutput import ranks
 
 pytestmark = pytest.mark.integration
 

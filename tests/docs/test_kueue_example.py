@@ -28,9 +28,9 @@ from jobcore.testing import kueue_running
 from jobcore.testing import live_pods
 from jobcore.testing import wait_for_phase
 from tests.docs.shown import EXAMPLES
-from tests.kindjobs import COLOSSALAIJOB
-from tests.kindjobs import HOROVODJOB
-from tests.kindjobs import MPIJOB
+from tests.support.kindjobs import COLOSSALAIJOB
+from tests.support.kindjobs import HOROVODJOB
+from tests.support.kindjobs import MPIJOB
 
 pytestmark = pytest.mark.integration
 

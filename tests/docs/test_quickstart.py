@@ -5,8 +5,8 @@ tests pass against a real API server with no warning (the kit's marks need no py
 `mypy` (strict, from the package's pyproject) passes, and `jobcore kinds` prints what the
 quickstart shows.
 
-The wheels, and the dependencies' kept in pytest's cache, are tests/wheels.py's, which the plain
-install's test installs too.
+The wheels, and the dependencies' kept in pytest's cache, are tests/support/wheels.py's, which
+the plain install's test installs too.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import run_to_success
 from tests.docs.shown import DOCS
-from tests.wheels import DISTRIBUTION
-from tests.wheels import GROUP
-from tests.wheels import KIND
-from tests.wheels import PIP
-from tests.wheels import Wheels
-from tests.wheels import project
+from tests.support.commands import run_to_success
+from tests.support.wheels import DISTRIBUTION
+from tests.support.wheels import GROUP
+from tests.support.wheels import KIND
+from tests.support.wheels import PIP
+from tests.support.wheels import Wheels
+from tests.support.wheels import project
 
 pytestmark = pytest.mark.xdist_group(GROUP)
 _SUMMARY = re.compile(r"\d+ passed in [\d.]+s( \([\d:]+\))?")

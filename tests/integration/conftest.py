@@ -14,7 +14,7 @@ from jobcore.jobs import AgentSource
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import job_controller
-from tests.kubeflowjobs import kubeflow_controller
+from tests.support.kubeflowjobs import kubeflow_controller
 
 ROOT = Path(__file__).resolve().parents[2]
 
