@@ -62,8 +62,10 @@ from jobcore._jobs.plan import PlannedChildren
 from jobcore._jobs.plan import UnservedChildren
 from jobcore._jobs.plan import plan_children
 from jobcore._jobs.plan import run_mode_errors
+from jobcore._jobs.podreading import clip
 from jobcore._jobs.podreading import failure_message
 from jobcore._jobs.podreading import is_ready
+from jobcore._jobs.podreading import name_list
 from jobcore._jobs.podreading import pod_failures
 from jobcore._jobs.podreading import pod_problems
 from jobcore._jobs.podstate import pod_ended
@@ -141,6 +143,7 @@ __all__ = [
     "add_job_controller",
     "check_kind",
     "child_meta",
+    "clip",
     "container_errors",
     "crd_for",
     "failure_message",
@@ -149,6 +152,7 @@ __all__ = [
     "is_ready",
     "job_name_errors",
     "kueue_served",
+    "name_list",
     "parse_job",
     "parse_time",
     "plan_children",

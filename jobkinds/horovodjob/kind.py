@@ -20,6 +20,7 @@ from jobcore.jobs import failure_message
 from jobcore.jobs import headless_service
 from jobcore.jobs import is_ready
 from jobcore.jobs import job_name_errors
+from jobcore.jobs import name_list
 from jobcore.jobs import pod_ended
 from jobcore.jobs import pod_failures
 from jobcore.jobs import pod_phase
@@ -183,13 +184,13 @@ def _pending(
     if missing := [name for name, pod in workers.items() if pod is None]:
         return (
             "WorkersCreating",
-            f"Waiting for {len(missing)} worker(s) to be created: {_names(missing)}.",
+            f"Waiting for {len(missing)} worker(s) to be created: {name_list(missing)}.",
         )
     server = "the agent" if through_agent(job) else "sshd"
     return (
         "WorkersNotReady",
         f"Waiting for {needed} of {len(workers)} worker(s) to become Ready ({server} accepting "
-        f"connections on port {launch_port(job)}); not Ready: {_names(unready)}.",
+        f"connections on port {launch_port(job)}); not Ready: {name_list(unready)}.",
     )
 
 
@@ -253,8 +254,3 @@ def _launcher_shell_errors(spec: HorovodJobSpec) -> list[FieldError]:
     else:
         errors += open_mpi_env_errors(env, f"{path}.env")
     return errors
-
-
-def _names(names: Sequence[str]) -> str:
-    """The first five of `names`, and how many more: what fits a condition message."""
-    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")

@@ -41,6 +41,7 @@ from jobcore.jobs import Outcome
 from jobcore.jobs import PauseMode
 from jobcore.jobs import RunMode
 from jobcore.jobs import RunPolicy
+from jobcore.jobs import clip
 from jobcore.jobs import is_ready
 from jobcore.jobs import job_name_errors
 from jobcore.jobs import pod_phase
@@ -308,9 +309,4 @@ def _launcher_failure(failed: Mapping[str, Any], pods: list[Object], name: str) 
         if status.get("reason"):
             reason = f"{reason}/{status['reason']}"
             message = f"{message}: {status.get('message', '')}"
-    return Outcome("failed", reason, _clipped(message))
-
-
-def _clipped(message: str) -> str:
-    """`message`, cut to _MESSAGE_LIMIT characters with `...` at the end if it is longer."""
-    return message if len(message) <= _MESSAGE_LIMIT else message[: _MESSAGE_LIMIT - 3] + "..."
+    return Outcome("failed", reason, clip(message, _MESSAGE_LIMIT))
