@@ -60,6 +60,7 @@ def big_job(namespace: str) -> Any:
     return job
 
 
+@pytest.mark.timeout(450)  # its own waits: 300 s for the thousand pods, 90 s for the end
 async def test_a_thousand_workers_of_twenty_containers_get_a_compact_stored_status(
     client: Client, namespace: str, kubeconfig_path: str
 ) -> None:

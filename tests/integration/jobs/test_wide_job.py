@@ -22,6 +22,7 @@ ENV_ENTRIES = 2_000
 PEAK_GROWTH_LIMIT_MB = 100.0
 
 
+@pytest.mark.timeout(420)  # its own waits: 120 s for the warm-up job, 240 s for the wide one
 async def test_a_wide_job_with_a_large_template_does_not_grow_the_controller_by_its_size(
     client: Client, namespace: str, kubeconfig_path: str, simulated_node: SimulatedNode
 ) -> None:

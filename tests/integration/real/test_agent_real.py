@@ -152,6 +152,7 @@ async def test_workers_whose_agent_never_answers_fail_the_job_once_the_launchers
     ), failure
 
 
+@pytest.mark.timeout(240)  # its own waits: 60 s for the sleepers, 120 s for the end
 @pytest.mark.usefixtures("agent_controller")
 async def test_a_worker_killed_mid_run_through_the_agent_restarts_the_job_which_then_succeeds(
     client: Client, namespace: str, process_node: ProcessNode, tmp_path: Path

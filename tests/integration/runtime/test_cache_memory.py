@@ -205,6 +205,7 @@ async def test_labelled_configmaps_no_job_controls_do_not_grow_the_controllers_m
     assert peak < PEAK_RISE_LIMIT_MB, f"the controller's peak RSS rose by {peak:.1f} MB"
 
 
+@pytest.mark.timeout(240)  # its own wait for the refusals is 120 s, then a restart
 async def test_a_tenants_bulky_children_and_oversized_jobs_keep_the_controller_small(
     client: Client, namespace: str, kubeconfig_path: str
 ) -> None:
