@@ -185,12 +185,13 @@ class JobReconciler(Generic[SpecT]):
         step = _Step(
             request, job, previous, self.children.observe(job.namespace, job.uid), self.clock()
         )
-        if decide.has_ended(previous):
-            lifecycle = decide.lifecycle_of(job, previous, step.observed)
-            return await self._end(step, decide.frozen_outcome(previous), lifecycle)
-        if self.queueing is not None:  # held while Kueue has not admitted it
+        finished = decide.has_ended(previous)
+        if self.queueing is not None and not finished:  # held while Kueue has not admitted it
             step = dataclasses.replace(step, job=await self.queueing.admit(job, step.observed))
-        return await self._run(step, decide.lifecycle_of(step.job, previous, step.observed))
+        lifecycle = decide.lifecycle_of(step.job, previous, step.observed)
+        if finished:
+            return await self._end(step, decide.frozen_outcome(previous), lifecycle)
+        return await self._run(step, lifecycle)
 
     async def _run(self, step: _Step[SpecT], lifecycle: Lifecycle) -> Result:
         """Drive a job that has not ended: its deadline, its children, its policy, its status."""
@@ -228,8 +229,7 @@ class JobReconciler(Generic[SpecT]):
             return Result(requeue_after=decide.soonest(RECHECK_SECONDS, held))
         replaced = [] if job.paused else decide.dropped_pods(desired, observed)
         try:
-            hold = retries.retry_hold(step.previous, lifecycle, step.time)
-            sync = await self._sync_children(step, desired, hold=hold, keep=replaced)
+            sync = await self._sync_children(step, desired, lifecycle, keep=replaced)
         except ChildRefused as refused:
             # Retrying cannot help: the job's spec (or its name) must change.
             await self.ending.fail_invalid(
@@ -240,37 +240,35 @@ class JobReconciler(Generic[SpecT]):
             return Result()
         if sync.refusal is not None:
             lifecycle = dataclasses.replace(lifecycle, uninitialized=(FAILED_CREATE, sync.refusal))
-        verdict = await self._outcome(step, desired, lifecycle, replaced)
+        verdict = await self._outcome(step, desired, lifecycle, replaced, refusal=sync.refusal)
         if verdict is None:  # the status refused the retry's record: nothing was deleted
             return Result(requeue_after=CONFLICT_RETRY_SECONDS)
-        outcome, lifecycle = verdict.outcome, verdict.lifecycle
         # The policy may have written a status already (a restart): derive from that one.
         step = dataclasses.replace(step, previous=self.writer.latest(job.obj))
-        if outcome.ended:
-            return await self._end(step, outcome, lifecycle)
-        if sync.refusal is not None and outcome.state == "pending" and not job.paused:
-            outcome = Outcome("pending", FAILED_CREATE, sync.refusal, outcome.replica_failure)
-        outcome = retries.noting_retry(outcome, lifecycle, step.time)
-        retry = retries.retry_wait(lifecycle, step.time)
-        _, held = await self._write(step, outcome, lifecycle)
+        if verdict.outcome.ended:
+            return await self._end(step, verdict.outcome, verdict.lifecycle)
+        _, held = await self._write(step, verdict.outcome, verdict.lifecycle)
         pending = pending_too_long(policy, observed.pods.values(), step.time)[1]
-        return Result(requeue_after=decide.soonest(deadline, pending, held, sync.retry, retry))
+        return Result(
+            requeue_after=decide.soonest(deadline, pending, held, sync.retry, verdict.wait)
+        )
 
     async def _sync_children(
         self,
         step: _Step[SpecT],
         desired: Sequence[Object],
+        lifecycle: Lifecycle,
         *,
-        hold: retries.Hold | None,
         keep: Sequence[str],
     ) -> _Sync:
         """Step 3: update ConfigMaps, create what the plan lacks, delete pods not wanted.
 
-        While a retry waits (`hold`), no missing pod is created, and in a restart's wait
-        every pod is deleted; the pods in `keep` are replaced, which step 4 records before
-        it deletes them.
+        While the lifecycle's last retry waits, no missing pod is created, and in a restart's
+        wait every pod is deleted (`retries.retry_hold`); the pods in `keep` are replaced,
+        which step 4 records before it deletes them.
         """
         job, observed = step.job, step.observed
+        hold = retries.retry_hold(step.previous, lifecycle, step.time)
         # ConfigMaps first, so a Pod created in this pass mounts current data.
         if not await self.children.update_config(desired, observed):
             return _Sync(wait=True)
@@ -308,20 +306,29 @@ class JobReconciler(Generic[SpecT]):
         desired: Sequence[Object],
         lifecycle: Lifecycle,
         replaced: Sequence[str],
+        *,
+        refusal: str | None,
     ) -> retries.Verdict | None:
-        """Step 4: the kind's outcome as the run mode and the run policy make it, and the pods
-        a restart or a replacement deletes. A new retry is written to the status first: None
-        when the API server refused that write (a conflict), and nothing was deleted."""
+        """Step 4: the kind's outcome as the run mode and the run policy make it (a job still
+        pending says why its children were refused), and the pods a restart or a replacement
+        deletes. A new retry is written to the status first: None when the API server
+        refused that write (a conflict), and nothing was deleted."""
         job, observed = step.job, step.observed
+        policy = None if job.debugging or job.paused else job.policy.run_policy
         if job.held is not None:
-            return retries.Verdict(Outcome("pending", "Queued", job.held), lifecycle)
-        if job.paused:
-            return retries.Verdict(Outcome("pending", "Paused", "The job is paused."), lifecycle)
-        outcome = self.kind.interpret(job, observed)
+            outcome = Outcome("pending", "Queued", job.held)
+        elif job.paused:
+            outcome = Outcome("pending", "Paused", "The job is paused.")
+        else:
+            outcome = self.kind.interpret(job, observed)
+            if job.debugging:
+                outcome = decide.debugging(outcome, observed, desired)
+            if refusal is not None and outcome.state == "pending":
+                outcome = Outcome("pending", FAILED_CREATE, refusal, outcome.replica_failure)
         verdict = retries.judge(
-            decide.debugging(outcome, observed, desired) if job.debugging else outcome,
+            outcome,
             lifecycle,
-            policy=None if job.debugging else job.policy.run_policy,
+            policy=policy,
             previous=step.previous,
             pods=observed.pods,
             containers=self.kind.containers,
@@ -332,8 +339,7 @@ class JobReconciler(Generic[SpecT]):
         if verdict.retried:
             # Recorded before the pods go: a crash or a failed deletion in between must not
             # let the job run again uncounted, nor sooner than its backoff.
-            outcome = retries.noting_retry(verdict.outcome, verdict.lifecycle, step.time)
-            _, held = await self._write(step, outcome, verdict.lifecycle, coalesce=False)
+            _, held = await self._write(step, verdict.outcome, verdict.lifecycle, coalesce=False)
             if held is not None:
                 return None
             self.announcer.retried(job.obj, verdict)

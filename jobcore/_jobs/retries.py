@@ -8,8 +8,8 @@ back, the next retry waits `initial` again. The status records the last retry (i
 delay: `lastRetryTime`, `retryDelaySeconds`), so a restarted controller keeps to it.
 
 Pure functions of a job's lifecycle, its last status, its pods and the clock: the reconciler
-holds back pods (`retry_hold`), judges the kind's outcome (`judge`), and writes what the
-status says while a retry waits (`noting_retry`, `retry_wait`).
+holds back pods while a retry waits (`retry_hold`), then has the outcome judged (`judge`),
+whose verdict says what the status writes and when the pods may come back.
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ class Verdict:
     the pods of a restart the status already counts, None to leave the pods alone.
     `replaced`: ended pods the kind dropped, to delete and create anew after a retry's delay;
     `retried`: the lifecycle has a new retry (a counted restart, or replacements), which the
-    status must record before any pod is deleted.
+    status must record before any pod is deleted; `wait`: seconds until the pods may be
+    created again after the last retry, None if they may now.
     """
 
     outcome: Outcome
@@ -110,6 +111,7 @@ class Verdict:
     restart: Literal["count", "recorded"] | None = None
     replaced: tuple[str, ...] = ()
     retried: bool = False
+    wait: float | None = None
 
 
 def judge(
@@ -124,8 +126,9 @@ def judge(
     backoff: RetryBackoff,
     now: float,
 ) -> Verdict:
-    """The run policy's verdict on the kind's outcome (`apply_policy`; none in debug mode, where
-    `policy` is None), then the ended pods the kind dropped, to replace (`replace_pods`)."""
+    """The run policy's verdict on the outcome (`apply_policy`; none where `policy` is None: in
+    debug mode, or for a paused job), then the ended pods the kind dropped, to replace
+    (`replace_pods`); its outcome says when a waiting retry brings the pods back."""
     verdict = Verdict(outcome, lifecycle)
     if policy is not None:
         verdict = apply_policy(
@@ -138,7 +141,12 @@ def judge(
             now=now,
             backoff=backoff,
         )
-    return replace_pods(verdict, replaced, backoff=backoff, now=now)
+    verdict = replace_pods(verdict, replaced, backoff=backoff, now=now)
+    return dataclasses.replace(
+        verdict,
+        outcome=noting_retry(verdict.outcome, verdict.lifecycle, now),
+        wait=retry_wait(verdict.lifecycle, now),
+    )
 
 
 def apply_policy(

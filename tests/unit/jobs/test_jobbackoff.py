@@ -7,6 +7,7 @@ import pytest
 from jobcore._jobs.retries import RESTARTING
 from jobcore._jobs.retries import RETRY_BACKOFF
 from jobcore._jobs.retries import Verdict
+from jobcore._jobs.retries import judge
 from jobcore._jobs.retries import noting_retry
 from jobcore._jobs.retries import replace_pods
 from jobcore._jobs.retries import retry_hold
@@ -91,3 +92,25 @@ def test_a_running_jobs_message_says_when_its_pods_come_back() -> None:
     assert noting_retry(RUNNING, waiting, NOW + 5) == RUNNING
     restarting = Outcome("running", RESTARTING, "Restart 1 of 2 in 10 s.")
     assert noting_retry(restarting, waiting, NOW) == restarting
+
+
+def test_a_verdict_says_when_the_pods_come_back_even_without_a_policy() -> None:
+    """A paused job (no policy to apply) whose last retry still waits: its message and its
+    requeue both come from the one verdict."""
+    paused = Outcome("pending", "Paused", "The job is paused.")
+    verdict = judge(
+        paused,
+        retried_at(95, 10),
+        policy=None,
+        previous=JobStatus(),
+        pods={},
+        containers={},
+        replaced=(),
+        backoff=RETRY_BACKOFF,
+        now=NOW,
+    )
+    assert verdict.outcome.message == (
+        f"The job is paused. Ended pods are created again in 10 s, at {at(105)} (retry backoff)."
+    )
+    assert verdict.wait == pytest.approx(5)
+    assert not verdict.retried
