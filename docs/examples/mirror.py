@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import sys
 
 from jobcore import CONFIGMAPS
@@ -36,22 +37,15 @@ def secret_name(configmap_name: str) -> str:
     return f"{configmap_name}-mirror"
 
 
+@dataclasses.dataclass(frozen=True)
 class MirrorReconciler:
     """Keeps `<name>-mirror` (a Secret) equal to the ConfigMap `<name>`'s data."""
 
-    def __init__(
-        self,
-        client: Client,
-        configmaps: Informer,
-        secrets: Informer,
-        events: EventRecorder,
-        expectations: Expectations,
-    ) -> None:
-        self.client = client
-        self.configmaps = configmaps
-        self.secrets = secrets
-        self.events = events
-        self.expectations = expectations
+    client: Client
+    configmaps: Informer
+    secrets: Informer
+    events: EventRecorder
+    expectations: Expectations
 
     async def reconcile(self, request: Request) -> Result:
         configmap = self.configmaps.get(request.name, request.namespace)

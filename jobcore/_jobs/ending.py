@@ -9,6 +9,7 @@ stopped the same way once its `Failed` status is written.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 from typing import Generic
 
@@ -32,26 +33,18 @@ from jobcore._runtime.handler import Request
 from jobcore._runtime.resources import Object
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class JobEnding(Generic[SpecT]):
     """Clean-up and TTL of one kind's ended jobs, and the failure of its invalid ones.
 
     `finish` and `finish_unparsed` return when to come back for the job's TTL (None: no need).
     """
 
-    def __init__(
-        self,
-        *,
-        kind: JobKind[SpecT],
-        client: Client,
-        children: JobChildren[SpecT],
-        writer: StatusWriter,
-        announcer: Announcer,
-    ) -> None:
-        self.kind = kind
-        self.client = client
-        self.children = children
-        self.writer = writer
-        self.announcer = announcer
+    kind: JobKind[SpecT]
+    client: Client
+    children: JobChildren[SpecT]
+    writer: StatusWriter
+    announcer: Announcer
 
     async def finish(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import difflib
 import importlib.util
+import sys
 from types import ModuleType
 
 from jobcore import CONFIGMAPS
@@ -55,6 +56,7 @@ def _mirror() -> ModuleType:
     spec = importlib.util.spec_from_file_location("mirror", EXAMPLES / "mirror.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import does: a dataclass looks its module up
     spec.loader.exec_module(module)
     return module
 
