@@ -129,11 +129,15 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
+// env is the environment an rsh (or a launch running one) reads to reach srv with keyFile.
+func (srv *agentServer) env(keyFile string) []string {
+	return []string{"JOBCORE_AGENT_PORT=" + srv.port, "JOBCORE_AGENT_KEY_FILE=" + keyFile}
+}
+
 // rshCommand prepares `jobcore-agent rsh ARGS` reaching srv with keyFile.
 func rshCommand(srv *agentServer, keyFile string, env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(agentBin, append([]string{"rsh"}, args...)...)
-	cmd.Env = append(os.Environ(), "JOBCORE_AGENT_PORT="+srv.port, "JOBCORE_AGENT_KEY_FILE="+keyFile)
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = append(append(os.Environ(), srv.env(keyFile)...), env...)
 	return cmd
 }
 
@@ -177,6 +181,16 @@ func startUntilLine(t *testing.T, cmd *exec.Cmd, line string) *syncBuffer {
 	return rest
 }
 
+// sigterm starts cmd, waits for its line ready (the command has set up its trap), sends it
+// SIGTERM and returns its exit code and the rest of its stdout: how a test checks that a
+// signal is forwarded.
+func sigterm(t *testing.T, cmd *exec.Cmd, ready string) (int, *syncBuffer) {
+	t.Helper()
+	rest := startUntilLine(t, cmd, ready)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	return exitCode(t, cmd), rest
+}
+
 // exitCode waits for cmd and returns its exit code; after 10 s it kills cmd and fails.
 func exitCode(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()
@@ -189,6 +203,16 @@ func exitCode(t *testing.T, cmd *exec.Cmd) int {
 		t.Fatal(err)
 	}
 	return cmd.ProcessState.ExitCode()
+}
+
+// assertNoFile fails t if any of paths exists: what a refused or failed run must not write.
+func assertNoFile(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, path := range paths {
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Fatalf("%s was written (%v)", path, err)
+		}
+	}
 }
 
 // gone reports whether no process has the pid written in file.

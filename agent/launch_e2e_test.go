@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -17,6 +16,21 @@ func launchCommand(message, launched string, argv ...string) *exec.Cmd {
 	return cmd
 }
 
+// hostfileLaunch writes hosts as a hostfile and prepares `jobcore-agent launch` to wait for
+// their agents on port for up to timeout seconds, then run `echo ran`; message is where it
+// writes its message.
+func hostfileLaunch(t *testing.T, hosts, port, timeout string) (cmd *exec.Cmd, message string) {
+	t.Helper()
+	dir := t.TempDir()
+	hostfile, message := filepath.Join(dir, "hostfile"), filepath.Join(dir, "m")
+	if err := os.WriteFile(hostfile, []byte(hosts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(agentBin, "launch", "--message-file", message, "--hostfile", hostfile,
+		"--port", port, "--timeout", timeout, "--", "sh", "-c", "echo ran")
+	return cmd, message
+}
+
 func TestLaunchWritesTheHostsReachedOnceTheCommandSucceeded(t *testing.T) {
 	srv := startServer(t, jobKey)
 	dir := t.TempDir()
@@ -25,7 +39,7 @@ func TestLaunchWritesTheHostsReachedOnceTheCommandSucceeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := launchCommand(message, launched, agentBin, "rsh", "localhost", "exit 0")
-	cmd.Env = append(cmd.Env, "JOBCORE_AGENT_PORT="+srv.port, "JOBCORE_AGENT_KEY_FILE="+srv.keyFile)
+	cmd.Env = append(cmd.Env, srv.env(srv.keyFile)...)
 	if got := run(t, cmd, ""); got.code != 0 {
 		t.Fatalf("got %+v", got)
 	}
@@ -39,13 +53,11 @@ func TestLaunchKeepsAFailedCommandsExitCodeAndLeavesTheMessageToTheKubelet(t *te
 	dir := t.TempDir()
 	message, launched := filepath.Join(dir, "termination-log"), filepath.Join(dir, "launched")
 	cmd := launchCommand(message, launched, agentBin, "rsh", "localhost", "exit 4")
-	cmd.Env = append(cmd.Env, "JOBCORE_AGENT_PORT="+srv.port, "JOBCORE_AGENT_KEY_FILE="+srv.keyFile)
+	cmd.Env = append(cmd.Env, srv.env(srv.keyFile)...)
 	if got := run(t, cmd, ""); got.code != 4 {
 		t.Fatalf("got %+v", got)
 	}
-	if _, err := os.Stat(message); !os.IsNotExist(err) {
-		t.Fatalf("a message was written: %v", err)
-	}
+	assertNoFile(t, message)
 }
 
 func TestLaunchWithNothingLaunchedSaysSo(t *testing.T) {
@@ -75,9 +87,7 @@ func TestLaunchForwardsSIGTERMAndReportsDeathBySignal(t *testing.T) {
 	dir := t.TempDir()
 	message, launched := filepath.Join(dir, "m"), filepath.Join(dir, "launched")
 	cmd := launchCommand(message, launched, "sh", "-c", `trap 'exit 9' TERM; echo ready; while :; do sleep 0.1; done`)
-	startUntilLine(t, cmd, "ready")
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	if code := exitCode(t, cmd); code != 9 {
+	if code, _ := sigterm(t, cmd, "ready"); code != 9 {
 		t.Fatalf("exit %d, want the command's 9", code)
 	}
 	if got := run(t, launchCommand(message, launched, "sh", "-c", "kill -TERM $$"), ""); got.code != 143 {
@@ -99,49 +109,28 @@ func TestWaitReturnsOnceAgentsAnswerAndTimesOutNamingTheOthers(t *testing.T) {
 
 func TestLaunchWaitsForTheHostfilesAgentsThenRuns(t *testing.T) {
 	srv := startServer(t, jobKey)
-	dir := t.TempDir()
-	hostfile := filepath.Join(dir, "hostfile")
-	if err := os.WriteFile(hostfile, []byte("# workers\n127.0.0.1 slots=2\nlocalhost:2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(agentBin, "launch", "--message-file", filepath.Join(dir, "m"),
-		"--hostfile", hostfile, "--port", srv.port, "--timeout", "5", "--", "sh", "-c", "echo ran")
+	cmd, _ := hostfileLaunch(t, "# workers\n127.0.0.1 slots=2\nlocalhost:2\n", srv.port, "5")
 	if got := run(t, cmd, ""); got.code != 0 || got.stdout != "ran\n" {
 		t.Fatalf("got %+v", got)
 	}
 }
 
 func TestLaunchGivesUpWith124NamingTheHostsWhoseAgentNeverAnswers(t *testing.T) {
-	dir := t.TempDir()
-	hostfile := filepath.Join(dir, "hostfile")
-	if err := os.WriteFile(hostfile, []byte("127.0.0.1 slots=1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	message := filepath.Join(dir, "m")
-	cmd := exec.Command(agentBin, "launch", "--message-file", message, "--hostfile", hostfile,
-		"--port", freePort(t), "--timeout", "1", "--", "sh", "-c", "echo ran")
+	cmd, message := hostfileLaunch(t, "127.0.0.1 slots=1\n", freePort(t), "1")
 	got := run(t, cmd, "")
 	if got.code != 124 || got.stdout != "" || !strings.Contains(got.stderr, "agents not reached: 127.0.0.1") {
 		t.Fatalf("got %+v", got)
 	}
-	if _, err := os.Stat(message); !os.IsNotExist(err) {
-		t.Fatalf("a message was written: %v", err)
-	}
+	assertNoFile(t, message)
 }
 
 func TestLaunchWaitsAsLongAsJOBCORE_WAIT_SECONDSSaysAndRefusesAnythingButSeconds(t *testing.T) {
-	dir := t.TempDir()
-	hostfile := filepath.Join(dir, "hostfile")
-	if err := os.WriteFile(hostfile, []byte("127.0.0.1 slots=1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	port := freePort(t)
 	for _, c := range []struct{ env, stderr string }{
 		{"1", "gave up after 1s; agents not reached: 127.0.0.1"},
 		{"1.5", `JOBCORE_WAIT_SECONDS must be a whole number of seconds, not "1.5"`},
 	} {
-		cmd := exec.Command(agentBin, "launch", "--message-file", filepath.Join(dir, "m"),
-			"--hostfile", hostfile, "--port", port, "--timeout", "300", "--", "sh", "-c", "echo ran")
+		cmd, _ := hostfileLaunch(t, "127.0.0.1 slots=1\n", port, "300")
 		cmd.Env = append(os.Environ(), "JOBCORE_WAIT_SECONDS="+c.env)
 		if got := run(t, cmd, ""); got.code != 124 || got.stdout != "" || !strings.Contains(got.stderr, c.stderr) {
 			t.Fatalf("JOBCORE_WAIT_SECONDS=%s: got %+v", c.env, got)

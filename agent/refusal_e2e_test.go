@@ -41,16 +41,30 @@ func recordingProxy(t *testing.T, srv *agentServer) (port string, captured func(
 	return portText, func() []byte { return <-done }
 }
 
-// sendRaw connects to srv, reads its greeting and sends data, then reads until serve closes.
-func sendRaw(t *testing.T, srv *agentServer, data []byte) {
+// dial connects to srv as a client would; the connection is closed when the test ends.
+func dial(t *testing.T, srv *agentServer) net.Conn {
+	t.Helper()
 	conn, err := net.Dial("tcp", "127.0.0.1:"+srv.port)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// greeted dials srv and reads its greeting: a connection serve took as a session.
+func greeted(t *testing.T, srv *agentServer) net.Conn {
+	t.Helper()
+	conn := dial(t, srv)
 	if _, err := wire.ReadGreeting(conn); err != nil {
 		t.Fatal(err)
 	}
+	return conn
+}
+
+// sendRaw connects to srv, reads its greeting and sends data, then reads until serve closes.
+func sendRaw(t *testing.T, srv *agentServer, data []byte) {
+	conn := greeted(t, srv)
 	_, _ = conn.Write(data)
 	if tcp, ok := conn.(*net.TCPConn); ok {
 		_ = tcp.CloseWrite()
@@ -105,19 +119,8 @@ func TestGarbageTruncatedAndOversizeAreRefusedWithoutCrash(t *testing.T) {
 
 func TestSessionsBeyondTheLimitAreRefused(t *testing.T) {
 	srv := startServer(t, jobKey, "--max-sessions", "1")
-	holder, err := net.Dial("tcp", "127.0.0.1:"+srv.port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	if _, err := wire.ReadGreeting(holder); err != nil {
-		t.Fatal(err)
-	}
-	second, err := net.Dial("tcp", "127.0.0.1:"+srv.port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
+	holder := greeted(t, srv)
+	second := dial(t, srv)
 	_ = second.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := wire.ReadGreeting(second); err == nil {
 		t.Fatal("a second connection was greeted while the only slot was taken")

@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -55,9 +54,8 @@ func TestRemoteDeathBySignalIs128PlusSignal(t *testing.T) {
 func TestSignalToRshReachesTheRemoteProcessGroup(t *testing.T) {
 	srv := startServer(t, jobKey)
 	cmd := rshCommand(srv, srv.keyFile, nil, "localhost", `trap 'echo got TERM; exit 7' TERM; echo ready; while :; do sleep 0.1; done`)
-	out := startUntilLine(t, cmd, "ready")
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	if code := exitCode(t, cmd); code != 7 {
+	code, out := sigterm(t, cmd, "ready")
+	if code != 7 {
 		t.Fatalf("exit %d, want the remote's 7", code)
 	}
 	eventually(t, time.Second, "the trap's output", func() bool { return out.String() == "got TERM\n" })
@@ -94,11 +92,7 @@ func TestAnotherJobsKeyIsRefusedAndNothingRuns(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 	time.Sleep(200 * time.Millisecond)
-	for _, file := range []string{marker, launched} {
-		if _, err := os.Stat(file); !os.IsNotExist(err) {
-			t.Fatalf("%s exists (%v)", file, err)
-		}
-	}
+	assertNoFile(t, marker, launched)
 	srv.logged(t, "refused 127.0.0.1:", "request MAC does not match")
 }
 
