@@ -11,7 +11,8 @@ that reaches them over ssh once they are Ready. What such kinds share lives here
 - children: the launcher's names (`launcher_name`, `hostfile_name`, `ssh_secret_name`), sshd
   worker pods (`sshd_worker_pod`), a launcher copied from the worker container
   (`copied_launcher_pod`), a container serving the launcher in place of its command
-  (`serving`), and when the launcher is due (`launcher_due`).
+  (`serving`), when the launcher is due (`launcher_due`), and a job's children in the
+  order they are made (`launch_children`).
 - the agent, in place of ssh (`Transport`): jobcore's agent copied into the pods
   (`with_agent`), workers serving it (`agent_worker_pod`), and the launcher's command under
   it (`agent_launch_command`), what it reports (`launched`) and the failure of a launch that
@@ -56,6 +57,7 @@ from jobcore._launcher.launch import agent_worker_pod
 from jobcore._launcher.launch import copied_launcher_pod
 from jobcore._launcher.launch import hostfile_name
 from jobcore._launcher.launch import job_ssh
+from jobcore._launcher.launch import launch_children
 from jobcore._launcher.launch import launcher_due
 from jobcore._launcher.launch import launcher_name
 from jobcore._launcher.launch import serving
@@ -124,6 +126,7 @@ __all__ = [
     "generate_keypair",
     "hostfile_name",
     "job_ssh",
+    "launch_children",
     "launched",
     "launcher_due",
     "launcher_name",

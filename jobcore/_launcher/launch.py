@@ -25,6 +25,7 @@ from jobcore._jobs.podreading import is_ready
 from jobcore._jobs.podreading import name_list
 from jobcore._jobs.workers import WORKER
 from jobcore._jobs.workers import child_meta
+from jobcore._jobs.workers import headless_service
 from jobcore._jobs.workers import worker_name
 from jobcore._launcher.agent import AGENT_KEY
 from jobcore._launcher.agent import AGENT_PORT
@@ -243,6 +244,29 @@ def launcher_due(
     workers = [observed.get(PODS, worker_name(job, i)) for i in range(replicas)]
     started = sum(map(is_scheduled if agent else is_ready, workers))
     return started >= (replicas if ready_needed is None else ready_needed)
+
+
+def launch_children(
+    job: Job[Any],
+    observed: Observed,
+    head: Sequence[Object],
+    workers: Sequence[Object],
+    launcher: Callable[[], Object],
+    *,
+    ready_needed: int | None = None,
+) -> list[Object]:
+    """A job's children in the order they are made: `head` (its ssh Secret and ConfigMap),
+    the headless Service on the port the launcher reaches the workers on (the agent's or
+    sshd's: `spec.transport`), the `workers`, then the launcher (built by `launcher`) once
+    `launcher_due` says: `ready_needed` workers (default: all) Ready or, through the agent,
+    all of them scheduled (not when fewer are needed: an elastic launch's own start timeout
+    is short)."""
+    agent = getattr(job.spec, "transport", "ssh") == "agent"
+    port = AGENT_PORT if agent else int(job.spec.ssh.port)
+    children = [*head, headless_service(job, {"ssh": port}), *workers]
+    if launcher_due(job, observed, ready_needed=ready_needed, agent=agent and ready_needed is None):
+        children.append(launcher())
+    return children
 
 
 # The kind ----------------------------------------------------------------------------------

@@ -11,15 +11,13 @@ from jobcore.jobs import FieldError
 from jobcore.jobs import Job
 from jobcore.jobs import Observed
 from jobcore.jobs import container_errors
-from jobcore.jobs import headless_service
 from jobcore.jobs import job_name_errors
 from jobcore.jobs import worker_name
-from jobcore.launcher import AGENT_PORT
 from jobcore.launcher import SSH_VOLUME
 from jobcore.launcher import LauncherWorkersKind
 from jobcore.launcher import env_name_errors
 from jobcore.launcher import job_ssh
-from jobcore.launcher import launcher_due
+from jobcore.launcher import launch_children
 from jobcore.launcher import mount_errors
 from jobcore.launcher import path_errors
 from jobkinds.colossalaijob.children import HOSTFILE_DIR
@@ -62,12 +60,8 @@ class ColossalAIJobKind(LauncherWorkersKind):
         ]
 
     def render(self, job: Job[ColossalAIJobSpec], observed: Observed) -> list[Object]:
-        """Secret, hostfile, Service, workers, then the launcher once every worker is Ready
-        (scheduled, through the agent).
-
-        An existing ssh Secret is returned as observed (see `job_ssh`); the launcher as
-        `launcher_due` says.
-        """
+        """The ssh Secret (an existing one as observed: see `job_ssh`), the hostfile, then
+        the Service, the workers and the launcher (`launch_children`)."""
         # colossalai run's fabric accepts any host key: see `SSHAccess.tunnel`.
         secret, ssh = job_ssh(
             job,
@@ -76,12 +70,9 @@ class ColossalAIJobKind(LauncherWorkersKind):
             port=job.spec.ssh.port,
             tunnel=True,
         )
-        port = AGENT_PORT if job.spec.transport == "agent" else ssh.port
-        children = [secret, hostfile_configmap(job), headless_service(job, {"ssh": port})]
-        children += [worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
-        if launcher_due(job, observed, agent=job.spec.transport == "agent"):
-            children.append(launcher_pod(job, ssh))
-        return children
+        workers = [worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
+        head = [secret, hostfile_configmap(job)]
+        return launch_children(job, observed, head, workers, lambda: launcher_pod(job, ssh))
 
 
 # Validation ------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from jobcore.jobs import Observed
 from jobcore.jobs import Outcome
 from jobcore.jobs import container_errors
 from jobcore.jobs import failure_message
-from jobcore.jobs import headless_service
 from jobcore.jobs import is_ready
 from jobcore.jobs import job_name_errors
 from jobcore.jobs import name_list
@@ -32,8 +31,8 @@ from jobcore.launcher import LauncherWorkersKind
 from jobcore.launcher import env_from_errors
 from jobcore.launcher import env_name_errors
 from jobcore.launcher import job_ssh
+from jobcore.launcher import launch_children
 from jobcore.launcher import launched
-from jobcore.launcher import launcher_due
 from jobcore.launcher import launcher_name
 from jobcore.launcher import mount_errors
 from jobcore.launcher import path_errors
@@ -86,11 +85,11 @@ class HorovodJobKind(LauncherWorkersKind):
         ]
 
     def render(self, job: Job[HorovodJobSpec], observed: Observed) -> list[Object]:
-        """Secret, hostfile or discovery script, Service, workers, then the launcher.
+        """The ssh Secret (an existing one as observed: see `job_ssh`), the hostfile or
+        discovery script, then the Service, the workers and the launcher (`launch_children`).
 
-        The launcher starts once every worker is Ready (static; scheduled, through the agent)
-        or at least minReplicas are (elastic), as `launcher_due` says. An elastic job's ended
-        worker is left out, so the reconciler deletes it and recreates it on the next pass; its
+        An elastic job's launcher starts once minReplicas workers are Ready. Its ended worker
+        is left out, so the reconciler deletes it and recreates it on the next pass; its
         discovery script probes every worker up to maxReplicas, so it does not change as
         workers come and go.
         """
@@ -102,20 +101,21 @@ class HorovodJobKind(LauncherWorkersKind):
             port=job.spec.ssh.port,
             tunnel=True,
         )
-        children = [secret, config_configmap(job), headless_service(job, {"ssh": launch_port(job)})]
-        names = [worker_name(job, i) for i in range(job.spec.worker.replicas)]
         elastic = job.spec.elastic
-        children += [
+        workers = [
             worker_pod(job, i, ssh)
-            for i, name in enumerate(names)
-            if not (elastic and pod_ended(observed.get(PODS, name)))
+            for i in range(job.spec.worker.replicas)
+            if not (elastic and pod_ended(observed.get(PODS, worker_name(job, i))))
         ]
-        # An elastic horovodrun waits for its workers only a short start timeout of its own.
-        static_agent = through_agent(job) and not elastic
-        needed = elastic.min_replicas if elastic else None
-        if launcher_due(job, observed, ready_needed=needed, agent=static_agent):
-            children.append(launcher_pod(job, ssh))
-        return children
+        head = [secret, config_configmap(job)]
+        return launch_children(
+            job,
+            observed,
+            head,
+            workers,
+            lambda: launcher_pod(job, ssh),
+            ready_needed=elastic.min_replicas if elastic else None,
+        )
 
     def interpret(self, job: Job[HorovodJobSpec], observed: Observed) -> Outcome:
         """The launcher's exit decides; a static job's worker that stops first fails it; a
