@@ -14,6 +14,7 @@ Deployment's limit is 512 Mi; the target is under 256 MB.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 
 from benchmarks._common import machine
@@ -95,34 +96,48 @@ def pod_of(owner: Object, index: int, size: int) -> Object:
     }
 
 
-async def write_hostile_objects(
-    client: Client,
-    namespace: str,
-    *,
-    configmaps: int,
-    configmap_kb: int,
-    pods: int,
-    pod_kb: int,
-    jobs: int,
-    job_kb: int,
-) -> None:
-    """The paused job `owner` and its `configmaps` bulky ConfigMaps, and `jobs` MPIJobs of
-    `job_kb` KB each, the first of them with `pods` bulky Pods (a refused job's pods stay, as
-    its run policy keeps them), written a few at a time."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HostileShape:
+    """What one tenant writes: `configmaps` ConfigMaps of `configmap_kb` KB owned by its paused
+    job, `pods` Pods of `pod_kb` KB owned by a refused one, and `jobs` MPIJobs of `job_kb` KB
+    (over the spec limit: refused)."""
+
+    configmaps: int
+    configmap_kb: int
+    pods: int
+    pod_kb: int
+    jobs: int
+    job_kb: int
+
+    @property
+    def total_mb(self) -> float:
+        kb = self.configmaps * self.configmap_kb + self.pods * self.pod_kb
+        return (kb + self.jobs * self.job_kb) / 1000
+
+
+async def write_hostile_objects(client: Client, namespace: str, shape: HostileShape) -> None:
+    """The paused job `owner` and its bulky ConfigMaps, and the big MPIJobs, the first of them
+    with the bulky Pods (a refused job's pods stay, as its run policy keeps them), written a
+    few at a time."""
+    configmaps, pods = shape.configmaps, shape.pods
     owner = await client.create(KIND.resource, mpijob(namespace, "owner", paused=True))
-    holder = await client.create(KIND.resource, big_job(namespace, 0, job_kb))
+    holder = await client.create(KIND.resource, big_job(namespace, 0, shape.job_kb))
     limit = asyncio.Semaphore(WRITES_AT_ONCE)
 
     async def write(index: int) -> None:
         async with limit:  # each object built only when it is sent: they are large
             if index < configmaps:
-                await client.create(CONFIGMAPS, configmap_of(owner, index, configmap_kb * 1000))
+                await client.create(
+                    CONFIGMAPS, configmap_of(owner, index, shape.configmap_kb * 1000)
+                )
             elif (index := index - configmaps) < pods:
-                await client.create(PODS, pod_of(holder, index, pod_kb * 1000))
+                await client.create(PODS, pod_of(holder, index, shape.pod_kb * 1000))
             else:
-                await client.create(KIND.resource, big_job(namespace, index - pods + 1, job_kb))
+                await client.create(
+                    KIND.resource, big_job(namespace, index - pods + 1, shape.job_kb)
+                )
 
-    await asyncio.gather(*(write(i) for i in range(configmaps + pods + jobs - 1)))
+    await asyncio.gather(*(write(i) for i in range(configmaps + pods + shape.jobs - 1)))
 
 
 def big_job(namespace: str, index: int, job_kb: int) -> Object:
@@ -138,9 +153,8 @@ async def refused(client: Client, namespace: str, jobs: int) -> bool:
     return True
 
 
-async def main(
-    *, configmaps: int, configmap_kb: int, pods: int, pod_kb: int, jobs: int, job_kb: int
-) -> None:
+async def main(**options: int) -> None:
+    shape = HostileShape(**options)
     print(machine())
     async with ControlPlane() as plane:
         client = await Client.from_kubeconfig(plane.kubeconfig_path)
@@ -151,28 +165,20 @@ async def main(
         await install_crd(client, crd_for(KIND))
         async with controller(kubeconfig, NAMESPACE, "mpijob") as first:
             started = time.monotonic()
-            await write_hostile_objects(
-                client,
-                NAMESPACE,
-                configmaps=configmaps,
-                configmap_kb=configmap_kb,
-                pods=pods,
-                pod_kb=pod_kb,
-                jobs=jobs,
-                job_kb=job_kb,
-            )
+            await write_hostile_objects(client, NAMESPACE, shape)
             written = time.monotonic() - started
-            await eventually(lambda: refused(client, NAMESPACE, jobs), timeout=300, interval=1)
+            await eventually(
+                lambda: refused(client, NAMESPACE, shape.jobs), timeout=300, interval=1
+            )
             steady = first.peak_rss_mb()
         async with controller(kubeconfig, NAMESPACE, "mpijob") as second:
             await eventually(second.ready, timeout=300, interval=0.2)
             await asyncio.sleep(2)
             restart = second.peak_rss_mb()
         await client.close()
-    total_mb = (configmaps * configmap_kb + pods * pod_kb + jobs * job_kb) / 1000
     print_table(
         [
-            ("objects written (MB)", f"{total_mb:.0f}"),
+            ("objects written (MB)", f"{shape.total_mb:.0f}"),
             ("written in (s)", f"{written:.1f}"),
             ("peak RSS while written (MB)", f"{steady:.0f}", f"< {TARGET_MB:.0f}"),
             ("peak RSS of a restart (MB)", f"{restart:.0f}", f"< {TARGET_MB:.0f}"),

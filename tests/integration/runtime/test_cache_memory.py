@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
+from benchmarks.bench_tenant_memory import HostileShape
 from benchmarks.bench_tenant_memory import refused
 from benchmarks.bench_tenant_memory import write_hostile_objects
 from controllers.kinds import BUNDLED_KINDS
@@ -214,11 +215,12 @@ async def test_a_tenants_bulky_children_and_oversized_jobs_keep_the_controller_s
     controller runs and listed by a restarted one: neither process's peak RSS reaches
     TENANT_PEAK_LIMIT_MB (the benchmark bench_tenant_memory writes the issue's 300 and 240,
     and 300 pods)."""
-    shape = {"configmaps": 60, "configmap_kb": 900, "pods": 120, "pod_kb": 1200}
-    shape |= {"jobs": 40, "job_kb": 1200}
+    shape = HostileShape(
+        configmaps=60, configmap_kb=900, pods=120, pod_kb=1200, jobs=40, job_kb=1200
+    )
     async with ready_controller(client, kubeconfig_path, namespace) as pid:
-        await write_hostile_objects(client, namespace, **shape)
-        await eventually(lambda: refused(client, namespace, shape["jobs"]), timeout=120)
+        await write_hostile_objects(client, namespace, shape)
+        await eventually(lambda: refused(client, namespace, shape.jobs), timeout=120)
         running = rss_mb(pid, "VmHWM")
     big = condition(await job_status(client, MPIJOBS, namespace, "big-0"), "Failed")
     assert big["reason"] == "InvalidSpec", big
