@@ -31,10 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck
-from hypothesis import Phase
-from hypothesis import given
-from hypothesis import settings
 from hypothesis import strategies as st
 
 from jobcore import PODS
@@ -56,6 +52,7 @@ from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import install_crd
 from jobcore.testing import job_controller
+from tests.support.draws import fixed_draws
 from tests.support.jobdocs import KINDS
 from tests.support.jobdocs import FieldPath
 from tests.support.jobdocs import at
@@ -160,26 +157,6 @@ def malformed_jobs(draw: st.DrawFn) -> Object:
     for _ in range(draw(st.integers(1, 3))):
         obj = draw(mutated(obj))
     return obj
-
-
-def generated_jobs(count: int) -> list[Object]:
-    """`count` jobs drawn by hypothesis, the same ones on every run."""
-    jobs: list[Object] = []
-
-    @settings(
-        max_examples=count,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(malformed_jobs())
-    def collect(job: Object) -> None:
-        jobs.append(job)
-
-    collect()
-    return jobs
 
 
 def edge_cases(sample: Object) -> list[Object]:
@@ -425,7 +402,10 @@ async def test_malformed_jobs_are_refused_or_failed_while_valid_jobs_keep_runnin
     assert len(CANARIES) == len(KINDS)
     simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
     jobs = named(
-        [*(job for sample in CANARIES for job in edge_cases(sample)), *generated_jobs(GENERATED)]
+        [
+            *(job for sample in CANARIES for job in edge_cases(sample)),
+            *fixed_draws(malformed_jobs(), GENERATED),
+        ]
     )
     errors_before = reconcile_errors()
     tally = Tally()
