@@ -50,8 +50,11 @@ from jobcore.jobs import crd_for
 from jobcore.jobs import parse_job
 from jobcore.testing import SimulatedNode
 from jobcore.testing import background
+from jobcore.testing import condition
+from jobcore.testing import create_until_phase
 from jobcore.testing import install_crd
 from jobcore.testing import job_controller
+from jobcore.testing import wait_for_phase
 from tests.support.draws import fixed_draws
 from tests.support.jobdocs import KINDS
 from tests.support.jobdocs import FieldPath
@@ -440,17 +443,11 @@ async def test_a_pod_the_api_server_refuses_fails_the_job(
     container = obj["spec"]["worker"]["template"]["spec"]["containers"][0]
     container["resources"] = {"limits": {"cpu": "lots"}}
     kind = KINDS[obj["kind"]]
-    await client.create(kind.resource, obj)
-    deadline = time.monotonic() + 8
-    while time.monotonic() < deadline:
-        status = (await client.get(kind.resource, "bad-resources", namespace)).get("status") or {}
-        if status.get("phase") == "Failed":
-            failed = next(c for c in status["conditions"] if c["type"] == "Failed")
-            assert failed["reason"] == "InvalidSpec"
-            assert "the API server refused Pod" in failed["message"], failed
-            return
-        await asyncio.sleep(0.5)
-    pytest.fail("the job never failed; the controller keeps retrying the pod's creation")
+    # Not Failed in time: the controller keeps retrying the pod's creation.
+    status = await create_until_phase(client, kind.resource, obj, "Failed", timeout=8)
+    failed = condition(status, "Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert "the API server refused Pod" in failed["message"], failed
 
 
 async def test_a_pod_too_large_to_be_the_controllers_under_a_workers_name_fails_the_job(
@@ -479,17 +476,11 @@ async def test_a_pod_too_large_to_be_the_controllers_under_a_workers_name_fails_
         namespace,
     )
     await client.patch(kind.resource, "bulky", {"spec": {"runMode": {"pause": None}}}, namespace)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        status = (await client.get(kind.resource, "bulky", namespace)).get("status") or {}
-        if status.get("phase") == "Failed":
-            failed = next(c for c in status["conditions"] if c["type"] == "Failed")
-            assert failed["reason"] == "InvalidSpec"
-            assert "Pod bulky-worker-0 exists and is 1,2" in failed["message"], failed
-            assert "more than any the controller makes (327,680)" in failed["message"], failed
-            return
-        await asyncio.sleep(0.5)
-    pytest.fail(f"the job never failed: {status}")
+    status = await wait_for_phase(client, kind.resource, namespace, "bulky", "Failed", timeout=10)
+    failed = condition(status, "Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert "Pod bulky-worker-0 exists and is 1,2" in failed["message"], failed
+    assert "more than any the controller makes (327,680)" in failed["message"], failed
 
 
 async def kubectl(*args: str, stdin: str = "") -> int:
