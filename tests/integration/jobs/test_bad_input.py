@@ -43,12 +43,10 @@ from jobcore import NotFoundError
 from jobcore import Object
 from jobcore import owner_reference
 from jobcore.jobs import JOB_NAME_LABEL
-from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import JobKind
 from jobcore.jobs import add_job_controller
 from jobcore.jobs import crd_for
 from jobcore.jobs import parse_job
-from jobcore.testing import SimulatedNode
 from jobcore.testing import background
 from jobcore.testing import condition
 from jobcore.testing import create_until_phase
@@ -396,14 +394,11 @@ async def succeeded(client: Client, namespace: str, jobs: list[tuple[JobKind[Any
         await asyncio.sleep(0.5)
 
 
+@pytest.mark.usefixtures("launchers_succeed")
 async def test_malformed_jobs_are_refused_or_failed_while_valid_jobs_keep_running(
-    client: Client,
-    namespace: str,
-    manager: asyncio.Task[None],
-    simulated_node: SimulatedNode,
+    client: Client, namespace: str, manager: asyncio.Task[None]
 ) -> None:
     assert len(CANARIES) == len(KINDS)
-    simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
     jobs = named(
         [
             *(job for sample in CANARIES for job in edge_cases(sample)),
@@ -494,13 +489,13 @@ async def kubectl(*args: str, stdin: str = "") -> int:
     return await process.wait()
 
 
+@pytest.mark.usefixtures("launchers_succeed")
 async def test_a_job_nested_deeper_than_python_recurses_does_not_stop_the_controller(
-    client: Client, namespace: str, kubeconfig_path: str, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeconfig_path: str
 ) -> None:
     binary = Path(os.environ.get("KUBEBUILDER_ASSETS", "")) / "kubectl"
     if not binary.exists():
         pytest.skip("needs kubectl from KUBEBUILDER_ASSETS")
-    simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
     sample = CANARIES[0]
     kind = KINDS[sample["kind"]]
     await install_crd(client, crd_for(kind))
@@ -530,10 +525,10 @@ async def test_a_job_nested_deeper_than_python_recurses_does_not_stop_the_contro
         await delete_jobs_and_pods(client, namespace)
 
 
+@pytest.mark.usefixtures("launchers_succeed")
 async def test_two_kinds_of_job_with_one_name_both_get_a_status(
-    client: Client, namespace: str, manager: asyncio.Task[None], simulated_node: SimulatedNode
+    client: Client, namespace: str, manager: asyncio.Task[None]
 ) -> None:
-    simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
     for sample in CANARIES[:2]:
         obj = copy.deepcopy(sample)
         obj["metadata"] = {"name": "same-name", "namespace": namespace}
