@@ -8,13 +8,14 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
 from controllers.kinds import BUNDLED_KINDS
-from controllers.manifests import NAME
 from jobcore import Client
 from tests.support.commands import LOOPBACK_SERVERS
 from tests.support.commands import start_jobcore
@@ -22,6 +23,9 @@ from tests.support.commands import start_jobcore
 BUNDLED = ",".join(BUNDLED_KINDS)
 """The kinds of the checked-in manifests: a plugin installed next to them (examples/torchjob)
 has no CRD or RBAC there."""
+AccountKubeconfig = Callable[[str, str], Awaitable[str]]
+"""The `service_account_kubeconfig` fixture: given a namespace and a ServiceAccount's name,
+writes a kubeconfig that authenticates with that account's token only and returns its path."""
 _TOKEN_REQUEST = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
 
 
@@ -69,9 +73,8 @@ def with_token(admin: str, token: str, path: Path) -> str:
     return str(path)
 
 
-async def service_account_token(client: Client, namespace: str, name: str = NAME) -> str:
-    """A token of the ServiceAccount `name` (the controller's) in `namespace`, from the
-    TokenRequest API."""
+async def service_account_token(client: Client, namespace: str, name: str) -> str:
+    """A token of the ServiceAccount `name` in `namespace`, from the TokenRequest API."""
     path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
     answer = await client.request("POST", path, body=_TOKEN_REQUEST)
     token: str = answer["status"]["token"]

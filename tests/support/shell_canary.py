@@ -46,9 +46,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck
-from hypothesis import given
-from hypothesis import settings
 from hypothesis import strategies as st
 
 from jobcore import BATCH_JOBS
@@ -64,6 +61,7 @@ from jobcore.testing._nodes.podsetup import Sources
 from jobcore.testing._nodes.podsetup import environment
 from jobkinds.mpi.mpirun import HOSTFILE
 from jobkinds.mpi.openmpi import UNSAFE_ENV_EXIT
+from tests.support.draws import fixed_draws
 from tests.support.shell_canary_jobs import AGENT_KINDS
 from tests.support.shell_canary_jobs import KINDS
 from tests.support.shell_canary_jobs import CanaryKind
@@ -309,21 +307,7 @@ def every_pair(canary: CanaryKind, box: Sandbox) -> list[Case]:
 def drawn(canary: CanaryKind, box: Sandbox, examples: int) -> list[Case]:
     """`examples` jobs with one to three fields set to `adversarial` strings, the same every
     run (hypothesis, derandomized)."""
-    cases: list[Case] = []
-
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(case=canary.jobs(adversarial(box)))
-    def draw(case: Case) -> None:
-        cases.append(case)
-
-    draw()
-    return cases
+    return fixed_draws(canary.jobs(adversarial(box)), examples)
 
 
 PARALLEL = 4

@@ -54,7 +54,7 @@ async def test_the_in_cluster_dashboard_shows_jobs_and_can_read_no_secret(
     client: Client,
     namespace: str,
     kubeconfig_path: str,
-    tmp_path: Path,
+    service_account_kubeconfig: installs.AccountKubeconfig,
     simulated_node: SimulatedNode,
 ) -> None:
     rules = [
@@ -67,8 +67,7 @@ async def test_the_in_cluster_dashboard_shows_jobs_and_can_read_no_secret(
     with contextlib.suppress(AlreadyExistsError):
         await client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
     await installs.run(installs.kubectl(kubeconfig_path, "apply", "-f", str(INSTALL / "rbac.yaml")))
-    token = await installs.service_account_token(client, NAMESPACE, NAME)
-    scoped = installs.with_token(kubeconfig_path, token, tmp_path / "dashboard.kubeconfig")
+    scoped = await service_account_kubeconfig(NAMESPACE, NAME)
     async with await Client.from_kubeconfig(scoped) as reader:
         with pytest.raises(ForbiddenError):
             await reader.list(SECRETS, namespace)
@@ -110,8 +109,7 @@ async def test_the_in_cluster_dashboard_shows_jobs_and_can_read_no_secret(
 async def test_a_user_who_may_read_only_jobs_and_pods_is_told_what_is_missing(
     client: Client,
     namespace: str,
-    kubeconfig_path: str,
-    tmp_path: Path,
+    service_account_kubeconfig: installs.AccountKubeconfig,
     simulated_node: SimulatedNode,
 ) -> None:
     read = ["get", "list", "watch"]
@@ -130,8 +128,7 @@ async def test_a_user_who_may_read_only_jobs_and_pods_is_told_what_is_missing(
     await client.create(SERVICE_ACCOUNTS, {"metadata": {"name": "reader"}}, namespace)
     await client.create(ROLES, role, namespace)
     await client.create(ROLE_BINDINGS, binding, namespace)
-    token = await installs.service_account_token(client, namespace, "reader")
-    scoped = installs.with_token(kubeconfig_path, token, tmp_path / "reader.kubeconfig")
+    scoped = await service_account_kubeconfig(namespace, "reader")
     async with (
         job_controller(client, MPIJobKind(), namespace=namespace),
         await Client.from_kubeconfig(scoped) as reader,

@@ -68,7 +68,11 @@ def phase_of(job: Object, status: dict[str, Any]) -> str | None:
 
 
 async def test_kubectl_apply_k_installs_a_controller_whose_rbac_is_enough_and_least(
-    client: Client, namespace: str, kubeconfig_path: str, tmp_path: Path, control_plane: Any
+    client: Client,
+    namespace: str,
+    kubeconfig_path: str,
+    service_account_kubeconfig: installs.AccountKubeconfig,
+    control_plane: Any,
 ) -> None:
     await control_plane.start_controller_manager()  # Kubeflow's MPIJob launches a batch Job
     code, out, err = await installs.run(
@@ -130,8 +134,7 @@ async def test_kubectl_apply_k_installs_a_controller_whose_rbac_is_enough_and_le
     ):
         assert await can_i(kubeconfig_path, KUEUE_CONTROLLER, verb, resource) == allowed, resource
 
-    token = await installs.service_account_token(client, NAMESPACE)
-    sa_kubeconfig = installs.with_token(kubeconfig_path, token, tmp_path / "sa.kubeconfig")
+    sa_kubeconfig = await service_account_kubeconfig(NAMESPACE, NAME)
     node = SimulatedNode(client, name=f"node-{namespace}"[:63], namespace=namespace)
     node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.5)
     args = installs.deployment_args(MANIFESTS)

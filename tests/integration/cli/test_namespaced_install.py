@@ -38,7 +38,11 @@ pytestmark = pytest.mark.integration
 
 
 async def test_a_namespaced_install_runs_jobs_in_its_namespace_and_reaches_nothing_else(
-    client: Client, namespace: str, kubeconfig_path: str, tmp_path: Path
+    client: Client,
+    namespace: str,
+    kubeconfig_path: str,
+    tmp_path: Path,
+    service_account_kubeconfig: installs.AccountKubeconfig,
 ) -> None:
     install = tmp_path / "install"
     await installs.namespaced_install(kubeconfig_path, namespace, install)
@@ -49,8 +53,7 @@ async def test_a_namespaced_install_runs_jobs_in_its_namespace_and_reaches_nothi
     assert f"role.rbac.authorization.k8s.io/{NAME} created" in out, out
     assert "clusterrole" not in out and "namespace/" not in out and "customresource" not in out
 
-    token = await installs.service_account_token(client, namespace)
-    scoped = installs.with_token(kubeconfig_path, token, tmp_path / "scoped.kubeconfig")
+    scoped = await service_account_kubeconfig(namespace, NAME)
     node = SimulatedNode(client, name=f"node-{namespace}"[:63], namespace=namespace)
     # "scoped" ends, its workers go with it, and it goes 3 s later; "scaled" runs on.
     node.when(f"{REPLICA_TYPE_LABEL}=launcher,{JOB_NAME_LABEL}=scoped", exit_code=0, after=0.5)

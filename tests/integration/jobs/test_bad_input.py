@@ -31,10 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck
-from hypothesis import Phase
-from hypothesis import given
-from hypothesis import settings
 from hypothesis import strategies as st
 
 from jobcore import PODS
@@ -47,15 +43,17 @@ from jobcore import NotFoundError
 from jobcore import Object
 from jobcore import owner_reference
 from jobcore.jobs import JOB_NAME_LABEL
-from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import JobKind
 from jobcore.jobs import add_job_controller
 from jobcore.jobs import crd_for
 from jobcore.jobs import parse_job
-from jobcore.testing import SimulatedNode
 from jobcore.testing import background
+from jobcore.testing import condition
+from jobcore.testing import create_until_phase
 from jobcore.testing import install_crd
 from jobcore.testing import job_controller
+from jobcore.testing import wait_for_phase
+from tests.support.draws import fixed_draws
 from tests.support.jobdocs import KINDS
 from tests.support.jobdocs import FieldPath
 from tests.support.jobdocs import at
@@ -160,26 +158,6 @@ def malformed_jobs(draw: st.DrawFn) -> Object:
     for _ in range(draw(st.integers(1, 3))):
         obj = draw(mutated(obj))
     return obj
-
-
-def generated_jobs(count: int) -> list[Object]:
-    """`count` jobs drawn by hypothesis, the same ones on every run."""
-    jobs: list[Object] = []
-
-    @settings(
-        max_examples=count,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(malformed_jobs())
-    def collect(job: Object) -> None:
-        jobs.append(job)
-
-    collect()
-    return jobs
 
 
 def edge_cases(sample: Object) -> list[Object]:
@@ -416,16 +394,16 @@ async def succeeded(client: Client, namespace: str, jobs: list[tuple[JobKind[Any
         await asyncio.sleep(0.5)
 
 
+@pytest.mark.usefixtures("launchers_succeed")
 async def test_malformed_jobs_are_refused_or_failed_while_valid_jobs_keep_running(
-    client: Client,
-    namespace: str,
-    manager: asyncio.Task[None],
-    simulated_node: SimulatedNode,
+    client: Client, namespace: str, manager: asyncio.Task[None]
 ) -> None:
     assert len(CANARIES) == len(KINDS)
-    simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
     jobs = named(
-        [*(job for sample in CANARIES for job in edge_cases(sample)), *generated_jobs(GENERATED)]
+        [
+            *(job for sample in CANARIES for job in edge_cases(sample)),
+            *fixed_draws(malformed_jobs(), GENERATED),
+        ]
     )
     errors_before = reconcile_errors()
     tally = Tally()
@@ -460,17 +438,11 @@ async def test_a_pod_the_api_server_refuses_fails_the_job(
     container = obj["spec"]["worker"]["template"]["spec"]["containers"][0]
     container["resources"] = {"limits": {"cpu": "lots"}}
     kind = KINDS[obj["kind"]]
-    await client.create(kind.resource, obj)
-    deadline = time.monotonic() + 8
-    while time.monotonic() < deadline:
-        status = (await client.get(kind.resource, "bad-resources", namespace)).get("status") or {}
-        if status.get("phase") == "Failed":
-            failed = next(c for c in status["conditions"] if c["type"] == "Failed")
-            assert failed["reason"] == "InvalidSpec"
-            assert "the API server refused Pod" in failed["message"], failed
-            return
-        await asyncio.sleep(0.5)
-    pytest.fail("the job never failed; the controller keeps retrying the pod's creation")
+    # Not Failed in time: the controller keeps retrying the pod's creation.
+    status = await create_until_phase(client, kind.resource, obj, "Failed", timeout=8)
+    failed = condition(status, "Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert "the API server refused Pod" in failed["message"], failed
 
 
 async def test_a_pod_too_large_to_be_the_controllers_under_a_workers_name_fails_the_job(
@@ -499,17 +471,11 @@ async def test_a_pod_too_large_to_be_the_controllers_under_a_workers_name_fails_
         namespace,
     )
     await client.patch(kind.resource, "bulky", {"spec": {"runMode": {"pause": None}}}, namespace)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        status = (await client.get(kind.resource, "bulky", namespace)).get("status") or {}
-        if status.get("phase") == "Failed":
-            failed = next(c for c in status["conditions"] if c["type"] == "Failed")
-            assert failed["reason"] == "InvalidSpec"
-            assert "Pod bulky-worker-0 exists and is 1,2" in failed["message"], failed
-            assert "more than any the controller makes (327,680)" in failed["message"], failed
-            return
-        await asyncio.sleep(0.5)
-    pytest.fail(f"the job never failed: {status}")
+    status = await wait_for_phase(client, kind.resource, namespace, "bulky", "Failed", timeout=10)
+    failed = condition(status, "Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert "Pod bulky-worker-0 exists and is 1,2" in failed["message"], failed
+    assert "more than any the controller makes (327,680)" in failed["message"], failed
 
 
 async def kubectl(*args: str, stdin: str = "") -> int:
@@ -523,13 +489,13 @@ async def kubectl(*args: str, stdin: str = "") -> int:
     return await process.wait()
 
 
+@pytest.mark.usefixtures("launchers_succeed")
 async def test_a_job_nested_deeper_than_python_recurses_does_not_stop_the_controller(
-    client: Client, namespace: str, kubeconfig_path: str, simulated_node: SimulatedNode
+    client: Client, namespace: str, kubeconfig_path: str
 ) -> None:
     binary = Path(os.environ.get("KUBEBUILDER_ASSETS", "")) / "kubectl"
     if not binary.exists():
         pytest.skip("needs kubectl from KUBEBUILDER_ASSETS")
-    simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
     sample = CANARIES[0]
     kind = KINDS[sample["kind"]]
     await install_crd(client, crd_for(kind))
@@ -559,10 +525,10 @@ async def test_a_job_nested_deeper_than_python_recurses_does_not_stop_the_contro
         await delete_jobs_and_pods(client, namespace)
 
 
+@pytest.mark.usefixtures("launchers_succeed")
 async def test_two_kinds_of_job_with_one_name_both_get_a_status(
-    client: Client, namespace: str, manager: asyncio.Task[None], simulated_node: SimulatedNode
+    client: Client, namespace: str, manager: asyncio.Task[None]
 ) -> None:
-    simulated_node.when(f"{REPLICA_TYPE_LABEL}=launcher", exit_code=0, after=0.2)
     for sample in CANARIES[:2]:
         obj = copy.deepcopy(sample)
         obj["metadata"] = {"name": "same-name", "namespace": namespace}

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from jobcore import Client
+from jobcore import Controller
 from jobcore import Object
 from jobcore import Request
 from jobcore.jobs import JOB_NAME_LABEL
@@ -34,6 +35,7 @@ from jobcore.testing import wait_for_end
 from jobcore.testing import wait_for_phase
 from jobcore.testing import wait_until_settled
 from jobkinds.mpijob import MPIJobKind
+from tests.support.fixtures import controller_fixture
 from tests.support.mpijobs import MPIJOBS
 from tests.support.mpijobs import expire
 from tests.support.mpijobs import mpijob
@@ -44,6 +46,8 @@ pytestmark = pytest.mark.integration
 KIND = MPIJobKind()
 LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
 QUICK = RetryBackoff(initial=1)
+
+controller = controller_fixture(KIND)
 
 
 @dataclass(frozen=True)
@@ -142,43 +146,41 @@ async def test_a_conflict_on_the_restart_record_deletes_nothing_until_it_is_reco
 
 
 async def test_an_ended_job_edited_invalid_keeps_its_outcome(
-    client: Client, namespace: str, simulated_node: SimulatedNode
+    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
 ) -> None:
     simulated_node.when(f"{JOB_NAME_LABEL}=done,{LAUNCHER}", exit_code=0, after=0.2)
     simulated_node.when(f"{JOB_NAME_LABEL}=broke,{LAUNCHER}", exit_code=3, after=0.2)
     invalid = {"spec": {"ssh": {"sshAuthMountPath": "relative"}}}
-    async with job_controller(client, KIND, namespace=namespace) as controller:
-        ended = {}
-        for name in ("done", "broke"):
-            ended[name] = await run_to_end(client, namespace, name)
-            pods = uids(await live_pods(client, namespace), name)
-            await client.patch(MPIJOBS, name, invalid, namespace)
-            await wait_until_settled(client, controller, MPIJOBS, Request(namespace, name))
-            # Not rewritten as InvalidSpec, nor run again.
-            assert await job_status(client, MPIJOBS, namespace, name) == ended[name]
-            assert uids(await live_pods(client, namespace), name) == pods
-        assert ended["done"]["phase"] == "Succeeded"
-        assert condition(ended["broke"], "Failed")["reason"] == "Failed"
-        print("edited invalid after they ended: Succeeded and Failed kept, nothing run again")
-        # Its TTL still applies.
-        await expire(client, namespace, "broke")
+    ended = {}
+    for name in ("done", "broke"):
+        ended[name] = await run_to_end(client, namespace, name)
+        pods = uids(await live_pods(client, namespace), name)
+        await client.patch(MPIJOBS, name, invalid, namespace)
+        await wait_until_settled(client, controller, MPIJOBS, Request(namespace, name))
+        # Not rewritten as InvalidSpec, nor run again.
+        assert await job_status(client, MPIJOBS, namespace, name) == ended[name]
+        assert uids(await live_pods(client, namespace), name) == pods
+    assert ended["done"]["phase"] == "Succeeded"
+    assert condition(ended["broke"], "Failed")["reason"] == "Failed"
+    print("edited invalid after they ended: Succeeded and Failed kept, nothing run again")
+    # Its TTL still applies.
+    await expire(client, namespace, "broke")
 
 
+@pytest.mark.usefixtures("controller", "launchers_succeed")
 async def test_an_ended_job_edited_invalid_is_still_cleaned_up_as_its_run_policy_says(
-    client: Client, namespace: str, simulated_node: SimulatedNode
+    client: Client, namespace: str
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
-    async with job_controller(client, KIND, namespace=namespace):
-        ended = await run_to_end(client, namespace, "kept")
-        assert uids(await live_pods(client, namespace), "kept"), "no clean-up policy: pods stay"
-        edit = {
-            "spec": {"ssh": {"sshAuthMountPath": "relative"}, "runPolicy": {"cleanUpPolicy": "All"}}
-        }
-        await client.patch(MPIJOBS, "kept", edit, namespace)
+    ended = await run_to_end(client, namespace, "kept")
+    assert uids(await live_pods(client, namespace), "kept"), "no clean-up policy: pods stay"
+    edit = {
+        "spec": {"ssh": {"sshAuthMountPath": "relative"}, "runPolicy": {"cleanUpPolicy": "All"}}
+    }
+    await client.patch(MPIJOBS, "kept", edit, namespace)
 
-        async def workers_gone() -> bool:
-            pods = uids(await live_pods(client, namespace), "kept")
-            return not any("-worker-" in name for name in pods)
+    async def workers_gone() -> bool:
+        pods = uids(await live_pods(client, namespace), "kept")
+        return not any("-worker-" in name for name in pods)
 
-        await eventually(workers_gone, timeout=15)
-        assert await job_status(client, MPIJOBS, namespace, "kept") == ended
+    await eventually(workers_gone, timeout=15)
+    assert await job_status(client, MPIJOBS, namespace, "kept") == ended

@@ -19,7 +19,6 @@ from jobcore import Request
 from jobcore import owner_reference
 from jobcore.jobs import JOB_KIND_LABEL
 from jobcore.jobs import JOB_NAME_LABEL
-from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import Volcano
 from jobcore.jobs import add_job_controller
 from jobcore.jobs import crd_for
@@ -48,8 +47,6 @@ from tests.support.mpijobs import mpijob
 
 pytestmark = pytest.mark.integration
 
-LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
-
 
 async def keeper(client: Client, namespace: str) -> Object:
     """A ConfigMap that stands for someone else's controller."""
@@ -61,10 +58,10 @@ async def keeper(client: Client, namespace: str) -> Object:
     return await client.create(CONFIGMAPS, obj)
 
 
+@pytest.mark.usefixtures("launchers_succeed")
 async def test_a_pod_group_another_object_controls_is_never_applied_over(
-    client: Client, namespace: str, simulated_node: SimulatedNode
+    client: Client, namespace: str
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
     await install_crd(client, schemaless_crd(Volcano.resource))
     theirs: Object = {
         "apiVersion": Volcano.resource.api_version,

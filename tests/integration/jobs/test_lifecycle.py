@@ -327,10 +327,10 @@ async def test_resume_specs_are_recorded_once_an_invalid_job_is_fixed(
     assert not any(c["type"] == "SpecRejected" for c in status["conditions"])
 
 
+@pytest.mark.usefixtures("launchers_succeed")
 async def test_pausing_a_finished_job_does_nothing(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, controller: Controller
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
     await client.create(MPIJOBS, mpijob(namespace, "done"))
     finished = await phase_reached(client, namespace, "done", "Succeeded")
     before = uids(await job_pods(client, namespace, "done"))
@@ -733,10 +733,10 @@ async def test_active_deadline_fails_the_job_and_stops_its_pods(
     assert "activeDeadlineSeconds" in await warning(client, namespace, "late", "DeadlineExceeded")
 
 
+@pytest.mark.usefixtures("launchers_succeed")
 async def test_ttl_deletes_the_job_after_it_ends(
-    client: Client, namespace: str, controller: Controller, simulated_node: SimulatedNode
+    client: Client, namespace: str, controller: Controller
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
     job = mpijob(namespace, "brief", runPolicy={"ttlSecondsAfterFinished": 1})
     await client.create(MPIJOBS, job)
     await phase_reached(client, namespace, "brief", "Succeeded")

@@ -37,6 +37,7 @@ from jobcore.testing import job_controller
 from jobcore.testing import job_status
 from jobcore.testing import wait_for_end
 from jobkinds.mpijob import MPIJobKind
+from tests.support.fixtures import controller_fixture
 from tests.support.mpijobs import MPIJOBS
 from tests.support.mpijobs import expire
 from tests.support.mpijobs import mpijob
@@ -46,6 +47,8 @@ pytestmark = pytest.mark.integration
 
 KIND = MPIJobKind()
 LAUNCHER = f"{REPLICA_TYPE_LABEL}=launcher"
+
+controller = controller_fixture(KIND)
 
 
 async def test_a_status_write_never_overwrites_a_newer_status(
@@ -118,40 +121,39 @@ async def test_a_restart_is_counted_before_the_pods_are_deleted(
     assert (status["phase"], status["restarts"]) == ("Succeeded", 1)
 
 
+@pytest.mark.usefixtures("controller", "launchers_succeed")
 async def test_a_malformed_last_transition_time_is_replaced_and_the_ttl_still_runs(
-    client: Client, namespace: str, simulated_node: SimulatedNode
+    client: Client, namespace: str
 ) -> None:
-    simulated_node.when(LAUNCHER, exit_code=0, after=0.2)
-    async with job_controller(client, KIND, namespace=namespace):
-        status = await run_to_end(client, namespace, "stamped")
-        # Another tool rewrites the end time, then the job asks to be deleted 1 s after it.
-        for item in status["conditions"]:
-            if item["type"] == "Completed":
-                item["lastTransitionTime"] = "yesterday"
-        await client.patch(MPIJOBS, "stamped", {"status": status}, namespace, subresource="status")
-        await expire(client, namespace, "stamped")
+    status = await run_to_end(client, namespace, "stamped")
+    # Another tool rewrites the end time, then the job asks to be deleted 1 s after it.
+    for item in status["conditions"]:
+        if item["type"] == "Completed":
+            item["lastTransitionTime"] = "yesterday"
+    await client.patch(MPIJOBS, "stamped", {"status": status}, namespace, subresource="status")
+    await expire(client, namespace, "stamped")
 
 
+@pytest.mark.usefixtures("controller", "simulated_node")
 async def test_a_config_map_whose_data_was_removed_is_repaired(
-    client: Client, namespace: str, simulated_node: SimulatedNode
+    client: Client, namespace: str
 ) -> None:
-    async with job_controller(client, KIND, namespace=namespace):
-        await client.create(MPIJOBS, mpijob(namespace, "edited"))
+    await client.create(MPIJOBS, mpijob(namespace, "edited"))
 
-        async def configs() -> dict[str, Any]:
-            maps = (await client.list(CONFIGMAPS, namespace))["items"]
-            return {m["metadata"]["name"]: m.get("data") for m in maps if _owned(m, "edited")}
+    async def configs() -> dict[str, Any]:
+        maps = (await client.list(CONFIGMAPS, namespace))["items"]
+        return {m["metadata"]["name"]: m.get("data") for m in maps if _owned(m, "edited")}
 
-        await eventually(configs, timeout=10)
-        made = await configs()
-        name = next(iter(made))
-        remove = [{"op": "remove", "path": "/data"}]
-        await client.patch(CONFIGMAPS, name, remove, namespace, patch_type="json")
+    await eventually(configs, timeout=10)
+    made = await configs()
+    name = next(iter(made))
+    remove = [{"op": "remove", "path": "/data"}]
+    await client.patch(CONFIGMAPS, name, remove, namespace, patch_type="json")
 
-        async def repaired() -> bool:
-            return bool((await configs())[name] == made[name])
+    async def repaired() -> bool:
+        return bool((await configs())[name] == made[name])
 
-        await eventually(repaired, timeout=10)
+    await eventually(repaired, timeout=10)
 
 
 async def test_a_config_map_is_never_patched_over_a_change_its_read_did_not_see(

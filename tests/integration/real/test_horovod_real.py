@@ -14,12 +14,10 @@ from typing import Any
 import pytest
 
 from controllers.sandbox import realjobs
-from controllers.sandbox.frameworks import missing
 from jobcore import Client
 from jobcore import Object
 from jobcore.testing import ProcessNode
 from jobcore.testing import condition
-from jobcore.testing import require
 from jobkinds.horovodjob import HorovodJobKind
 from tests.support import mpioutput
 from tests.support.fixtures import controller_fixture
@@ -69,7 +67,6 @@ def horovodjob(namespace: str, name: str, cmd: list[str], **spec: Any) -> Object
 async def test_static_jobs_allreduce_over_gloo_and_mpi_and_a_rank_exiting_3_fails_its_job(
     client: Client, namespace: str, process_node: ProcessNode, programs: Path
 ) -> None:
-    require(missing("horovod"))
     cmd = realjobs.horovod_allreduce(programs)
     backends = ("gloo", "mpi")
     jobs = [
