@@ -121,7 +121,6 @@ class JobReconciler(Generic[SpecT]):
         self.kind = kind
         self.queueing = queueing
         self.retry_backoff = retry_backoff
-        self.client = client
         self.jobs = jobs
         self.gang_scheduler = gang_scheduler
         self.clock = clock

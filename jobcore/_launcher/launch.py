@@ -85,14 +85,15 @@ def hostfile_name(job: Job[Any]) -> str:
 
 
 def job_ssh(
-    job: Job[Any], observed: Observed, *, mount_path: str, port: int, tunnel: bool = False
+    job: Job[Any], observed: Observed, *, mount_path: str, tunnel: bool = False
 ) -> tuple[Object, SSHAccess]:
-    """The job's ssh Secret, and how its launcher reaches the workers with it.
+    """The job's ssh Secret, and how its launcher reaches the workers' sshd (on `spec.ssh.port`)
+    with it.
 
     An existing Secret is returned as observed: a new keypair would lock the launcher out of
     running workers, and one made before host keys existed keeps its workers unpinned.
     """
-    name = ssh_secret_name(job)
+    name, port = ssh_secret_name(job), int(job.spec.ssh.port)
     secret = observed.get(SECRETS, name)
     if secret is None:
         secret = ssh_secret(job, name, SSHAccess(mount_path, port, tunnel=tunnel))

@@ -63,13 +63,7 @@ class ColossalAIJobKind(LauncherWorkersKind):
         """The ssh Secret (an existing one as observed: see `job_ssh`), the hostfile, then
         the Service, the workers and the launcher (`launch_children`)."""
         # colossalai run's fabric accepts any host key: see `SSHAccess.tunnel`.
-        secret, ssh = job_ssh(
-            job,
-            observed,
-            mount_path=job.spec.ssh.auth_mount_path,
-            port=job.spec.ssh.port,
-            tunnel=True,
-        )
+        secret, ssh = job_ssh(job, observed, mount_path=job.spec.ssh.auth_mount_path, tunnel=True)
         workers = [worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
         head = [secret, hostfile_configmap(job)]
         return launch_children(job, observed, head, workers, lambda: launcher_pod(job, ssh))

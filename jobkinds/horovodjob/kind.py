@@ -95,11 +95,7 @@ class HorovodJobKind(LauncherWorkersKind):
         """
         # horovodrun's own ssh command accepts any host key: see `SSHAccess.tunnel`.
         secret, ssh = job_ssh(
-            job,
-            observed,
-            mount_path=job.spec.ssh.ssh_auth_mount_path,
-            port=job.spec.ssh.port,
-            tunnel=True,
+            job, observed, mount_path=job.spec.ssh.ssh_auth_mount_path, tunnel=True
         )
         elastic = job.spec.elastic
         workers = [

@@ -85,9 +85,7 @@ class MPIJobKind(LauncherWorkersKind):
     def render(self, job: Job[MPIJobSpec], observed: Observed) -> list[Object]:
         """The ssh Secret (an existing one as observed: see `job_ssh`), the hostfile, then
         the Service, the workers and the launcher (`launch_children`)."""
-        secret, ssh = job_ssh(
-            job, observed, mount_path=job.spec.ssh.ssh_auth_mount_path, port=job.spec.ssh.port
-        )
+        secret, ssh = job_ssh(job, observed, mount_path=job.spec.ssh.ssh_auth_mount_path)
         workers = [worker_pod(job, i, ssh) for i in range(job.spec.worker.replicas)]
         head = [secret, hostfile_configmap(job)]
         return launch_children(job, observed, head, workers, lambda: launcher_pod(job, ssh))
