@@ -38,6 +38,17 @@ SCHEDULE = Request("", "schedule")
 
 
 @dataclass(frozen=True, slots=True)
+class _QueueState:
+    """One ClusterQueue during a pass: its resource groups, the usage and the Workloads it has
+    admitted (both grow as the pass admits more), and its preemption policy within itself."""
+
+    groups: Groups
+    used: quota.Usage
+    admitted: list[Object]
+    policy: str
+
+
+@dataclass(frozen=True, slots=True)
 class _Decision:
     admission: quota.Assignment | None = None
     targets: tuple[Object, ...] = ()
@@ -108,10 +119,10 @@ class Scheduler:
             for w in snapshot.workloads
             if holds_quota(w) and (w["status"].get("admission") or {}).get("clusterQueue") == name
         ]
-        used = quota.usage_of(admitted)
         policy = (spec.get("preemption") or {}).get("withinClusterQueue") or "Never"
+        state = _QueueState(groups, quota.usage_of(admitted), admitted, policy)
         for workload in self._queue(snapshot, name):
-            decision = _decide(workload, groups, used, admitted, policy)
+            decision = _decide(workload, state)
             if decision.admission is not None:
                 admission = {
                     "clusterQueue": name,
@@ -123,8 +134,8 @@ class Scheduler:
                 if not await self._write(workload, changed):
                     return False
                 for slot, value in decision.admission.usage().items():
-                    used[slot] = used.get(slot, Fraction(0)) + value
-                admitted.append(changed)
+                    state.used[slot] = state.used.get(slot, Fraction(0)) + value
+                state.admitted.append(changed)
                 continue
             message = decision.message
             for target in decision.targets:
@@ -155,23 +166,12 @@ class Scheduler:
         return True
 
 
-def _decide(
-    workload: Object, groups: Groups, used: quota.Usage, admitted: list[Object], policy: str
-) -> _Decision:
+def _decide(workload: Object, state: _QueueState) -> _Decision:
     """getInitialAssignments: the whole workload; else with preemption; else, for a pod set
     with a minCount, the largest count from count-1 down to minCount that can be admitted."""
     pod_sets = list(workload.get("spec", {}).get("podSets") or [])
     decisions = (
-        _attempt(
-            workload,
-            pod_sets=pod_sets,
-            counts=counts,
-            groups=groups,
-            used=used,
-            admitted=admitted,
-            policy=policy,
-        )
-        for counts in _candidate_counts(pod_sets)
+        _attempt(workload, pod_sets, counts, state) for counts in _candidate_counts(pod_sets)
     )
     full = next(decisions)
     tried = itertools.chain([full], decisions)
@@ -192,20 +192,14 @@ def _candidate_counts(pod_sets: list[Object]) -> Iterator[list[int]]:
 
 
 def _attempt(
-    workload: Object,
-    *,
-    pod_sets: list[Object],
-    counts: list[int],
-    groups: Groups,
-    used: quota.Usage,
-    admitted: list[Object],
-    policy: str,
+    workload: Object, pod_sets: list[Object], counts: list[int], state: _QueueState
 ) -> _Decision:
-    assignment = quota.assign(pod_sets, counts, groups, used, can_preempt=policy != "Never")
+    can_preempt = state.policy != "Never"
+    assignment = quota.assign(pod_sets, counts, state.groups, state.used, can_preempt=can_preempt)
     if assignment.fits:
         return _Decision(admission=assignment)
     if assignment.preempt:
-        targets = _targets(workload, assignment, groups, admitted, policy)
+        targets = _targets(workload, assignment, state)
         if targets:
             return _Decision(targets=tuple(targets), message=assignment.message())
     return _Decision(message=assignment.message())
@@ -227,21 +221,15 @@ def _reserved_at(workload: Object) -> str:
     return str((found or {}).get("lastTransitionTime", ""))
 
 
-def _targets(
-    preemptor: Object,
-    assignment: quota.Assignment,
-    groups: Groups,
-    admitted: list[Object],
-    policy: str,
-) -> list[Object]:
+def _targets(preemptor: Object, assignment: quota.Assignment, state: _QueueState) -> list[Object]:
     """Classical preemption within a ClusterQueue: candidates already evicted first, then
     the lowest priority, then the latest admitted; taken until the preemptor fits, then
     those it can do without given back, latest taken first."""
-    needed = set(assignment.usage())
+    needed, groups, admitted = set(assignment.usage()), state.groups, state.admitted
     candidates = [
         w
         for w in admitted
-        if _preemptible(preemptor, w, policy) and needed & set(quota.usage_of([w]))
+        if _preemptible(preemptor, w, state.policy) and needed & set(quota.usage_of([w]))
     ]
     candidates.sort(key=_reserved_at, reverse=True)
     candidates.sort(key=lambda w: (not api.is_true(w, api.EVICTED), api.priority(w)))
