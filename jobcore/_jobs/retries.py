@@ -126,65 +126,40 @@ def judge(
     backoff: RetryBackoff,
     now: float,
 ) -> Verdict:
-    """The run policy's verdict on the outcome (`apply_policy`; none where `policy` is None: in
-    debug mode, or for a paused job), then the ended pods the kind dropped, to replace
-    (`replace_pods`); its outcome says when a waiting retry brings the pods back."""
-    verdict = Verdict(outcome, lifecycle)
-    if policy is not None:
-        verdict = apply_policy(
-            policy,
-            outcome,
-            lifecycle,
-            previous=previous,
-            pods=pods,
-            containers=containers,
-            now=now,
-            backoff=backoff,
-        )
-    verdict = replace_pods(verdict, replaced, backoff=backoff, now=now)
-    return dataclasses.replace(
-        verdict,
-        outcome=noting_retry(verdict.outcome, verdict.lifecycle, now),
-        wait=retry_wait(verdict.lifecycle, now),
-    )
-
-
-def apply_policy(
-    policy: RunPolicy,
-    outcome: Outcome,
-    lifecycle: Lifecycle,
-    *,
-    previous: JobStatus,
-    pods: Mapping[str, Object],
-    containers: Mapping[str, str],
-    now: float,
-    backoff: RetryBackoff,
-) -> Verdict:
-    """`pendingTimeoutSeconds`, then `backoffLimit` under `restartPolicy`.
+    """The run policy's verdict on the outcome (none where `policy` is None: in debug mode,
+    or for a paused job): `pendingTimeoutSeconds`, then `backoffLimit` under `restartPolicy`;
+    then the ended pods the kind dropped, to replace (`replace_pods`). Its outcome says when
+    a waiting retry brings the pods back.
 
     A retried failure tears the whole gang down (MPI cannot re-admit one rank); the pods are
     recreated after the retry's `backoff` delay, and the job stays Running meanwhile.
     """
-    if not outcome.ended:
-        stuck, _ = pending_too_long(policy, pods.values(), now)
+    verdict = Verdict(outcome, lifecycle)
+    if policy is not None:
+        stuck = None if outcome.ended else pending_too_long(policy, pods.values(), now)[0]
+        running = previous.condition("Running")
         if stuck is not None:
             message = (
                 f"Pod[{stuck}] was Pending for more than runPolicy.pendingTimeoutSeconds "
                 f"({policy.pending_timeout_seconds} s)."
             )
             detail = outcome.replica_failure or message
-            return Verdict(Outcome("failed", "PendingTimeout", message, detail), lifecycle)
-    if outcome.state == "failed":
-        failures = pod_failures(pods.values(), containers)
-        counted = restart_recorded(previous, pods.values())
-        retried = lifecycle if counted else backoff.retry(lifecycle, now)
-        return _retry(policy, outcome, lifecycle, failures, retried=retried, counted=counted)
-    running = previous.condition("Running")
-    if outcome.state == "pending" and running is not None and running.reason == RESTARTING:
-        # Still coming back from a restart: the job stays Running meanwhile.
-        still = Outcome("running", RESTARTING, running.message or "", outcome.replica_failure)
-        return Verdict(still, lifecycle)
-    return Verdict(outcome, lifecycle)
+            verdict = Verdict(Outcome("failed", "PendingTimeout", message, detail), lifecycle)
+        elif outcome.state == "failed":
+            failures = pod_failures(pods.values(), containers)
+            counted = restart_recorded(previous, pods.values())
+            retried = lifecycle if counted else backoff.retry(lifecycle, now)
+            verdict = _retry(policy, outcome, lifecycle, failures, retried=retried, counted=counted)
+        elif outcome.state == "pending" and running is not None and running.reason == RESTARTING:
+            # Still coming back from a restart: the job stays Running meanwhile.
+            still = Outcome("running", RESTARTING, running.message or "", outcome.replica_failure)
+            verdict = Verdict(still, lifecycle)
+    verdict = replace_pods(verdict, replaced, backoff=backoff, now=now)
+    return dataclasses.replace(
+        verdict,
+        outcome=noting_retry(verdict.outcome, verdict.lifecycle, now),
+        wait=retry_wait(verdict.lifecycle, now),
+    )
 
 
 def _retry(

@@ -15,7 +15,7 @@ from jobcore._jobs.decide import frozen_outcome
 from jobcore._jobs.decide import has_ended
 from jobcore._jobs.retries import RESTARTING
 from jobcore._jobs.retries import RETRY_BACKOFF
-from jobcore._jobs.retries import apply_policy
+from jobcore._jobs.retries import judge
 from jobcore._jobs.retries import restart_recorded
 from jobcore._jobs.status import Lifecycle
 from jobcore._jobs.status import derive_status
@@ -40,15 +40,16 @@ def with_uid(obj: Object, uid: str) -> Object:
 def decide(
     outcome: Outcome, previous: JobStatus, pods: dict[str, Object], restarts: int = 0
 ) -> Any:
-    return apply_policy(
-        RETRIED,
+    return judge(
         outcome,
         Lifecycle(restarts=restarts),
+        policy=RETRIED,
         previous=previous,
         pods=pods,
         containers=CONTAINERS,
-        now=NOW,
+        replaced=(),
         backoff=RETRY_BACKOFF,
+        now=NOW,
     )
 
 
