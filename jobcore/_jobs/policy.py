@@ -1,8 +1,8 @@
-"""The run policy's rules, as pure functions of a job's pods and the clock.
+"""The run policy's clocks and clean-up, as pure functions of a job's pods and the clock.
 
-Which failures `runPolicy.restartPolicy` retries, how long a pod may stay Pending, how much
-of `activeDeadlineSeconds` and `ttlSecondsAfterFinished` is left, and which pods the
-clean-up policy deletes once the job has ended.
+How long a pod may stay Pending, how much of `activeDeadlineSeconds` and
+`ttlSecondsAfterFinished` is left, and which pods the clean-up policy deletes once the job has
+ended. Which failures `runPolicy.restartPolicy` retries is `jobcore._jobs.retries`'.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from jobcore._jobs.kind import REPLICA_TYPE_LABEL
 from jobcore._jobs.models import JobStatus
@@ -18,10 +17,6 @@ from jobcore._jobs.models import RunPolicy
 from jobcore._jobs.status import parse_time
 from jobcore._runtime.resources import Object
 
-LOST_POD_REASONS = frozenset(
-    {"Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated", "UnexpectedAdmissionError"}
-)
-"""Pod status reasons that say the node, not the program, ended the pod: always retryable."""
 DEADLINE_EXCEEDED = "DeadlineExceeded"
 """The Failed reason of a job past `activeDeadlineSeconds`."""
 
@@ -31,71 +26,6 @@ def seconds_since(timestamp: str | None, now: float) -> float:
     malformed."""
     moment = parse_time(timestamp)
     return 0.0 if moment is None else now - moment.timestamp()
-
-
-@dataclass(frozen=True, slots=True)
-class PodFailure:
-    """A failed pod: its main container's exit code, the pod's reason, and when it ended."""
-
-    pod: str
-    exit_code: int | None
-    reason: str | None
-    finished_at: str
-
-    @property
-    def retryable_by_exit_code(self) -> bool:
-        """Signals (128+, so 137 and 143) and lost pods may pass; exit codes 1-127 will not."""
-        if self.reason in LOST_POD_REASONS or self.exit_code is None:
-            return True
-        return self.exit_code >= 128
-
-
-def pod_failures(pods: Iterable[Object], containers: Mapping[str, str]) -> list[PodFailure]:
-    """The failed pods among `pods`, read from each replica type's main container."""
-    found = []
-    for pod in pods:
-        status = pod.get("status") or {}
-        if status.get("phase") != "Failed":
-            continue
-        replica_type = (pod["metadata"].get("labels") or {}).get(REPLICA_TYPE_LABEL, "")
-        main = containers.get(replica_type)
-        exits = [
-            (s.get("name"), s["state"]["terminated"])
-            for s in status.get("containerStatuses") or ()
-            if "terminated" in (s.get("state") or {})
-        ]
-        # The main container's exit, unless another container failed where it did not.
-        own = next((t for n, t in exits if n == main), None)
-        other = next((t for _, t in exits if t.get("exitCode")), None)
-        chosen = own if own and own.get("exitCode") else other or own
-        found.append(
-            PodFailure(
-                pod=pod["metadata"]["name"],
-                exit_code=chosen.get("exitCode") if chosen else None,
-                reason=status.get("reason"),
-                finished_at=(chosen or {}).get("finishedAt") or "",
-            )
-        )
-    return found
-
-
-def should_retry(policy: RunPolicy, failures: Sequence[PodFailure]) -> bool:
-    """Whether `restartPolicy` retries this failure; the first pod to fail decides.
-
-    In a gang the first failure is the cause; the others (a launcher that lost a rank) follow.
-    A job that failed with no failed pod (a worker that exited 0 too soon) is retried only
-    under OnFailure.
-    """
-    if policy.restart_policy == "Never":
-        return False
-    if policy.restart_policy == "OnFailure":
-        return True
-    if not failures:
-        return False
-    # A pod lost before any container ended has no time: it cannot claim to be first.
-    decisive = [f for f in failures if f.finished_at] or list(failures)
-    first = min(f.finished_at for f in decisive)
-    return any(f.retryable_by_exit_code for f in decisive if f.finished_at == first)
 
 
 def deadline_left(policy: RunPolicy, since: str | None, now: float) -> float | None:

@@ -20,14 +20,12 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Literal
 
+from jobcore._jobs.kind import REPLICA_TYPE_LABEL
 from jobcore._jobs.kind import Outcome
 from jobcore._jobs.models import JobStatus
 from jobcore._jobs.models import RunPolicy
 from jobcore._jobs.podstate import pod_ended
-from jobcore._jobs.policy import PodFailure
 from jobcore._jobs.policy import pending_too_long
-from jobcore._jobs.policy import pod_failures
-from jobcore._jobs.policy import should_retry
 from jobcore._jobs.readback import MAX_RETRY_DELAY_SECONDS
 from jobcore._jobs.status import Lifecycle
 from jobcore._jobs.status import parse_time
@@ -40,6 +38,82 @@ INITIAL_SECONDS = 10
 """The first retry's delay, as a Kubernetes Job's."""
 MAXIMUM_SECONDS = 360
 """The longest delay, as a Kubernetes Job's (6 minutes)."""
+
+
+# Which failures are retried -----------------------------------------------------------------
+
+LOST_POD_REASONS = frozenset(
+    {"Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated", "UnexpectedAdmissionError"}
+)
+"""Pod status reasons that say the node, not the program, ended the pod: always retryable."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PodFailure:
+    """A failed pod: its main container's exit code, the pod's reason, and when it ended."""
+
+    pod: str
+    exit_code: int | None
+    reason: str | None
+    finished_at: str
+
+    @property
+    def retryable_by_exit_code(self) -> bool:
+        """Signals (128+, so 137 and 143) and lost pods may pass; exit codes 1-127 will not."""
+        if self.reason in LOST_POD_REASONS or self.exit_code is None:
+            return True
+        return self.exit_code >= 128
+
+
+def failed_pods(pods: Iterable[Object], containers: Mapping[str, str]) -> list[PodFailure]:
+    """The failed pods among `pods`, read from each replica type's main container."""
+    found = []
+    for pod in pods:
+        status = pod.get("status") or {}
+        if status.get("phase") != "Failed":
+            continue
+        replica_type = (pod["metadata"].get("labels") or {}).get(REPLICA_TYPE_LABEL, "")
+        main = containers.get(replica_type)
+        exits = [
+            (s.get("name"), s["state"]["terminated"])
+            for s in status.get("containerStatuses") or ()
+            if "terminated" in (s.get("state") or {})
+        ]
+        # The main container's exit, unless another container failed where it did not.
+        own = next((t for n, t in exits if n == main), None)
+        other = next((t for _, t in exits if t.get("exitCode")), None)
+        chosen = own if own and own.get("exitCode") else other or own
+        found.append(
+            PodFailure(
+                pod=pod["metadata"]["name"],
+                exit_code=chosen.get("exitCode") if chosen else None,
+                reason=status.get("reason"),
+                finished_at=(chosen or {}).get("finishedAt") or "",
+            )
+        )
+    return found
+
+
+def should_retry(policy: RunPolicy, failures: Sequence[PodFailure]) -> bool:
+    """Whether `restartPolicy` retries this failure; the first pod to fail decides.
+
+    In a gang the first failure is the cause; the others (a launcher that lost a rank) follow.
+    A job that failed with no failed pod (a worker that exited 0 too soon) is retried only
+    under OnFailure.
+    """
+    if policy.restart_policy == "Never":
+        return False
+    if policy.restart_policy == "OnFailure":
+        return True
+    if not failures:
+        return False
+    # A pod lost before any container ended has no time: it cannot claim to be first.
+    decisive = [f for f in failures if f.finished_at] or list(failures)
+    first = min(f.finished_at for f in decisive)
+    return any(f.retryable_by_exit_code for f in decisive if f.finished_at == first)
+
+
+# The backoff --------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -146,7 +220,7 @@ def judge(
             detail = outcome.replica_failure or message
             verdict = Verdict(Outcome("failed", "PendingTimeout", message, detail), lifecycle)
         elif outcome.state == "failed":
-            failures = pod_failures(pods.values(), containers)
+            failures = failed_pods(pods.values(), containers)
             counted = restart_recorded(previous, pods.values())
             retried = lifecycle if counted else backoff.retry(lifecycle, now)
             verdict = _retry(policy, outcome, lifecycle, failures, retried=retried, counted=counted)

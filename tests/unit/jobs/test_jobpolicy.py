@@ -13,9 +13,9 @@ from jobcore import Object
 from jobcore._jobs.policy import deadline_left
 from jobcore._jobs.policy import doomed_after_end
 from jobcore._jobs.policy import pending_too_long
-from jobcore._jobs.policy import pod_failures
-from jobcore._jobs.policy import should_retry
 from jobcore._jobs.policy import ttl_left
+from jobcore._jobs.retries import failed_pods
+from jobcore._jobs.retries import should_retry
 from jobcore.jobs import REPLICA_TYPE_LABEL
 from jobcore.jobs import JobStatus
 from jobcore.jobs import RunPolicy
@@ -62,12 +62,12 @@ def failed(name: str, code: int | None, finished: float = 0, **status: Any) -> O
 # Retries ---------------------------------------------------------------------------------
 
 
-def test_pod_failures_read_the_main_container_of_failed_pods_only() -> None:
+def test_failed_pods_read_the_main_container_of_failed_pods_only() -> None:
     sidecar_failed = pod(
         "w-2", phase="Failed", containerStatuses=[exited("sidecar", 2), exited("other", 0)]
     )
     pods = [failed("w-0", 137, finished=5), pod("w-1"), sidecar_failed]
-    found = pod_failures(pods, CONTAINERS)
+    found = failed_pods(pods, CONTAINERS)
     assert [(f.pod, f.exit_code, f.finished_at) for f in found] == [
         ("w-0", 137, at(5)),
         ("w-2", 2, at(0)),
@@ -88,7 +88,7 @@ def test_pod_failures_read_the_main_container_of_failed_pods_only() -> None:
     ],
 )
 def test_restart_policy_decides_by_exit_code(restart_policy: str, code: int, retried: bool) -> None:
-    failures = pod_failures([failed("w-0", code)], CONTAINERS)
+    failures = failed_pods([failed("w-0", code)], CONTAINERS)
     assert should_retry(policy(restartPolicy=restart_policy), failures) is retried
 
 
@@ -98,7 +98,7 @@ def test_a_lost_pod_is_retried_whatever_its_exit_code() -> None:
         failed("w-0", 1, reason="Evicted"),
         failed("w-0", 1, reason="NodeLost"),
     ):
-        failures = pod_failures([lost], CONTAINERS)
+        failures = failed_pods([lost], CONTAINERS)
         assert should_retry(policy(restartPolicy="ExitCode"), failures)
         assert not should_retry(policy(restartPolicy="Never"), failures)
 
@@ -106,9 +106,9 @@ def test_a_lost_pod_is_retried_whatever_its_exit_code() -> None:
 def test_the_earliest_failure_decides() -> None:
     exit_code = policy(restartPolicy="ExitCode")
     bug_first = [failed("w-0", 1, finished=1), failed("w-1", 137, finished=2)]
-    assert not should_retry(exit_code, pod_failures(bug_first, CONTAINERS))
+    assert not should_retry(exit_code, failed_pods(bug_first, CONTAINERS))
     kill_first = [failed("w-0", 1, finished=2), failed("w-1", 137, finished=1)]
-    assert should_retry(exit_code, pod_failures(kill_first, CONTAINERS))
+    assert should_retry(exit_code, failed_pods(kill_first, CONTAINERS))
 
 
 def test_a_failure_without_failed_pods_is_retried_only_on_failure() -> None:
@@ -197,7 +197,7 @@ def test_a_failed_sidecar_counts_when_the_main_container_exited_0() -> None:
     sidecar_killed = pod(
         "w-0", phase="Failed", containerStatuses=[exited("worker", 0), exited("sidecar", 137)]
     )
-    [found] = pod_failures([sidecar_killed], CONTAINERS)
+    [found] = failed_pods([sidecar_killed], CONTAINERS)
     assert found.exit_code == 137
     assert should_retry(policy(restartPolicy="ExitCode"), [found])
 
@@ -205,6 +205,6 @@ def test_a_failed_sidecar_counts_when_the_main_container_exited_0() -> None:
 def test_a_pod_lost_without_a_finish_time_does_not_outrank_a_timed_failure() -> None:
     bug = failed("w-0", 1, finished=1)
     lost = pod("w-1", phase="Failed", reason="UnexpectedAdmissionError")
-    failures = pod_failures([bug, lost], CONTAINERS)
+    failures = failed_pods([bug, lost], CONTAINERS)
     assert not should_retry(policy(restartPolicy="ExitCode"), failures)
-    assert should_retry(policy(restartPolicy="ExitCode"), pod_failures([lost], CONTAINERS))
+    assert should_retry(policy(restartPolicy="ExitCode"), failed_pods([lost], CONTAINERS))
