@@ -164,13 +164,13 @@ class JobReconciler(Generic[SpecT]):
             return Result(requeue_after=5.0)
         previous = self.writer.latest(obj)
         job, errors = self.specs.parse(obj, previous)
+        # An ended job keeps its outcome, whatever its spec becomes.
+        ended = decide.frozen_outcome(previous) if decide.has_ended(previous) else None
         if not self.runs(obj):  # run by MultiKueue in another cluster: only its Workload here
             if self.queueing is not None and job is not None:
-                ended = decide.frozen_outcome(previous) if decide.has_ended(previous) else None
                 await self.queueing.dispatched(job, ended)
             return Result()
-        if job is None and decide.has_ended(previous):
-            # An ended job keeps its outcome, whatever its spec becomes.
+        if job is None and ended is not None:
             ttl = await self.ending.finish_unparsed(
                 request=request, obj=obj, previous=previous, now=self.clock()
             )
@@ -184,12 +184,11 @@ class JobReconciler(Generic[SpecT]):
         step = _Step(
             request, job, previous, self.children.observe(job.namespace, job.uid), self.clock()
         )
-        finished = decide.has_ended(previous)
-        if self.queueing is not None and not finished:  # held while Kueue has not admitted it
+        if self.queueing is not None and ended is None:  # held while Kueue has not admitted it
             step = dataclasses.replace(step, job=await self.queueing.admit(job, step.observed))
         lifecycle = decide.lifecycle_of(step.job, previous, step.observed)
-        if finished:
-            return await self._end(step, decide.frozen_outcome(previous), lifecycle)
+        if ended is not None:
+            return await self._end(step, ended, lifecycle)
         return await self._run(step, lifecycle)
 
     async def _run(self, step: _Step[SpecT], lifecycle: Lifecycle) -> Result:
