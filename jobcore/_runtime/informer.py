@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypedDict
 
 from jobcore._runtime.client import Client
 from jobcore._runtime.filing import IndexFunc
@@ -14,13 +13,6 @@ from jobcore._runtime.listwatch import ClientListerWatcher
 from jobcore._runtime.listwatch import ListWatch
 from jobcore._runtime.resources import Resource
 from jobcore._runtime.store import Store
-
-
-class _Selectors(TypedDict):
-    """What narrows both the list and the watches that follow it."""
-
-    label_selector: str | None
-    field_selector: str | None
 
 
 class Informer(Store):
@@ -60,12 +52,12 @@ class Informer(Store):
             indexers=indexers,
         )
         self.client = client
-        self.selectors = _Selectors(label_selector=label_selector, field_selector=field_selector)
         source = ClientListerWatcher(
             client,
             resource,
             namespace=namespace,
-            **self.selectors,
+            label_selector=label_selector,
+            field_selector=field_selector,
             inactivity_timeout=inactivity_timeout,
             without_managed_fields=transform is not None,
         )
