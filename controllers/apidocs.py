@@ -315,6 +315,3 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
         *("| " + " | ".join(row) + " |" for row in rows),
         "",
     ]
-
-
-# Command ---------------------------------------------------------------------------------

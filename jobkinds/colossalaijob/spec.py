@@ -16,6 +16,7 @@ from jobcore.jobs import ApiModel
 from jobcore.jobs import JobSpec
 from jobcore.jobs import PodTemplateSpec
 from jobcore.launcher import LAUNCHER
+from jobcore.launcher import SSH_MOUNT
 from jobcore.launcher import SSH_PORT
 from jobcore.launcher import WORKER
 from jobcore.launcher import SSHDPath
@@ -33,7 +34,7 @@ class ColossalAISSHSpec(ApiModel):
     """Where sshd is in the worker image, where the job's ssh keys are mounted, and its port."""
 
     auth_mount_path: str = Field(
-        default="/root/.ssh",
+        default=SSH_MOUNT,
         description="Where the job's ssh keys are mounted, in launcher and workers: the "
         "~/.ssh of the user running colossalai (it reads its keys from there).",
     )
