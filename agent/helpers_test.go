@@ -16,6 +16,10 @@ import (
 	"time"
 )
 
+// runLimit bounds every command `run` runs: a hung one (a real MPI whose daemon never reports
+// back) fails its test with its output, instead of the whole package at go test's timeout.
+const runLimit = time.Minute
+
 // agentBin is the agent built once for the end-to-end tests, which run it as a user would.
 var agentBin string
 
@@ -147,12 +151,24 @@ type result struct {
 	code           int
 }
 
-// run runs cmd to the end with stdin and returns its output and exit code.
+// run runs cmd to the end with stdin and returns its output and exit code; after runLimit it
+// kills cmd's process group and fails t.
 func run(t *testing.T, cmd *exec.Cmd, stdin string) result {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr syncBuffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &stdout, &stderr
-	err := cmd.Run()
+	// Its own process group, so that the watchdog also ends what it started (an rsh holding
+	// its stdout, say), without which Wait would not return.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	watchdog := time.AfterFunc(runLimit, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	err := cmd.Wait()
+	if !watchdog.Stop() {
+		t.Fatalf("%s still running after %s, killed; its stdout:\n%s\nits stderr:\n%s",
+			strings.Join(cmd.Args, " "), runLimit, stdout.String(), stderr.String())
+	}
 	if _, exited := err.(*exec.ExitError); err != nil && !exited {
 		t.Fatal(err)
 	}
